@@ -1,0 +1,110 @@
+#include "data_loaders/fashion_mnist.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+
+#include "data_loaders/idx.h"
+
+namespace bnn::data_loaders {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Returns dir/name if it exists, else dir/name.gz.
+fs::path find_idx_file(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  const fs::path plain = dir / name;
+  if (fs::exists(plain, ec)) return plain;
+  const fs::path gzipped = dir / (name + ".gz");
+  if (fs::exists(gzipped, ec)) return gzipped;
+  throw std::runtime_error(fmt::format(
+      "{}: missing Fashion-MNIST file {} (or {}.gz); the directory needs "
+      "train-images-idx3-ubyte, train-labels-idx1-ubyte, t10k-images-idx3-ubyte and "
+      "t10k-labels-idx1-ubyte, each plain or with .gz",
+      dir.string(), name, name));
+}
+
+void check_labels(const torch::Tensor& labels, const fs::path& path) {
+  const uint8_t* data = labels.data_ptr<uint8_t>();
+  for (int64_t i = 0; i < labels.numel(); ++i) {
+    if (data[i] >= kFashionMnistNumClasses) {
+      throw std::runtime_error(fmt::format("{}: label {} at index {} is out of range [0, {}]",
+                                           path.string(), int{data[i]}, i,
+                                           kFashionMnistNumClasses - 1));
+    }
+  }
+}
+
+// Maps each pixel p to the float nearest (p / 255 - mean) / std, evaluated in
+// double through a 256-entry table. A chain of float32 tensor ops would round
+// at every step and could differ between devices; the table gives the same,
+// correctly rounded value everywhere, at the cost of one pass on the host.
+torch::Tensor standardize(const torch::Tensor& pixels) {
+  std::array<float, 256> table{};
+  for (int p = 0; p < 256; ++p) {
+    table[p] = static_cast<float>((p / 255.0 - kFashionMnistMean) / kFashionMnistStd);
+  }
+  const torch::Tensor source = pixels.contiguous();
+  torch::Tensor result = torch::empty(source.sizes(), torch::kFloat32);
+  const uint8_t* in = source.data_ptr<uint8_t>();
+  float* out = result.data_ptr<float>();
+  for (int64_t i = 0, n = source.numel(); i < n; ++i) out[i] = table[in[i]];
+  return result;
+}
+
+// Keeps the first `limit` examples (all when limit is 0).
+torch::Tensor apply_limit(const torch::Tensor& data, int64_t limit, const char* option,
+                          const fs::path& path) {
+  if (limit == 0) return data;
+  TORCH_CHECK(limit <= data.size(0), option, " = ", limit, " exceeds the ", data.size(0),
+              " examples in ", path.string());
+  return data.narrow(0, 0, limit);
+}
+
+Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
+                 const char* limit_option, torch::Device device) {
+  const fs::path image_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
+  const fs::path label_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
+  torch::Tensor images = read_idx_images(image_path, kFashionMnistRows, kFashionMnistCols);
+  torch::Tensor labels = read_idx_labels(label_path);
+  if (images.size(0) != labels.size(0)) {
+    throw std::runtime_error(fmt::format("{}: count mismatch: {} labels, but {} has {} images",
+                                         label_path.string(), labels.size(0),
+                                         image_path.string(), images.size(0)));
+  }
+  check_labels(labels, label_path);
+  images = apply_limit(images, limit, limit_option, image_path);
+  labels = apply_limit(labels, limit, limit_option, label_path);
+
+  Split split;
+  split.images = standardize(images).unsqueeze(1).to(device);
+  split.labels = labels.to(torch::kInt64).to(device);
+  return split;
+}
+
+}  // namespace
+
+Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device device) {
+  TORCH_CHECK(options.train_limit >= 0, "train_limit must be >= 0 (0 keeps every example), got ",
+              options.train_limit);
+  TORCH_CHECK(options.test_limit >= 0, "test_limit must be >= 0 (0 keeps every example), got ",
+              options.test_limit);
+  std::error_code ec;
+  if (!fs::is_directory(options.dir, ec)) {
+    throw std::runtime_error(fmt::format("{}: Fashion-MNIST directory does not exist",
+                                         options.dir.string()));
+  }
+  Dataset dataset;
+  dataset.name = "fashion_mnist";
+  dataset.train = load_split(options.dir, "train", options.train_limit, "train_limit", device);
+  dataset.test = load_split(options.dir, "t10k", options.test_limit, "test_limit", device);
+  dataset.num_classes = kFashionMnistNumClasses;
+  dataset.input_shape = {1, kFashionMnistRows, kFashionMnistCols};
+  return dataset;
+}
+
+}  // namespace bnn::data_loaders

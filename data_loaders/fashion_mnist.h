@@ -1,0 +1,47 @@
+// Loads Fashion-MNIST (Xiao et al. 2017) from its four IDX files into a
+// device-resident, standardized Dataset: 60000 training and 10000 test images,
+// 1 x 28 x 28, ten classes.
+//
+// Expected files in options.dir, each plain or gzip-compressed (".gz"):
+//   train-images-idx3-ubyte  train-labels-idx1-ubyte
+//   t10k-images-idx3-ubyte   t10k-labels-idx1-ubyte
+// When both forms exist the plain one is read, since it needs no decompression.
+//
+// Pixels become float32 (p / 255 - kFashionMnistMean) / kFashionMnistStd, the
+// normalization of the reference code, evaluated in double and rounded once,
+// so the values are identical on every device. Every problem with the files (missing,
+// corrupt, truncated, mismatched counts, labels outside [0, 9]) is an error
+// naming the file and the offending value.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <filesystem>
+
+#include "data_loaders/dataset.h"
+
+namespace bnn::data_loaders {
+
+inline constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
+
+// Mean and standard deviation of the training pixels scaled to [0, 1], as used
+// by the reference code (torchvision Normalize((0.2860,), (0.3530,))).
+inline constexpr double kFashionMnistMean = 0.2860;
+inline constexpr double kFashionMnistStd = 0.3530;
+
+inline constexpr int64_t kFashionMnistNumClasses = 10;
+inline constexpr int64_t kFashionMnistRows = 28;
+inline constexpr int64_t kFashionMnistCols = 28;
+
+struct FashionMnistOptions {
+  std::filesystem::path dir = kFashionMnistDefaultDir;
+  // 0 keeps every example; n > 0 keeps the first n (an error if the split has
+  // fewer). Meant for quick runs and tests.
+  int64_t train_limit = 0;
+  int64_t test_limit = 0;
+};
+
+Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device device);
+
+}  // namespace bnn::data_loaders

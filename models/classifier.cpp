@@ -1,0 +1,34 @@
+#include "models/classifier.h"
+
+namespace bnn::models {
+
+bool Classifier::has_batch_norm() { return !buffers(/*recurse=*/true).empty(); }
+
+int64_t count_parameters(torch::nn::Module& module) {
+  int64_t n = 0;
+  for (const auto& p : module.parameters(/*recurse=*/true)) n += p.numel();
+  return n;
+}
+
+void recalibrate_batch_norm(Classifier& model, const torch::Tensor& images) {
+  torch::NoGradGuard no_grad;
+  if (model.has_batch_norm()) {
+    model.train();
+    model.forward(images);
+  }
+  model.eval();
+}
+
+torch::Tensor predict_probabilities(Classifier& model, const torch::Tensor& images, int64_t chunk) {
+  TORCH_CHECK(chunk >= 1, "prediction chunk must be positive, got ", chunk);
+  torch::NoGradGuard no_grad;
+  model.eval();
+  std::vector<torch::Tensor> parts;
+  for (int64_t start = 0; start < images.size(0); start += chunk) {
+    const int64_t n = std::min(chunk, images.size(0) - start);
+    parts.push_back(torch::softmax(model.forward(images.narrow(0, start, n)), /*dim=*/1).to(torch::kFloat));
+  }
+  return torch::cat(parts, 0);
+}
+
+}  // namespace bnn::models

@@ -1,0 +1,35 @@
+// The model interface bnn trains and samples: an image classifier returning
+// logits, plus the BatchNorm recalibration pass and batched prediction.
+//
+// Note [BatchNorm]: every BatchNorm layer uses momentum 1.0 and batch
+// statistics (train mode) while training and sampling. Before any prediction
+// the running statistics are recalibrated: one train-mode forward pass without
+// grad over the first K training batches (K = 20, 4000 images) makes them the
+// statistics of those images exactly; then eval mode (DESIGN.md §4).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace bnn::models {
+
+class Classifier : public torch::nn::Module {
+ public:
+  // images: N x C x H x W. Returns N x num_classes logits.
+  virtual torch::Tensor forward(const torch::Tensor& images) = 0;
+  virtual std::string pretty_string() const = 0;
+  bool has_batch_norm();
+};
+
+int64_t count_parameters(torch::nn::Module& module);
+
+// Note [BatchNorm]. No-op for a model without BatchNorm. Leaves eval mode.
+void recalibrate_batch_norm(Classifier& model, const torch::Tensor& images);
+
+// Softmax probabilities (float32) in eval mode, `chunk` images at a time.
+torch::Tensor predict_probabilities(Classifier& model, const torch::Tensor& images, int64_t chunk = 1000);
+
+}  // namespace bnn::models

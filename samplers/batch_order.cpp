@@ -1,0 +1,45 @@
+#include "samplers/batch_order.h"
+
+#include "samplers/random.h"
+
+namespace bnn::samplers {
+
+BatchOrderKind parse_batch_order(const std::string& name) {
+  if (name == "sms") return BatchOrderKind::kSymmetric;
+  if (name == "rr") return BatchOrderKind::kReshuffle;
+  if (name == "iid") return BatchOrderKind::kWithReplacement;
+  TORCH_CHECK(false, "unknown batch order '", name, "'; valid: sms, rr, iid");
+}
+
+std::string to_string(BatchOrderKind kind) {
+  switch (kind) {
+    case BatchOrderKind::kSymmetric: return "sms";
+    case BatchOrderKind::kReshuffle: return "rr";
+    case BatchOrderKind::kWithReplacement: return "iid";
+  }
+  TORCH_INTERNAL_ASSERT(false, "unhandled BatchOrderKind");
+}
+
+BatchOrder::BatchOrder(BatchOrderKind kind, int64_t num_batches, uint64_t seed)
+    : kind_(kind), num_batches_(num_batches), gen_(make_generator(torch::kCPU, seed)) {
+  TORCH_CHECK(num_batches >= 1, "number of minibatches must be at least 1, got ", num_batches);
+  cycle_length_ = kind == BatchOrderKind::kSymmetric ? 2 * num_batches : num_batches;
+  position_ = cycle_length_;  // forces a fresh permutation on the first call
+}
+
+void BatchOrder::refill() {
+  const torch::Tensor p = torch::randperm(num_batches_, gen_, torch::TensorOptions().dtype(torch::kLong));
+  perm_.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + num_batches_);
+  position_ = 0;
+}
+
+int64_t BatchOrder::next() {
+  if (kind_ == BatchOrderKind::kWithReplacement) {
+    return torch::randint(num_batches_, {1}, gen_, torch::TensorOptions().dtype(torch::kLong)).item<int64_t>();
+  }
+  if (position_ == cycle_length_) refill();
+  const int64_t k = position_++;
+  return k < num_batches_ ? perm_[k] : perm_[2 * num_batches_ - 1 - k];
+}
+
+}  // namespace bnn::samplers

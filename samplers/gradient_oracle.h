@@ -1,0 +1,38 @@
+// The interface between a sampler and the model it moves.
+//
+// A sampler never sees a network or a dataset: it sees one flat parameter
+// vector x, one flat gradient buffer, a mask saying which coordinates carry the
+// Gaussian prior, and a way to fill the gradient buffer with the summed
+// minibatch gradient at the current x. The sampler decides which minibatch each
+// evaluation uses (symmetric sweeps need that; see ensmallen's Evaluate(x,
+// begin, batchSize) for the same idea), so the oracle is indexed by batch.
+#pragma once
+
+#include <torch/torch.h>
+
+namespace bnn::samplers {
+
+class GradientOracle {
+ public:
+  virtual ~GradientOracle() = default;
+
+  // Flat parameter vector x (1-D, contiguous). Samplers update it in place;
+  // implementations backed by a network have the module parameters as views.
+  virtual torch::Tensor parameters() = 0;
+
+  // Flat gradient buffer, same shape as parameters(); written by evaluate().
+  virtual torch::Tensor gradient() = 0;
+
+  // 1 where the Gaussian prior applies (weights), 0 elsewhere (biases).
+  virtual torch::Tensor prior_mask() = 0;
+
+  // Number of fixed minibatches N_m.
+  virtual int64_t num_batches() const = 0;
+
+  // Overwrites gradient() with sum_{i in batch b} grad CE_i(x) at the current
+  // x (a sum over the batch, not a mean) and returns the summed batch loss as
+  // a 0-dim tensor on the parameters' device (no host synchronisation).
+  virtual torch::Tensor evaluate(int64_t b) = 0;
+};
+
+}  // namespace bnn::samplers

@@ -1,0 +1,36 @@
+// SMS-UBU: symmetric minibatch splitting UBU for kinetic Langevin dynamics.
+//
+// Paulin, Whalley, Chada, Leimkuhler, "Symmetric minibatch splitting and UBU
+// kinetic Langevin for Bayesian neural networks" (papers/sms-ubu-bnn-...),
+// Alg. 1-2. One step of size h with minibatch b:
+//
+//   U(h/2):  x += ((1 - e^{-gamma h/2})/gamma) v + Zx,  v = e^{-gamma h/2} v + Zv
+//   B(h):    v -= h G(x, b)
+//   U(h/2)
+//
+// with (Zx, Zv) the exact Gaussian increments of samplers/ubu_constants.h, the
+// elastic bounce of samplers/bounce.h after every position update, and b from
+// the batch order (symmetric by default: forward sweep, then backward). With
+// the symmetric order the bias is O(h^2) rather than O(h).
+// h is the step actually run (Note [Step-size convention]).
+#pragma once
+
+#include "samplers/kinetic_langevin.h"
+#include "samplers/ubu_constants.h"
+
+namespace bnn::samplers {
+
+class SmsUbu : public KineticLangevin {
+ public:
+  SmsUbu(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed);
+  std::string pretty_string() const override;
+
+ protected:
+  torch::Tensor do_step() override;
+
+ private:
+  void half_ou();
+  UbuConstants half_;
+};
+
+}  // namespace bnn::samplers

@@ -1,0 +1,67 @@
+#include "samplers/stochastic_gradient.h"
+
+namespace bnn::samplers {
+
+StochasticGradient::StochasticGradient(GradientOracle& oracle, torch::Tensor anchor, const LangevinOptions& options)
+    : oracle_(oracle),
+      anchor_(std::move(anchor)),
+      estimator_(options.estimator()),
+      anchor_mode_(options.anchor_gradients()) {
+  torch::NoGradGuard no_grad;
+  options.validate();
+  const torch::Tensor x = oracle_.parameters();
+  TORCH_CHECK(anchor_.sizes().equals(x.sizes()), "anchor has shape ", anchor_.sizes(), " but parameters have ",
+              x.sizes());
+  const int64_t num_batches = oracle_.num_batches();
+  const double temperature = options.temperature();
+  data_scale_ = static_cast<double>(num_batches) / temperature;
+
+  const double loc = options.localized() ? 1.0 / (options.rho() * options.rho()) : 0.0;
+  diag_ = (oracle_.prior_mask().to(x.dtype()) * options.prior_precision() + loc) / temperature;
+  offset_ = anchor_ * (loc / temperature);
+
+  if (estimator_ == GradientEstimator::kControlVariate) {
+    TORCH_CHECK(x.equal(anchor_), "the control variate needs the parameters at x* when the sampler starts");
+    torch::Tensor sum = torch::zeros_like(x);
+    if (anchor_mode_ == AnchorGradients::kStored) {
+      anchor_grads_ = torch::empty({num_batches, x.numel()}, x.options());
+    }
+    for (int64_t b = 0; b < num_batches; ++b) {
+      oracle_.evaluate(b);
+      const torch::Tensor g = oracle_.gradient();
+      sum.add_(g);
+      if (anchor_grads_.defined()) anchor_grads_[b].copy_(g);
+    }
+    // offset = x*/rho^2 - S*, both over T.
+    offset_.sub_(sum, 1.0 / temperature);
+    if (anchor_mode_ == AnchorGradients::kRecomputed) saved_x_ = torch::empty_like(x);
+  }
+  force_ = torch::empty_like(x);
+}
+
+int64_t StochasticGradient::anchor_bytes() const {
+  return anchor_grads_.defined() ? anchor_grads_.numel() * anchor_grads_.element_size() : 0;
+}
+
+const torch::Tensor& StochasticGradient::evaluate(int64_t b, torch::Tensor* loss) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = oracle_.parameters();
+  if (estimator_ == GradientEstimator::kControlVariate && anchor_mode_ == AnchorGradients::kRecomputed) {
+    // g*_b at x*: swap x* in, evaluate, fold -N_m g*_b into force_, swap back.
+    saved_x_.copy_(x);
+    x.copy_(anchor_);
+    oracle_.evaluate(b);
+    x.copy_(saved_x_);
+    torch::mul_out(force_, diag_, x);
+    force_.sub_(oracle_.gradient(), data_scale_);
+  } else {
+    torch::mul_out(force_, diag_, x);
+  }
+  torch::Tensor l = oracle_.evaluate(b);
+  if (loss) *loss = l;
+  force_.add_(oracle_.gradient(), data_scale_).sub_(offset_);
+  if (anchor_grads_.defined()) force_.sub_(anchor_grads_[b], data_scale_);
+  return force_;
+}
+
+}  // namespace bnn::samplers

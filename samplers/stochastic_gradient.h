@@ -1,0 +1,50 @@
+// The stochastic gradient G(x, b) of the localized potential (DESIGN.md §2):
+//
+//   f(x) = sum_i CE_i(x) + (lambda/2) ||x_w||^2 + ||x - x*||^2 / (2 rho^2)
+//   plain:           G = N_m g_b(x) + lambda m.x + (x - x*)/rho^2
+//   control variate: G = S* + N_m (g_b(x) - g*_b) + lambda m.x + (x - x*)/rho^2
+//
+// where g_b(x) = sum_{i in b} grad CE_i(x) (the oracle's summed gradient),
+// g*_b = g_b(x*), S* = sum_b g*_b, and m the prior mask. The result is divided
+// by T (Note [Temperature]). Everything is a handful of whole-vector passes:
+// the diagonal lambda m + 1/rho^2 and the constant x*/rho^2 - S* are folded
+// once at construction.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "samplers/gradient_oracle.h"
+#include "samplers/langevin_options.h"
+
+namespace bnn::samplers {
+
+class StochasticGradient {
+ public:
+  // `anchor` is x*. For the control variate the oracle's parameters must equal
+  // x* on entry: the anchor gradients are computed here (one pass over the
+  // batches) and the parameters are left unchanged.
+  StochasticGradient(GradientOracle& oracle, torch::Tensor anchor, const LangevinOptions& options);
+
+  // G(x, b) at the oracle's current parameters, in a buffer owned by this
+  // object (overwritten by the next call). `loss` receives the batch's summed
+  // cross-entropy (0-dim, on device).
+  const torch::Tensor& evaluate(int64_t b, torch::Tensor* loss = nullptr);
+
+  const torch::Tensor& anchor() const { return anchor_; }
+  // Bytes held for anchor gradients (0 unless stored control variate).
+  int64_t anchor_bytes() const;
+
+ private:
+  GradientOracle& oracle_;
+  torch::Tensor anchor_;
+  GradientEstimator estimator_;
+  AnchorGradients anchor_mode_;
+  double data_scale_;     // N_m / T
+  torch::Tensor diag_;    // (lambda m + 1/rho^2) / T
+  torch::Tensor offset_;  // (x*/rho^2 - S*) / T  (S* only with the control variate)
+  torch::Tensor anchor_grads_;  // N_m x d, stored control variate only
+  torch::Tensor saved_x_;       // recomputed control variate only
+  torch::Tensor force_;
+};
+
+}  // namespace bnn::samplers

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs everything bnn needs on Debian 12 from Debian's archive. Idempotent:
+# packages already present are skipped, so a second run costs a dpkg query.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libtorch-dev
+  libcxxopts-dev libfmt-dev libspdlog-dev
+  libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
+  googletest libgtest-dev
+  dataset-fashion-mnist
+  libopenblas0-pthread
+  python3 python3-numpy
+)
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  "${sudo_cmd[@]}" apt-get update -q
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
+
+# Debian's LibTorch calls the system libblas.so.3; make sure the alternative
+# points at OpenBLAS (the reference BLAS is about 7x slower).
+blas=$(ls /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 2>/dev/null || true)
+if [ -n "$blas" ]; then
+  "${sudo_cmd[@]}" update-alternatives --set libblas.so.3-x86_64-linux-gnu "$blas" >/dev/null || true
+fi

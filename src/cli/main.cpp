@@ -1,0 +1,121 @@
+// The bnn command line: run, models, version.
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "models/registry.h"
+#include "src/config/config.h"
+#include "src/pipeline/run.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(bnn — Bayesian neural network ensembles (Adam -> SWA -> SMS-UBU / SGHMC)
+
+Usage:
+  bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
+          [--device auto|cpu|cuda|cuda:N] [--threads N] [--seed S]
+  bnn models      list the models with input shape and parameter count
+  bnn version     LibTorch version, CUDA availability, threads
+  bnn COMMAND --help
+)";
+
+int set_threads(int64_t threads) {
+  const int n = threads > 0 ? static_cast<int>(threads) : static_cast<int>(std::thread::hardware_concurrency());
+  torch::set_num_threads(std::max(n, 1));
+  return torch::get_num_threads();
+}
+
+int cmd_version() {
+  fmt::print("bnn {}\n", BNN_VERSION_STRING);
+  fmt::print("LibTorch {}.{}.{}\n", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
+  fmt::print("CUDA available: {} ({} devices)\n", torch::cuda::is_available() ? "yes" : "no",
+             torch::cuda::device_count());
+  fmt::print("threads: {} (default: all {} cores)\n", set_threads(0), std::thread::hardware_concurrency());
+  return 0;
+}
+
+int cmd_models() {
+  fmt::print("{:<12} {:<10} {:>12}  {}\n", "name", "input", "parameters", "description");
+  for (const auto& name : bnn::models::model_names()) {
+    bnn::models::ModelSpec spec;
+    spec.name = name;
+    auto model = bnn::models::make_model(spec, /*seed=*/0);
+    fmt::print("{:<12} {:<10} {:>12}  {}\n", name, "1x28x28", bnn::models::count_parameters(*model),
+               model->pretty_string());
+  }
+  return 0;
+}
+
+std::string config_help() {
+  std::string out = "\nConfig keys (YAML sections, or --set section.key=value):\n";
+  for (const auto& doc : bnn::config::field_docs()) {
+    out += fmt::format("  {:<28} default {:<22} {}\n", doc.key, doc.default_value, doc.description);
+  }
+  return out;
+}
+
+int cmd_run(int argc, char** argv) {
+  cxxopts::Options opts("bnn run", "Train an ensemble: Adam -> SWA -> posterior sampling, then evaluate.");
+  opts.add_options()("c,config", "YAML config file", cxxopts::value<std::string>())(
+      "set", "Override a config key: key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "o,out", "Run directory (default runs/<config name>)", cxxopts::value<std::string>())(
+      "members", "Members to run: 3, 0-3, 0,2,5-7 (default all)", cxxopts::value<std::string>())(
+      "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
+      "threads", "CPU threads (default all cores; overrides run.threads)", cxxopts::value<int64_t>())(
+      "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");
+  const auto args = opts.parse(argc, argv);
+  if (args.count("help")) {
+    fmt::print("{}{}", opts.help(), config_help());
+    return 0;
+  }
+  if (!args.unmatched().empty()) {
+    throw bnn::config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
+  }
+  if (!args.count("config")) throw bnn::config::ConfigError("bnn run needs --config FILE (see bnn run --help)");
+  const std::filesystem::path config_file = args["config"].as<std::string>();
+  std::vector<std::string> overrides;
+  if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
+  if (args.count("device")) overrides.push_back("run.device=" + args["device"].as<std::string>());
+  if (args.count("threads")) overrides.push_back(fmt::format("run.threads={}", args["threads"].as<int64_t>()));
+  if (args.count("seed")) overrides.push_back(fmt::format("run.seed={}", args["seed"].as<uint64_t>()));
+  const bnn::config::Config config = bnn::config::load_config(config_file, overrides);
+
+  bnn::pipeline::RunOptions run_options;
+  run_options.run_dir = args.count("out") ? std::filesystem::path(args["out"].as<std::string>())
+                                          : std::filesystem::path("runs") / config_file.stem();
+  if (args.count("members")) {
+    run_options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
+  }
+  const int threads = set_threads(config.run.threads);
+  spdlog::info("bnn run: config {}, run directory {}, {} threads", config_file.string(),
+               run_options.run_dir.string(), threads);
+  return bnn::pipeline::run(config, run_options);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string command = argc > 1 ? argv[1] : "";
+  try {
+    if (command.empty() || command == "--help" || command == "-h" || command == "help") {
+      fmt::print("{}", kUsage);
+      return command.empty() ? 1 : 0;
+    }
+    if (command == "version" || command == "--version") return cmd_version();
+    if (command == "models") return cmd_models();
+    if (command == "run") return cmd_run(argc - 1, argv + 1);
+    fmt::print(stderr, "bnn: error: unknown command '{}' (commands: run, models, version; see bnn --help)\n", command);
+    return 2;
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());
+  } catch (const cxxopts::exceptions::exception& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+  }
+  return 2;
+}

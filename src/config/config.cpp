@@ -1,0 +1,334 @@
+#include "src/config/config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
+
+namespace bnn::config {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// One configuration key: where it lives, its default (YAML text), its
+// description, and how to read and write it.
+struct Field {
+  std::string key;
+  std::string default_yaml;
+  std::string description;
+  std::function<void(const YAML::Node&)> set;  // parses and range-checks
+  std::function<YAML::Node()> get;
+};
+
+std::string show(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << YAML::Flow << node;
+  return out.c_str();
+}
+
+[[noreturn]] void bad_value(const std::string& key, const YAML::Node& node, const std::string& why) {
+  throw ConfigError(fmt::format("config key '{}': invalid value '{}': {}", key, show(node), why));
+}
+
+template <typename T>
+T scalar_as(const std::string& key, const YAML::Node& node, const char* type_name) {
+  if (!node.IsScalar()) bad_value(key, node, fmt::format("expected {}", type_name));
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    bad_value(key, node, fmt::format("expected {}", type_name));
+  }
+}
+
+struct Range {
+  double lo = -kInf, hi = kInf;
+  bool lo_open = false;
+  bool allow_inf = false;
+  std::string text() const {
+    std::string s = lo_open ? fmt::format("> {:g}", lo) : fmt::format(">= {:g}", lo);
+    if (std::isfinite(hi)) s += fmt::format(" and <= {:g}", hi);
+    if (allow_inf) s += " (or .inf)";
+    return s;
+  }
+  bool contains(double v) const {
+    if (std::isnan(v)) return false;
+    if (std::isinf(v)) return allow_inf && v > 0;
+    return (lo_open ? v > lo : v >= lo) && v <= hi;
+  }
+};
+
+Range positive() { return {0, kInf, true, false}; }
+Range at_least(double lo) { return {lo, kInf, false, false}; }
+
+Field number(std::string key, double& target, std::string def, Range range, std::string description) {
+  const std::string k = key;
+  return {std::move(key), std::move(def), std::move(description),
+          [&target, k, range](const YAML::Node& n) {
+            const double v = scalar_as<double>(k, n, "a number");
+            if (!range.contains(v)) bad_value(k, n, "must be " + range.text());
+            target = v;
+          },
+          [&target] { return YAML::Node(target); }};
+}
+
+// A number or "auto" (stored as nullopt).
+Field auto_number(std::string key, std::optional<double>& target, Range range, std::string description) {
+  const std::string k = key;
+  return {std::move(key), "auto", std::move(description),
+          [&target, k, range](const YAML::Node& n) {
+            if (n.IsScalar() && n.Scalar() == "auto") {
+              target.reset();
+              return;
+            }
+            const double v = scalar_as<double>(k, n, "a number or auto");
+            if (!range.contains(v)) bad_value(k, n, "must be " + range.text() + " or auto");
+            target = v;
+          },
+          [&target] { return target ? YAML::Node(*target) : YAML::Node("auto"); }};
+}
+
+Field integer(std::string key, int64_t& target, std::string def, int64_t lo, int64_t hi, std::string description) {
+  const std::string k = key;
+  return {std::move(key), std::move(def), std::move(description),
+          [&target, k, lo, hi](const YAML::Node& n) {
+            const int64_t v = scalar_as<int64_t>(k, n, "an integer");
+            if (v < lo || v > hi) bad_value(k, n, fmt::format("must be between {} and {}", lo, hi));
+            target = v;
+          },
+          [&target] { return YAML::Node(target); }};
+}
+
+Field seed_field(std::string key, uint64_t& target, std::string description) {
+  const std::string k = key;
+  return {std::move(key), "0", std::move(description),
+          [&target, k](const YAML::Node& n) { target = scalar_as<uint64_t>(k, n, "a non-negative integer"); },
+          [&target] { return YAML::Node(target); }};
+}
+
+Field boolean(std::string key, bool& target, std::string def, std::string description) {
+  const std::string k = key;
+  return {std::move(key), std::move(def), std::move(description),
+          [&target, k](const YAML::Node& n) { target = scalar_as<bool>(k, n, "true or false"); },
+          [&target] { return YAML::Node(target); }};
+}
+
+Field text(std::string key, std::string& target, std::string def, std::vector<std::string> choices,
+           std::string description) {
+  const std::string k = key;
+  return {std::move(key), std::move(def), std::move(description),
+          [&target, k, choices](const YAML::Node& n) {
+            const auto v = scalar_as<std::string>(k, n, "a string");
+            if (!choices.empty() && std::find(choices.begin(), choices.end(), v) == choices.end()) {
+              bad_value(k, n, fmt::format("valid: {}", fmt::join(choices, ", ")));
+            }
+            target = v;
+          },
+          [&target] { return YAML::Node(target); }};
+}
+
+Field int_list(std::string key, std::vector<int64_t>& target, std::string def, int64_t lo, std::string description) {
+  const std::string k = key;
+  return {std::move(key), std::move(def), std::move(description),
+          [&target, k, lo](const YAML::Node& n) {
+            if (!n.IsSequence()) bad_value(k, n, "expected a list of integers");
+            std::vector<int64_t> v;
+            for (const auto& item : n) {
+              const int64_t x = scalar_as<int64_t>(k, item, "a list of integers");
+              if (x < lo) bad_value(k, n, fmt::format("every entry must be >= {}", lo));
+              v.push_back(x);
+            }
+            target = v;
+          },
+          [&target] {
+            YAML::Node n(YAML::NodeType::Sequence);
+            for (int64_t x : target) n.push_back(x);
+            return n;
+          }};
+}
+
+constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
+
+// The single place where keys, defaults, bounds and descriptions live.
+std::vector<Field> fields(Config& c) {
+  return {
+      text("data.dataset", c.data.dataset, "fashion_mnist", {"fashion_mnist"}, "Dataset to load."),
+      text("data.dir", c.data.dir, "/usr/share/datasets/fashion-mnist", {},
+           "Directory holding the dataset files (Fashion-MNIST: the four IDX files, plain or .gz)."),
+      integer("data.train_limit", c.data.train_limit, "0", 0, kBig,
+              "Use only the first N training examples (0 = all)."),
+      integer("data.test_limit", c.data.test_limit, "0", 0, kBig, "Use only the first N test examples (0 = all)."),
+      integer("data.batch_size", c.data.batch_size, "200", 1, kBig,
+              "Minibatch size N_b; the training set is split once into floor(N_D/N_b) fixed batches."),
+      text("model.name", c.model.name, "fmnist_cnn", {"mlp", "fmnist_cnn"}, "Architecture (see `bnn models`)."),
+      int_list("model.hidden", c.model.hidden, "[256, 256]", 1, "Hidden widths of the mlp."),
+      boolean("model.batch_norm", c.model.batch_norm, "false", "BatchNorm1d after each mlp hidden layer."),
+      number("prior.precision", c.prior.precision, "1.0", at_least(0),
+             "lambda: Gaussian prior precision on weights (not biases)."),
+      integer("adam.epochs", c.adam.epochs, "15", 1, kBig, "T_train: Adam epochs, lr decaying linearly to 0."),
+      number("adam.lr", c.adam.lr, "0.01", positive(), "Initial Adam learning rate."),
+      integer("swa.epochs", c.swa.epochs, "5", 1, kBig, "T_swa: epochs of Adam at constant lr, every iterate averaged."),
+      number("swa.lr", c.swa.lr, "0.001", positive(), "SWA-phase Adam learning rate."),
+      text("sampler.name", c.sampler.name, "sms_ubu", {"sms_ubu", "sghmc"}, "Posterior sampler."),
+      integer("sampler.epochs", c.sampler.epochs, "40", 1, kBig, "Sampling epochs (N_m steps each)."),
+      integer("sampler.burn_in", c.sampler.burn_in, "10", 0, kBig, "Epochs discarded before samples are kept."),
+      integer("sampler.thin", c.sampler.thin, "0", 0, kBig,
+              "Steps between retained samples; 0 = one epoch (N_m steps)."),
+      number("sampler.step_size", c.sampler.step_size, "1.25e-4", positive(),
+             "h, the step actually run (the reference notebooks' 'h' is twice this)."),
+      number("sampler.rho", c.sampler.rho, "0.14142135623730950", {0, kInf, true, true},
+             "Localization radius rho (default 50^-1/2); .inf samples the global posterior without bounces."),
+      auto_number("sampler.rho_max", c.sampler.rho_max, positive(),
+                  "Half-width of the bounce hypercube around x*; auto = 6 rho."),
+      auto_number("sampler.friction", c.sampler.friction, positive(), "gamma; auto = 1/rho."),
+      number("sampler.temperature", c.sampler.temperature, "1.0", positive(), "T: samples exp(-f/T)."),
+      text("sampler.order", c.sampler.order, "auto", {"auto", "sms", "rr", "iid"},
+           "Minibatch order; auto = sms for sms_ubu, rr for sghmc."),
+      text("sampler.gradient", c.sampler.gradient, "control_variate", {"plain", "control_variate"},
+           "Stochastic gradient estimator (control variate at x*, as the reference runs)."),
+      text("sampler.anchor_gradients", c.sampler.anchor_gradients, "auto", {"auto", "stored", "recomputed"},
+           "Control variate anchors g*_b: stored (N_m*d floats) or recomputed (one more backward per step); "
+           "auto = stored if they fit in sampler.anchor_memory_mb."),
+      integer("sampler.anchor_memory_mb", c.sampler.anchor_memory_mb, "4096", 0, kBig,
+              "Memory budget for stored anchor gradients."),
+      integer("evaluation.bn_batches", c.evaluation.bn_batches, "20", 1, kBig,
+              "K: training batches used for the BatchNorm recalibration pass before each prediction."),
+      boolean("evaluation.save_sample_probs", c.evaluation.save_sample_probs, "true",
+              "Write every retained sample's test probabilities (float16 .npy)."),
+      integer("run.members", c.run.members, "4", 1, 4096, "M: ensemble members (independent chains)."),
+      seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
+      text("run.device", c.run.device, "auto", {}, "auto, cpu, cuda or cuda:N."),
+      integer("run.threads", c.run.threads, "0", 0, 1024, "Intra-op CPU threads; 0 = all cores."),
+  };
+}
+
+Field* find_field(std::vector<Field>& all, const std::string& key) {
+  for (auto& f : all) {
+    if (f.key == key) return &f;
+  }
+  return nullptr;
+}
+
+void set_key(std::vector<Field>& all, const std::string& key, const YAML::Node& value) {
+  Field* f = find_field(all, key);
+  if (f == nullptr) throw ConfigError(fmt::format("unknown config key '{}' (see `bnn run --help` for keys)", key));
+  f->set(value);
+}
+
+void apply_yaml(std::vector<Field>& all, const YAML::Node& node, const std::string& prefix) {
+  for (const auto& item : node) {
+    const std::string key = prefix.empty() ? item.first.Scalar() : prefix + "." + item.first.Scalar();
+    if (item.second.IsMap()) {
+      apply_yaml(all, item.second, key);
+    } else {
+      set_key(all, key, item.second);
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<FieldDoc> field_docs() {
+  Config c;
+  std::vector<FieldDoc> docs;
+  for (const auto& f : fields(c)) docs.push_back({f.key, f.default_yaml, f.description});
+  return docs;
+}
+
+Config default_config() {
+  Config c;
+  for (auto& f : fields(c)) f.set(YAML::Load(f.default_yaml));
+  return c;
+}
+
+void apply_override(Config& config, const std::string& assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError(fmt::format("--set expects key=value, got '{}'", assignment));
+  }
+  const std::string key = assignment.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(assignment.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(fmt::format("--set {}: cannot parse value: {}", key, e.msg));
+  }
+  auto all = fields(config);
+  set_key(all, key, value);
+}
+
+Config load_config(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
+  Config config = default_config();
+  if (!file.empty()) {
+    if (!std::filesystem::exists(file)) throw ConfigError(fmt::format("config file {} does not exist", file.string()));
+    YAML::Node root;
+    try {
+      root = YAML::LoadFile(file.string());
+    } catch (const YAML::Exception& e) {
+      throw ConfigError(fmt::format("{}: YAML error at line {}: {}", file.string(), e.mark.line + 1, e.msg));
+    }
+    if (root.IsDefined() && !root.IsNull()) {
+      if (!root.IsMap()) throw ConfigError(fmt::format("{}: top level must be a mapping of sections", file.string()));
+      auto all = fields(config);
+      try {
+        apply_yaml(all, root, "");
+      } catch (const ConfigError& e) {
+        throw ConfigError(fmt::format("{}: {}", file.string(), e.what()));
+      }
+    }
+  }
+  for (const auto& o : overrides) apply_override(config, o);
+  validate_and_resolve(config);
+  return config;
+}
+
+void validate_and_resolve(Config& c) {
+  auto& s = c.sampler;
+  if (s.burn_in >= s.epochs) {
+    throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "
+                                  "sampler.epochs ({})",
+                                  s.burn_in, s.epochs));
+  }
+  const bool localized = std::isfinite(s.rho);
+  if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
+  if (!s.friction) {
+    if (!localized) {
+      throw ConfigError("config key 'sampler.friction': auto means 1/rho, which needs a finite sampler.rho; "
+                        "set sampler.friction explicitly for a global sampler");
+    }
+    s.friction = 1.0 / s.rho;
+  }
+  if (localized && std::isfinite(*s.rho_max) && *s.rho_max < s.rho) {
+    throw ConfigError(fmt::format("config key 'sampler.rho_max': invalid value '{}': must be at least "
+                                  "sampler.rho ({})",
+                                  *s.rho_max, s.rho));
+  }
+  if (!localized && std::isfinite(*s.rho_max)) {
+    throw ConfigError("config key 'sampler.rho_max': bounces need a finite sampler.rho (the hypercube is "
+                      "centred on the localization anchor)");
+  }
+  const auto& d = c.run.device;
+  if (!(d == "auto" || d == "cpu" || d == "cuda" || d.rfind("cuda:", 0) == 0)) {
+    throw ConfigError(fmt::format("config key 'run.device': invalid value '{}': valid: auto, cpu, cuda, cuda:N", d));
+  }
+}
+
+std::string to_yaml(const Config& config) {
+  Config copy = config;
+  YAML::Node root(YAML::NodeType::Map);
+  for (auto& f : fields(copy)) {
+    const auto dot = f.key.find('.');
+    root[f.key.substr(0, dot)][f.key.substr(dot + 1)] = f.get();
+  }
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << root;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace bnn::config

@@ -1,0 +1,117 @@
+// The run configuration: typed structs, and one table (config.cpp, fields())
+// where every key's default, bound and description are declared together.
+//
+// A config is built from defaults, then a YAML file, then `--set key=value`
+// overrides, then checked as a whole and resolved ("auto" values replaced by
+// what they mean). Unknown keys, wrong types and out-of-range values raise
+// ConfigError naming the key and the value. The resolved config is written
+// into the run directory, so a run can be repeated from it exactly.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace bnn::config {
+
+class ConfigError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct DataConfig {
+  std::string dataset;
+  std::string dir;
+  int64_t train_limit = 0;
+  int64_t test_limit = 0;
+  int64_t batch_size = 0;
+};
+
+struct ModelConfig {
+  std::string name;
+  std::vector<int64_t> hidden;
+  bool batch_norm = false;
+};
+
+struct PriorConfig {
+  double precision = 0;  // lambda
+};
+
+struct AdamConfig {
+  int64_t epochs = 0;
+  double lr = 0;
+};
+
+struct SwaConfig {
+  int64_t epochs = 0;
+  double lr = 0;
+};
+
+struct SamplerConfig {
+  std::string name;
+  int64_t epochs = 0;
+  int64_t burn_in = 0;
+  int64_t thin = 0;          // steps between samples; 0 = one epoch (N_m steps)
+  double step_size = 0;      // h, the step actually run
+  double rho = 0;            // localization radius; inf = global
+  std::optional<double> rho_max;   // nullopt = auto (6 rho)
+  std::optional<double> friction;  // nullopt = auto (1/rho)
+  double temperature = 1;
+  std::string order;         // auto | sms | rr | iid
+  std::string gradient;      // plain | control_variate
+  std::string anchor_gradients;  // auto | stored | recomputed
+  int64_t anchor_memory_mb = 0;
+};
+
+struct EvaluationConfig {
+  int64_t bn_batches = 0;
+  bool save_sample_probs = true;
+};
+
+struct RunConfig {
+  int64_t members = 0;
+  uint64_t seed = 0;
+  std::string device;
+  int64_t threads = 0;  // 0 = all cores
+};
+
+struct Config {
+  DataConfig data;
+  ModelConfig model;
+  PriorConfig prior;
+  AdamConfig adam;
+  SwaConfig swa;
+  SamplerConfig sampler;
+  EvaluationConfig evaluation;
+  RunConfig run;
+};
+
+// Every key with its default and description, for `bnn run --help`.
+struct FieldDoc {
+  std::string key;
+  std::string default_value;
+  std::string description;
+};
+std::vector<FieldDoc> field_docs();
+
+// Defaults only.
+Config default_config();
+
+// Defaults <- YAML file (if not empty) <- overrides ("key=value", value in
+// YAML syntax), then validate(). Throws ConfigError.
+Config load_config(const std::filesystem::path& file, const std::vector<std::string>& overrides);
+
+// Applies one "key=value" override.
+void apply_override(Config& config, const std::string& assignment);
+
+// Checks relations between fields (burn_in < epochs, rho_max >= rho, ...) and
+// replaces "auto" values (rho_max = 6 rho, friction = 1/rho). Throws ConfigError.
+void validate_and_resolve(Config& config);
+
+// The config as YAML text (all keys, resolved values).
+std::string to_yaml(const Config& config);
+
+}  // namespace bnn::config

@@ -1,0 +1,171 @@
+#include "src/evaluation/ensemble.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "src/evaluation/metrics.h"
+
+namespace bnn::evaluation {
+namespace {
+
+// One entry per reported metric, in output order, so that the JSON keys, the CSV
+// columns and the table stay in step with Metrics and EnsembleRow.
+struct MetricField {
+  const char* name;        // JSON key and CSV column prefix
+  const char* short_name;  // table label
+  double Metrics::*value;
+  Summary EnsembleRow::*summary;
+};
+
+constexpr MetricField kFields[] = {
+    {"accuracy", "acc", &Metrics::accuracy, &EnsembleRow::accuracy},
+    {"nll", "nll", &Metrics::nll, &EnsembleRow::nll},
+    {"ace", "ace", &Metrics::ace, &EnsembleRow::ace},
+    {"rps", "rps", &Metrics::rps, &EnsembleRow::rps},
+    {"ece", "ece", &Metrics::ece, &EnsembleRow::ece},
+    {"brier", "brier", &Metrics::brier, &EnsembleRow::brier},
+    {"entropy", "ent", &Metrics::entropy, &EnsembleRow::entropy},
+};
+
+void check_inputs(const std::string& method, const std::vector<torch::Tensor>& member_probs) {
+  TORCH_CHECK(!method.empty(), "ensemble method name must not be empty");
+  TORCH_CHECK(method.find_first_of(",\"\n\r") == std::string::npos,
+              "ensemble method name must not contain commas, quotes or newlines, got '",
+              method, "'");
+  TORCH_CHECK(!member_probs.empty(), "ensemble '", method, "' has no members");
+  for (size_t m = 0; m < member_probs.size(); ++m) {
+    TORCH_CHECK(member_probs[m].defined(), "ensemble '", method, "': member ", m,
+                " has undefined probabilities");
+    TORCH_CHECK(member_probs[m].sizes() == member_probs[0].sizes(), "ensemble '", method,
+                "': member ", m, " has probabilities of shape ", member_probs[m].sizes(),
+                " but member 0 has shape ", member_probs[0].sizes());
+  }
+}
+
+// Mean of members [first, first + count) in double on the CPU, summed in member order.
+torch::Tensor group_mean(const std::vector<torch::Tensor>& members, int64_t first,
+                         int64_t count) {
+  torch::Tensor sum = members[first].clone();
+  for (int64_t m = first + 1; m < first + count; ++m) sum += members[m];
+  return sum / static_cast<double>(count);
+}
+
+Summary summarize(const std::vector<double>& values) {
+  const auto n = static_cast<double>(values.size());
+  Summary s;
+  for (const double v : values) s.mean += v;
+  s.mean /= n;
+  double squares = 0.0;
+  for (const double v : values) squares += (v - s.mean) * (v - s.mean);
+  s.std = std::sqrt(squares / n);
+  return s;
+}
+
+EnsembleRow score_size(const std::string& method, const std::vector<torch::Tensor>& members,
+                       const torch::Tensor& labels, int64_t size) {
+  EnsembleRow row;
+  row.method = method;
+  row.size = size;
+  row.groups = static_cast<int64_t>(members.size()) / size;
+  std::vector<Metrics> per_group;
+  per_group.reserve(row.groups);
+  for (int64_t g = 0; g < row.groups; ++g) {
+    per_group.push_back(compute_metrics(group_mean(members, g * size, size), labels));
+  }
+  for (const MetricField& field : kFields) {
+    std::vector<double> values;
+    values.reserve(per_group.size());
+    for (const Metrics& m : per_group) values.push_back(m.*field.value);
+    row.*field.summary = summarize(values);
+  }
+  return row;
+}
+
+}  // namespace
+
+std::vector<EnsembleRow> ensemble_table(const std::string& method,
+                                        const std::vector<torch::Tensor>& member_probs,
+                                        const torch::Tensor& labels) {
+  check_inputs(method, member_probs);
+  // One CPU double copy per member, shared by every group that uses it.
+  std::vector<torch::Tensor> members;
+  members.reserve(member_probs.size());
+  for (const torch::Tensor& p : member_probs) {
+    TORCH_CHECK(p.is_floating_point(), "ensemble '", method,
+                "': member probabilities must have a floating dtype, got ", p.scalar_type());
+    members.push_back(p.detach().to(torch::kCPU, torch::kDouble).contiguous());
+  }
+  const auto total = static_cast<int64_t>(members.size());
+  std::vector<EnsembleRow> rows;
+  for (int64_t size = 1; size <= total; size *= 2) {
+    rows.push_back(score_size(method, members, labels, size));
+  }
+  return rows;
+}
+
+nlohmann::json to_json(const std::vector<EnsembleRow>& rows) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const EnsembleRow& row : rows) {
+    nlohmann::json entry = {{"method", row.method}, {"size", row.size}, {"groups", row.groups}};
+    for (const MetricField& field : kFields) {
+      const Summary& s = row.*field.summary;
+      entry[field.name] = {{"mean", s.mean}, {"std", s.std}};
+    }
+    list.push_back(std::move(entry));
+  }
+  return {{"ensembles", std::move(list)}};
+}
+
+std::string to_csv(const std::vector<EnsembleRow>& rows) {
+  std::string out = "method,size,groups";
+  for (const MetricField& field : kFields) {
+    fmt::format_to(std::back_inserter(out), ",{0}_mean,{0}_std", field.name);
+  }
+  out += '\n';
+  for (const EnsembleRow& row : rows) {
+    fmt::format_to(std::back_inserter(out), "{},{},{}", row.method, row.size, row.groups);
+    for (const MetricField& field : kFields) {
+      const Summary& s = row.*field.summary;
+      fmt::format_to(std::back_inserter(out), ",{:.17g},{:.17g}", s.mean, s.std);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string to_table(const std::vector<EnsembleRow>& rows) {
+  std::vector<const EnsembleRow*> ordered;
+  for (const EnsembleRow& row : rows) ordered.push_back(&row);
+  // Stable, so methods keep the order in which the caller listed them.
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const EnsembleRow* a, const EnsembleRow* b) { return a->size < b->size; });
+
+  const auto label = [](const EnsembleRow& row) {
+    return fmt::format("size {} ({} group{})", row.size, row.groups, row.groups == 1 ? "" : "s");
+  };
+  size_t label_width = 0, method_width = 0;
+  for (const EnsembleRow* row : ordered) {
+    label_width = std::max(label_width, label(*row).size());
+    method_width = std::max(method_width, row->method.size());
+  }
+
+  std::string out;
+  for (size_t r = 0; r < ordered.size(); ++r) {
+    const EnsembleRow& row = *ordered[r];
+    if (r > 0 && ordered[r - 1]->size != row.size) out += '\n';
+    fmt::format_to(std::back_inserter(out), "{:<{}}  {:<{}}", label(row), label_width,
+                   row.method, method_width);
+    for (const MetricField& field : kFields) {
+      const Summary& s = row.*field.summary;
+      fmt::format_to(std::back_inserter(out), "  {} {:.4f}±{:.4f}", field.short_name, s.mean,
+                     s.std);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace bnn::evaluation

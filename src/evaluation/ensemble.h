@@ -1,0 +1,56 @@
+// Ensemble scoring (DESIGN.md section 5): members' predictive probabilities are
+// merged into ensembles of size 1, 2, 4, ... and each size is reported as the mean
+// and spread of the metrics over disjoint groups of members, for Adam, SWA and the
+// Bayesian sampler side by side. Also renders those rows as JSON, CSV and a
+// terminal table. All functions are pure and thread-safe; results are
+// deterministic (see Note [Metric conventions] in src/evaluation/metrics.h).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+namespace bnn::evaluation {
+
+// Mean and population standard deviation (ddof = 0) of one metric across groups;
+// std is 0 when there is a single group.
+struct Summary {
+  double mean = 0, std = 0;
+};
+
+struct EnsembleRow {
+  std::string method;  // "adam", "swa", "bayes"
+  int64_t size = 0;    // ensemble size es
+  int64_t groups = 0;  // number of disjoint groups floor(M / es)
+  Summary accuracy, nll, ace, rps, ece, brier, entropy;
+};
+
+// member_probs: M >= 1 tensors of the same shape N x K, one per member (for the
+// Bayesian method already averaged over that member's retained samples); labels: N.
+// For es = 1, 2, 4, ... (powers of two) up to M, members are split into
+// floor(M / es) disjoint consecutive groups [g es, (g + 1) es) -- members left over
+// are not used at that size -- probabilities are averaged within each group, and
+// the metrics of compute_metrics are summarised across groups. `method` names the
+// rows; it must be non-empty and free of commas, quotes and newlines (it becomes a
+// CSV field).
+std::vector<EnsembleRow> ensemble_table(const std::string& method,
+                                        const std::vector<torch::Tensor>& member_probs,
+                                        const torch::Tensor& labels);
+
+// {"ensembles": [{"method": .., "size": .., "groups": .., "accuracy": {"mean": m,
+// "std": s}, "nll": {..}, "ace": {..}, "rps": {..}, "ece": {..}, "brier": {..},
+// "entropy": {..}}, ...]} in the order of `rows`.
+nlohmann::json to_json(const std::vector<EnsembleRow>& rows);
+
+// One header line (method,size,groups,accuracy_mean,accuracy_std,...,entropy_std)
+// and one line per row, numbers with 17 significant digits so they round-trip.
+std::string to_csv(const std::vector<EnsembleRow>& rows);
+
+// A table for the terminal: rows grouped by ensemble size (ascending), methods in
+// their order of appearance one under the other, metrics as mean±std with 4 decimals.
+std::string to_table(const std::vector<EnsembleRow>& rows);
+
+}  // namespace bnn::evaluation

@@ -1,0 +1,283 @@
+#include "src/pipeline/member.h"
+
+#include <chrono>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "models/flat_parameters.h"
+#include "models/registry.h"
+#include "samplers/random.h"
+#include "samplers/registry.h"
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "src/pipeline/model_oracle.h"
+#include "src/pipeline/progress.h"
+
+namespace bnn::pipeline {
+namespace {
+
+// Streams of a member seed (Note [RNG streams] in samplers/random.h).
+constexpr uint64_t kInitStream = 0;
+constexpr uint64_t kPartitionStream = 1;
+constexpr uint64_t kOptimizerOrderStream = 2;
+constexpr uint64_t kSamplerStream = 3;
+
+class NonFiniteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Per-member state and the phases, in order.
+class Member {
+ public:
+  Member(const MemberContext& ctx, int64_t index)
+      : ctx_(ctx),
+        cfg_(ctx.config),
+        index_(index),
+        seed_(samplers::derive_seed(cfg_.run.seed, static_cast<uint64_t>(index))),
+        dir_(member_dir(ctx.run_dir, index)),
+        partition_(ctx.data.train, cfg_.data.batch_size, samplers::derive_seed(seed_, kPartitionStream)),
+        model_(models::make_model(model_spec(), samplers::derive_seed(seed_, kInitStream))),
+        order_gen_(samplers::make_generator(torch::kCPU, samplers::derive_seed(seed_, kOptimizerOrderStream))) {
+    model_->to(ctx.device);
+    flat_ = std::make_unique<models::FlatParameters>(*model_);
+    oracle_ = std::make_unique<ModelOracle>(*model_, *flat_, partition_);
+    std::filesystem::create_directories(dir_ / "samples");
+  }
+
+  void run() {
+    spdlog::info("member {}: seed {}, {} ({} parameters), {} batches of {}", index_, seed_, model_->pretty_string(),
+                 flat_->numel(), partition_.num_batches(), partition_.batch_size());
+    torch::optim::Adam adam(model_->parameters(), torch::optim::AdamOptions(cfg_.adam.lr));
+    adam_phase(adam);
+    io::write_npy(dir_ / "adam_probs.npy", predict());
+    swa_phase(adam);
+    io::write_npy(dir_ / "swa_probs.npy", predict());
+    sampling_phase();
+  }
+
+ private:
+  models::ModelSpec model_spec() const {
+    models::ModelSpec spec;
+    spec.name = cfg_.model.name;
+    spec.input_shape = ctx_.data.input_shape;
+    spec.num_classes = ctx_.data.num_classes;
+    spec.hidden = cfg_.model.hidden;
+    spec.batch_norm = cfg_.model.batch_norm;
+    return spec;
+  }
+
+  // Note [BatchNorm]: recalibrate on the first K training batches, predict.
+  torch::Tensor predict() {
+    models::recalibrate_batch_norm(*model_, partition_.first_batches(cfg_.evaluation.bn_batches).images);
+    return models::predict_probabilities(*model_, ctx_.data.test.images);
+  }
+
+  double accuracy(const torch::Tensor& probs) const {
+    return probs.argmax(1).eq(ctx_.data.test.labels).to(torch::kDouble).mean().item<double>();
+  }
+
+  // Loss and parameters must be finite at every epoch end (one sync per epoch).
+  void check_finite(const std::string& phase, int64_t epoch, double loss) {
+    if (std::isfinite(loss) && torch::isfinite(flat_->values()).all().item<bool>()) return;
+    throw NonFiniteError(fmt::format("non-finite {} in {} epoch {} (mean training loss {}); lower the step size",
+                                     std::isfinite(loss) ? "parameters" : "loss", phase, epoch + 1, loss));
+  }
+
+  void log_epoch(const std::string& phase, int64_t epoch, int64_t epochs, double loss, double acc, double rate,
+                 Clock::time_point start) {
+    const double secs = seconds_since(start);
+    spdlog::info("member {} {:>6} epoch {:>3}/{}: loss {:.4f}  test acc {:.4f}  {} {:.3g}  {:.1f}s", index_, phase,
+                 epoch + 1, epochs, loss, acc, phase == "sample" ? "h" : "lr", rate, secs);
+    trace_ += fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.3f}\n", phase, epoch + 1, loss, acc, rate, secs);
+    io::write_file_atomically(dir_ / "trace.csv", "phase,epoch,loss,test_accuracy,lr_or_h,seconds\n" + trace_);
+  }
+
+  // One optimiser epoch over the fixed batches in a fresh random order, with
+  // the loss mean CE + (lambda/2)||x_w||^2 / N_D (DESIGN.md §4). Calls
+  // after_step() after each update. Returns the mean training CE.
+  template <typename AfterStep>
+  double optimiser_epoch(torch::optim::Adam& adam, const std::string& label, AfterStep after_step) {
+    const int64_t n = partition_.num_batches();
+    const double batch = static_cast<double>(partition_.batch_size());
+    const double prior_scale = cfg_.prior.precision / static_cast<double>(partition_.num_examples());
+    const torch::Tensor order = torch::randperm(n, order_gen_, torch::TensorOptions().dtype(torch::kLong));
+    torch::Tensor loss_sum = torch::zeros({}, flat_->values().options());
+    Progress progress(label, n);
+    for (int64_t i = 0; i < n; ++i) {
+      loss_sum += oracle_->evaluate(order[i].item<int64_t>());
+      {
+        torch::NoGradGuard no_grad;
+        flat_->grads().mul_(1.0 / batch).addcmul_(flat_->prior_mask(), flat_->values(), prior_scale);
+      }
+      adam.step();
+      after_step();
+      progress.update(i + 1);
+    }
+    return loss_sum.item<double>() / static_cast<double>(partition_.num_examples());
+  }
+
+  static void set_lr(torch::optim::Adam& adam, double lr) {
+    for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+  }
+
+  void adam_phase(torch::optim::Adam& adam) {
+    const int64_t epochs = cfg_.adam.epochs;
+    for (int64_t e = 0; e < epochs; ++e) {
+      const auto start = Clock::now();
+      // Linear decay to 0 over T_train epochs (PolynomialLR, power 1, stepped per epoch).
+      const double lr = cfg_.adam.lr * (1.0 - static_cast<double>(e) / static_cast<double>(epochs));
+      set_lr(adam, lr);
+      const double loss = optimiser_epoch(adam, fmt::format("member {} adam {}/{}", index_, e + 1, epochs), [] {});
+      check_finite("adam", e, loss);
+      log_epoch("adam", e, epochs, loss, accuracy(predict()), lr, start);
+    }
+  }
+
+  // SWA: x* = equal-weight average of every iterate; the model is left at x*.
+  void swa_phase(torch::optim::Adam& adam) {
+    const int64_t epochs = cfg_.swa.epochs;
+    set_lr(adam, cfg_.swa.lr);
+    torch::Tensor sum = torch::zeros_like(flat_->values(), torch::TensorOptions().dtype(torch::kDouble));
+    int64_t count = 0;
+    for (int64_t e = 0; e < epochs; ++e) {
+      const auto start = Clock::now();
+      const double loss =
+          optimiser_epoch(adam, fmt::format("member {} swa {}/{}", index_, e + 1, epochs), [&] {
+            torch::NoGradGuard no_grad;
+            sum.add_(flat_->values());
+            ++count;
+          });
+      check_finite("swa", e, loss);
+      log_epoch("swa", e, epochs, loss, accuracy(predict()), cfg_.swa.lr, start);
+    }
+    torch::NoGradGuard no_grad;
+    flat_->values().copy_(sum / static_cast<double>(count));
+  }
+
+  samplers::LangevinOptions sampler_options() const {
+    const auto& s = cfg_.sampler;
+    samplers::LangevinOptions o(s.step_size);
+    o.friction(*s.friction).rho(s.rho).rho_max(*s.rho_max).prior_precision(cfg_.prior.precision);
+    o.temperature(s.temperature);
+    o.order(s.order == "auto" ? samplers::default_batch_order(s.name) : samplers::parse_batch_order(s.order));
+    o.estimator(samplers::parse_gradient_estimator(s.gradient));
+    if (s.anchor_gradients == "auto") {
+      const double bytes = static_cast<double>(partition_.num_batches()) * flat_->numel() * 4.0;
+      o.anchor_gradients(bytes <= cfg_.sampler.anchor_memory_mb * 1024.0 * 1024.0
+                             ? samplers::AnchorGradients::kStored
+                             : samplers::AnchorGradients::kRecomputed);
+    } else {
+      o.anchor_gradients(samplers::parse_anchor_gradients(s.anchor_gradients));
+    }
+    return o;
+  }
+
+  void sampling_phase() {
+    const auto& s = cfg_.sampler;
+    const int64_t n = partition_.num_batches();
+    const int64_t thin = s.thin == 0 ? n : s.thin;
+    const int64_t burn_steps = s.burn_in * n;
+    torch::Tensor anchor = flat_->values().clone();
+    auto sampler = samplers::make_sampler(s.name, *oracle_, anchor, sampler_options(),
+                                          samplers::derive_seed(seed_, kSamplerStream));
+    spdlog::info("member {}: {}", index_, sampler->pretty_string());
+    torch::Tensor prob_sum = torch::zeros({ctx_.data.test.size(), ctx_.data.num_classes},
+                                          ctx_.data.test.images.options().dtype(torch::kDouble));
+    int64_t samples = 0;
+    for (int64_t e = 0; e < s.epochs; ++e) {
+      const auto start = Clock::now();
+      torch::Tensor loss_sum = torch::zeros({}, flat_->values().options());
+      torch::Tensor last_probs;
+      Progress progress(fmt::format("member {} sample {}/{}", index_, e + 1, s.epochs), n);
+      for (int64_t i = 0; i < n; ++i) {
+        loss_sum += sampler->step();
+        const int64_t done = sampler->steps_taken();
+        if (done > burn_steps && (done - burn_steps) % thin == 0) {
+          last_probs = predict();
+          prob_sum += last_probs;
+          ++samples;
+          if (cfg_.evaluation.save_sample_probs) {
+            io::write_npy(dir_ / "samples" / fmt::format("step_{:08d}.npy", done), last_probs.to(torch::kHalf));
+          }
+        }
+        progress.update(i + 1);
+      }
+      const double loss = loss_sum.item<double>() / static_cast<double>(partition_.num_examples());
+      check_finite("sample", e, loss);
+      if (!last_probs.defined() || sampler->steps_taken() % thin != 0) last_probs = predict();
+      log_epoch("sample", e, s.epochs, loss, accuracy(last_probs), sampler->step_size(), start);
+    }
+    TORCH_CHECK(samples > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", thin,
+                " steps leave none");
+    io::write_npy(dir_ / "bayes_probs.npy", (prob_sum / static_cast<double>(samples)).to(torch::kFloat));
+    samples_ = samples;
+  }
+
+ public:
+  int64_t samples() const { return samples_; }
+  uint64_t seed() const { return seed_; }
+
+ private:
+  const MemberContext& ctx_;
+  const config::Config& cfg_;
+  int64_t index_;
+  uint64_t seed_;
+  std::filesystem::path dir_;
+  data_loaders::Partition partition_;
+  std::shared_ptr<models::Classifier> model_;
+  std::unique_ptr<models::FlatParameters> flat_;
+  std::unique_ptr<ModelOracle> oracle_;
+  at::Generator order_gen_;
+  std::string trace_;
+  int64_t samples_ = 0;
+};
+
+void write_status(const std::filesystem::path& dir, const nlohmann::json& status) {
+  std::filesystem::create_directories(dir);
+  io::write_file_atomically(dir / "status.json", status.dump(2) + "\n");
+}
+
+}  // namespace
+
+std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index) {
+  return run_dir / fmt::format("member_{:03d}", index);
+}
+
+MemberOutcome run_member(const MemberContext& context, int64_t index) {
+  const auto start = Clock::now();
+  const auto dir = member_dir(context.run_dir, index);
+  std::error_code ec;
+  std::filesystem::remove(dir / "status.json", ec);  // a rerun is unfinished until it finishes
+  MemberOutcome outcome{index, false, ""};
+  nlohmann::json status = {{"member", index}};
+  try {
+    Member member(context, index);
+    status["seed"] = member.seed();
+    member.run();
+    outcome.ok = true;
+    status["status"] = "done";
+    status["samples"] = member.samples();
+  } catch (const NonFiniteError& e) {
+    outcome.message = e.what();
+  } catch (const c10::Error& e) {
+    outcome.message = e.what_without_backtrace();
+  }
+  if (!outcome.ok) {
+    status["status"] = "failed";
+    status["error"] = outcome.message;
+    spdlog::error("member {} failed: {}", index, outcome.message);
+  }
+  status["seconds"] = seconds_since(start);
+  write_status(dir, status);
+  return outcome;
+}
+
+}  // namespace bnn::pipeline

@@ -1,0 +1,39 @@
+// One ensemble member, end to end (DESIGN.md §1, §4):
+//   Adam (lr decaying linearly to 0) -> SWA (constant lr, average of every
+//   iterate) = x* -> sampler around x*; after burn-in, one sample every `thin`
+//   steps: BatchNorm recalibration, test prediction, running average.
+// Outputs go to <run_dir>/member_NNN/ (Note [Run directory] in run.h); the
+// status file is written last, so a member without one did not finish.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "data_loaders/dataset.h"
+#include "src/config/config.h"
+
+namespace bnn::pipeline {
+
+struct MemberContext {
+  const config::Config& config;
+  const data_loaders::Dataset& data;
+  torch::Device device;
+  std::filesystem::path run_dir;
+};
+
+struct MemberOutcome {
+  int64_t index = 0;
+  bool ok = false;
+  std::string message;  // diagnostic when !ok
+};
+
+std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index);
+
+// Runs member `index`. Never throws for a failure of the member itself
+// (non-finite loss or parameters, a numerical error): that is reported in the
+// outcome and in the member's status.json, so other members can go on.
+MemberOutcome run_member(const MemberContext& context, int64_t index);
+
+}  // namespace bnn::pipeline

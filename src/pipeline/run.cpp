@@ -1,0 +1,144 @@
+#include "src/pipeline/run.h"
+
+#include <regex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "data_loaders/fashion_mnist.h"
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "src/pipeline/member.h"
+
+namespace bnn::pipeline {
+
+std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members) {
+  std::vector<int64_t> out;
+  const std::regex item("^\\s*(\\d+)\\s*(?:-\\s*(\\d+))?\\s*$");
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    const size_t comma = text.find(',', pos);
+    const std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::smatch m;
+    if (!std::regex_match(part, m, item)) {
+      throw config::ConfigError(fmt::format("--members: cannot parse '{}' (expected e.g. 3, 0-3 or 0,2,5-7)", text));
+    }
+    const int64_t lo = std::stoll(m[1]);
+    const int64_t hi = m[2].matched ? std::stoll(m[2]) : lo;
+    if (lo > hi || hi >= num_members) {
+      throw config::ConfigError(
+          fmt::format("--members: '{}' selects members outside 0-{} (run.members = {})", text, num_members - 1,
+                      num_members));
+    }
+    for (int64_t i = lo; i <= hi; ++i) out.push_back(i);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+torch::Device resolve_device(const std::string& name) {
+  if (name == "auto") return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  torch::Device device(torch::kCPU);
+  try {
+    device = torch::Device(name);
+  } catch (const c10::Error&) {
+    throw config::ConfigError(fmt::format("device '{}' is not valid: use auto, cpu, cuda or cuda:N", name));
+  }
+  if (device.is_cuda()) {
+    const auto count = static_cast<int64_t>(torch::cuda::device_count());
+    if (count == 0) throw config::ConfigError(fmt::format("device '{}' requested but CUDA is not available", name));
+    if (device.has_index() && device.index() >= count) {
+      throw config::ConfigError(fmt::format("device '{}' requested but only {} CUDA device(s) exist", name, count));
+    }
+  }
+  return device;
+}
+
+namespace {
+
+data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device) {
+  data_loaders::FashionMnistOptions o;
+  o.dir = config.data.dir;
+  o.train_limit = config.data.train_limit;
+  o.test_limit = config.data.test_limit;
+  return data_loaders::load_fashion_mnist(o, device);
+}
+
+// Members of one run may use different devices and thread counts; every
+// other key must agree.
+bool same_experiment(config::Config a, const config::Config& b) {
+  a.run.device = b.run.device;
+  a.run.threads = b.run.threads;
+  return config::to_yaml(a) == config::to_yaml(b);
+}
+
+}  // namespace
+
+int run(const config::Config& config, const RunOptions& options) {
+  const torch::Device device = resolve_device(config.run.device);
+  const auto& dir = options.run_dir;
+  std::filesystem::create_directories(dir);
+  const auto config_path = dir / "config.yaml";
+  const std::string yaml = config::to_yaml(config);
+  if (std::filesystem::exists(config_path) && !same_experiment(config::load_config(config_path, {}), config)) {
+    throw config::ConfigError(fmt::format(
+        "{} holds a different configuration; use another --out directory (members of one run must share it)",
+        config_path.string()));
+  }
+  io::write_file_atomically(config_path, yaml);
+
+  const auto load_start = std::chrono::steady_clock::now();
+  const data_loaders::Dataset data = load_dataset(config, device);
+  spdlog::info("{}: {} training, {} test images on {} ({:.1f}s)", data.name, data.train.size(), data.test.size(),
+               device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  io::write_npy(dir / "labels.npy", data.test.labels);
+
+  std::vector<int64_t> members = options.members;
+  if (members.empty()) {
+    for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
+  }
+  const MemberContext context{config, data, device, dir};
+  int64_t failed = 0;
+  for (int64_t index : members) {
+    if (!run_member(context, index).ok) ++failed;
+  }
+  const auto rows = evaluate_run(dir);
+  fmt::print("{}", evaluation::to_table(rows));
+  if (failed > 0) {
+    spdlog::error("{} of {} members failed; metrics cover the members that finished", failed, members.size());
+    return 3;
+  }
+  return 0;
+}
+
+std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir) {
+  const torch::Tensor labels = io::read_npy(run_dir / "labels.npy");
+  std::vector<torch::Tensor> adam, swa, bayes;
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("member_", 0) == 0) dirs.push_back(entry.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& d : dirs) {
+    if (!std::filesystem::exists(d / "status.json")) continue;
+    const auto status = nlohmann::json::parse(io::read_file(d / "status.json"));
+    if (status.value("status", "") != "done") continue;
+    adam.push_back(io::read_npy(d / "adam_probs.npy"));
+    swa.push_back(io::read_npy(d / "swa_probs.npy"));
+    bayes.push_back(io::read_npy(d / "bayes_probs.npy"));
+  }
+  TORCH_CHECK(!adam.empty(), "no finished members in ", run_dir.string(), ": nothing to evaluate");
+  std::vector<evaluation::EnsembleRow> rows;
+  for (auto [method, probs] : {std::pair{"adam", &adam}, std::pair{"swa", &swa}, std::pair{"bayes", &bayes}}) {
+    auto part = evaluation::ensemble_table(method, *probs, labels);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  io::write_file_atomically(run_dir / "metrics.json", evaluation::to_json(rows).dump(2) + "\n");
+  io::write_file_atomically(run_dir / "metrics.csv", evaluation::to_csv(rows));
+  io::write_file_atomically(run_dir / "metrics.txt", evaluation::to_table(rows));
+  return rows;
+}
+
+}  // namespace bnn::pipeline

@@ -1,0 +1,47 @@
+// `bnn run`: members of one configuration into one run directory, then the
+// ensemble table over every finished member found there.
+//
+// Note [Run directory]:
+//   <run>/config.yaml          resolved config (all keys, auto values resolved)
+//   <run>/labels.npy           test labels (int64)
+//   <run>/member_NNN/          adam_probs.npy, swa_probs.npy, bayes_probs.npy
+//                              (float32 N x K), samples/step_XXXXXXXX.npy (float16
+//                              test probabilities of each retained sample),
+//                              trace.csv, status.json (written last)
+//   <run>/metrics.json, metrics.csv, metrics.txt
+// Members selected with --members may run as separate processes (or hosts
+// sharing the directory); each run evaluates whatever members have finished.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "src/config/config.h"
+#include "src/evaluation/ensemble.h"
+
+namespace bnn::pipeline {
+
+struct RunOptions {
+  std::filesystem::path run_dir;
+  std::vector<int64_t> members;  // empty = all of 0..M-1
+};
+
+// "3", "0-3", "0,2,5-7" -> indices. Throws ConfigError naming the text.
+std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members);
+
+// "auto" -> cuda if available else cpu. Throws ConfigError for an
+// unavailable device.
+torch::Device resolve_device(const std::string& name);
+
+// Returns the process exit code: 0 if every selected member finished, 3 if
+// some failed (their diagnostics are logged; metrics are still written).
+int run(const config::Config& config, const RunOptions& options);
+
+// Builds the ensemble tables from the finished members in `run_dir` and writes
+// metrics.json, metrics.csv and metrics.txt. Returns the rows.
+std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);
+
+}  // namespace bnn::pipeline

@@ -1,0 +1,217 @@
+// Tests for src/evaluation/ensemble.h: golden ensemble rows from
+// scripts/make_metric_golden.py, group bookkeeping, and the JSON / CSV / table output.
+#include "src/evaluation/ensemble.h"
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "src/evaluation/metrics.h"
+
+namespace bnn::evaluation {
+namespace {
+
+const char* const kMetricNames[] = {"accuracy", "nll", "ace", "rps", "ece", "brier", "entropy"};
+
+nlohmann::json load_golden_ensemble() {
+  const std::string path = BNN_TEST_DATA_DIR "/metrics_golden.json";
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return nlohmann::json::parse(in).at("ensemble");
+}
+
+torch::Tensor probs_from_json(const nlohmann::json& rows) {
+  const auto n = static_cast<int64_t>(rows.size());
+  const auto k = static_cast<int64_t>(rows.at(0).size());
+  torch::Tensor p = torch::empty({n, k}, torch::kDouble);
+  auto acc = p.accessor<double, 2>();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < k; ++c) acc[i][c] = rows.at(i).at(c).get<double>();
+  }
+  return p;
+}
+
+// Deterministic, distinct members without a random generator: softmax of a
+// member-dependent smooth pattern.
+std::vector<torch::Tensor> synthetic_members(int64_t members, int64_t n, int64_t k) {
+  std::vector<torch::Tensor> out;
+  const torch::Tensor grid = torch::arange(n * k, torch::kDouble).reshape({n, k});
+  for (int64_t m = 0; m < members; ++m) {
+    out.push_back(torch::softmax(torch::sin(grid * (0.37 + 0.11 * m)) * 3.0, /*dim=*/1));
+  }
+  return out;
+}
+
+torch::Tensor synthetic_labels(int64_t n, int64_t k) {
+  return torch::remainder(torch::arange(n, torch::kLong) * 7, k);
+}
+
+const Summary& summary_of(const EnsembleRow& row, const std::string& name) {
+  if (name == "accuracy") return row.accuracy;
+  if (name == "nll") return row.nll;
+  if (name == "ace") return row.ace;
+  if (name == "rps") return row.rps;
+  if (name == "ece") return row.ece;
+  if (name == "brier") return row.brier;
+  return row.entropy;
+}
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream in(text);
+  for (std::string part; std::getline(in, part, sep);) parts.push_back(part);
+  return parts;
+}
+
+TEST(EnsembleGolden, RowsMatchNumpy) {
+  const nlohmann::json golden = load_golden_ensemble();
+  std::vector<torch::Tensor> members;
+  for (const auto& m : golden.at("members")) members.push_back(probs_from_json(m));
+  const torch::Tensor labels =
+      torch::tensor(golden.at("labels").get<std::vector<int64_t>>(), torch::kLong);
+
+  const std::vector<EnsembleRow> rows = ensemble_table(golden.at("method"), members, labels);
+  const auto& expected = golden.at("rows");
+  ASSERT_EQ(rows.size(), expected.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& e = expected.at(r);
+    EXPECT_EQ(rows[r].method, e.at("method").get<std::string>());
+    EXPECT_EQ(rows[r].size, e.at("size").get<int64_t>());
+    EXPECT_EQ(rows[r].groups, e.at("groups").get<int64_t>());
+    for (const std::string name : kMetricNames) {
+      const Summary& s = summary_of(rows[r], name);
+      const double mean = e.at(name).at("mean");
+      const double std = e.at(name).at("std");
+      const std::string where = "size " + std::to_string(rows[r].size) + " " + name;
+      EXPECT_NEAR(s.mean, mean, 1e-12 * std::max(1.0, std::abs(mean))) << where;
+      EXPECT_NEAR(s.std, std, 1e-12 * std::max(1.0, std::abs(std))) << where;
+    }
+  }
+}
+
+TEST(Ensemble, SixMembersGiveSizesOneTwoFour) {
+  const auto members = synthetic_members(/*members=*/6, /*n=*/40, /*k=*/3);
+  const torch::Tensor labels = synthetic_labels(40, 3);
+  const std::vector<EnsembleRow> rows = ensemble_table("adam", members, labels);
+
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].size, 1);
+  EXPECT_EQ(rows[0].groups, 6);
+  EXPECT_EQ(rows[1].size, 2);
+  EXPECT_EQ(rows[1].groups, 3);
+  EXPECT_EQ(rows[2].size, 4);
+  EXPECT_EQ(rows[2].groups, 1);
+  for (const std::string name : kMetricNames) {
+    EXPECT_EQ(summary_of(rows[2], name).std, 0.0) << name;
+  }
+  EXPECT_GT(rows[0].nll.std, 0.0);
+
+  // Size 1 summarises the members themselves; size 4 scores members 0..3 averaged.
+  double nll_sum = 0.0;
+  for (const auto& m : members) nll_sum += nll(m, labels);
+  EXPECT_NEAR(rows[0].nll.mean, nll_sum / 6.0, 1e-12);
+  const torch::Tensor first_four = (members[0] + members[1] + members[2] + members[3]) / 4.0;
+  EXPECT_NEAR(rows[2].ace.mean, ace(first_four, labels), 1e-12);
+}
+
+TEST(Ensemble, SingleMemberGivesOneRowWithZeroStd) {
+  const auto members = synthetic_members(/*members=*/1, /*n=*/10, /*k=*/4);
+  const std::vector<EnsembleRow> rows =
+      ensemble_table("swa", members, synthetic_labels(10, 4));
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].groups, 1);
+  EXPECT_EQ(rows[0].brier.std, 0.0);
+}
+
+TEST(Ensemble, RejectsBadMembers) {
+  const torch::Tensor labels = synthetic_labels(10, 4);
+  auto members = synthetic_members(/*members=*/2, /*n=*/10, /*k=*/4);
+  EXPECT_THROW(ensemble_table("bayes", {}, labels), c10::Error);
+  EXPECT_THROW(ensemble_table("", members, labels), c10::Error);
+  EXPECT_THROW(ensemble_table("a,b", members, labels), c10::Error);
+  members.push_back(torch::full({9, 4}, 0.25, torch::kDouble));
+  try {
+    ensemble_table("bayes", members, labels);
+    ADD_FAILURE() << "mismatched member shapes were accepted";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("member 2 has probabilities of shape [9, 4]"),
+              std::string::npos)
+        << e.what_without_backtrace();
+  }
+}
+
+TEST(Ensemble, ToJsonHasOneEntryPerRowWithMeanAndStd) {
+  const auto rows = ensemble_table("bayes", synthetic_members(4, 12, 3), synthetic_labels(12, 3));
+  const nlohmann::json j = to_json(rows);
+  ASSERT_TRUE(j.contains("ensembles"));
+  ASSERT_EQ(j.at("ensembles").size(), rows.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& entry = j.at("ensembles").at(r);
+    EXPECT_EQ(entry.size(), 3u + std::size(kMetricNames));
+    EXPECT_EQ(entry.at("method"), "bayes");
+    EXPECT_EQ(entry.at("size").get<int64_t>(), rows[r].size);
+    EXPECT_EQ(entry.at("groups").get<int64_t>(), rows[r].groups);
+    for (const std::string name : kMetricNames) {
+      ASSERT_TRUE(entry.contains(name)) << name;
+      EXPECT_EQ(entry.at(name).size(), 2u) << name;
+      EXPECT_EQ(entry.at(name).at("mean").get<double>(), summary_of(rows[r], name).mean);
+      EXPECT_EQ(entry.at(name).at("std").get<double>(), summary_of(rows[r], name).std);
+    }
+  }
+}
+
+TEST(Ensemble, ToCsvHasHeaderAndRoundTrippingRows) {
+  auto rows = ensemble_table("adam", synthetic_members(4, 12, 3), synthetic_labels(12, 3));
+  const auto bayes = ensemble_table("bayes", synthetic_members(2, 12, 3), synthetic_labels(12, 3));
+  rows.insert(rows.end(), bayes.begin(), bayes.end());
+
+  const std::vector<std::string> lines = split(to_csv(rows), '\n');
+  ASSERT_EQ(lines.size(), rows.size() + 1);
+  EXPECT_EQ(lines[0],
+            "method,size,groups,accuracy_mean,accuracy_std,nll_mean,nll_std,ace_mean,ace_std,"
+            "rps_mean,rps_std,ece_mean,ece_std,brier_mean,brier_std,entropy_mean,entropy_std");
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const std::vector<std::string> fields = split(lines[r + 1], ',');
+    ASSERT_EQ(fields.size(), 17u) << lines[r + 1];
+    EXPECT_EQ(fields[0], rows[r].method);
+    EXPECT_EQ(std::stoll(fields[1]), rows[r].size);
+    EXPECT_EQ(std::stoll(fields[2]), rows[r].groups);
+    // 17 significant digits: every double reads back exactly.
+    EXPECT_EQ(std::stod(fields[5]), rows[r].nll.mean);
+    EXPECT_EQ(std::stod(fields[16]), rows[r].entropy.std);
+  }
+}
+
+TEST(Ensemble, ToTableGroupsRowsBySize) {
+  auto rows = ensemble_table("adam", synthetic_members(2, 12, 3), synthetic_labels(12, 3));
+  const auto bayes = ensemble_table("bayes", synthetic_members(2, 12, 3), synthetic_labels(12, 3));
+  rows.insert(rows.end(), bayes.begin(), bayes.end());
+
+  const std::string table = to_table(rows);
+  const std::vector<std::string> lines = split(table, '\n');
+  // size 1: adam, bayes; blank; size 2: adam, bayes.
+  ASSERT_EQ(lines.size(), 5u) << table;
+  EXPECT_EQ(lines[0].rfind("size 1 (2 groups)  adam ", 0), 0u) << table;
+  EXPECT_EQ(lines[1].rfind("size 1 (2 groups)  bayes", 0), 0u) << table;
+  EXPECT_TRUE(lines[2].empty()) << table;
+  EXPECT_EQ(lines[3].rfind("size 2 (1 group)   adam ", 0), 0u) << table;
+  EXPECT_EQ(lines[4].rfind("size 2 (1 group)   bayes", 0), 0u) << table;
+  EXPECT_NE(lines[0].find(fmt::format("acc {:.4f}±{:.4f}", rows[0].accuracy.mean,
+                                      rows[0].accuracy.std)),
+            std::string::npos)
+      << table;
+  for (const char* label : {"nll ", "ace ", "rps ", "ece ", "brier ", "ent "}) {
+    EXPECT_NE(lines[4].find(label), std::string::npos) << label;
+  }
+}
+
+}  // namespace
+}  // namespace bnn::evaluation

@@ -1,0 +1,87 @@
+#include "src/config/config.h"
+
+#include <cmath>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+namespace bnn::config {
+namespace {
+
+std::filesystem::path write_temp(const std::string& name, const std::string& text) {
+  const auto path = std::filesystem::temp_directory_path() / ("bnn_config_test_" + name + ".yaml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+void expect_error(const std::function<void()>& f, const std::string& text) {
+  try {
+    f();
+    FAIL() << "expected ConfigError containing: " << text;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, DefaultsAreThePapersSettings) {
+  const Config c = load_config("", {});
+  EXPECT_EQ(c.data.batch_size, 200);
+  EXPECT_EQ(c.adam.epochs, 15);
+  EXPECT_EQ(c.swa.epochs, 5);
+  EXPECT_EQ(c.sampler.epochs, 40);
+  EXPECT_EQ(c.sampler.burn_in, 10);
+  EXPECT_DOUBLE_EQ(c.sampler.rho, 1.0 / std::sqrt(50.0));
+  EXPECT_DOUBLE_EQ(*c.sampler.rho_max, 6.0 / std::sqrt(50.0));
+  EXPECT_DOUBLE_EQ(*c.sampler.friction, std::sqrt(50.0));
+  EXPECT_EQ(c.model.name, "fmnist_cnn");
+}
+
+TEST(Config, FileAndOverrides) {
+  const auto path = write_temp("ok", "sampler:\n  name: sghmc\n  rho: 0.5\nmodel:\n  name: mlp\n  hidden: [64, 32]\n");
+  const Config c = load_config(path, {"sampler.step_size=2e-4", "run.members=8"});
+  EXPECT_EQ(c.sampler.name, "sghmc");
+  EXPECT_DOUBLE_EQ(c.sampler.step_size, 2e-4);
+  EXPECT_DOUBLE_EQ(*c.sampler.friction, 2.0);
+  EXPECT_DOUBLE_EQ(*c.sampler.rho_max, 3.0);
+  EXPECT_EQ(c.model.hidden, (std::vector<int64_t>{64, 32}));
+  EXPECT_EQ(c.run.members, 8);
+}
+
+TEST(Config, ResolvedYamlRoundTrips) {
+  Config c = load_config("", {"sampler.rho=.inf", "sampler.friction=3", "model.hidden=[5]"});
+  EXPECT_TRUE(std::isinf(*c.sampler.rho_max));
+  const auto path = write_temp("roundtrip", to_yaml(c));
+  const Config again = load_config(path, {});
+  EXPECT_EQ(to_yaml(again), to_yaml(c));
+}
+
+TEST(Config, ErrorsNameTheKeyAndValue) {
+  expect_error([] { load_config("", {"sampler.hh=1"}); }, "unknown config key 'sampler.hh'");
+  expect_error([] { load_config("", {"sampler.step_size=-1"}); },
+               "config key 'sampler.step_size': invalid value '-1': must be > 0");
+  expect_error([] { load_config("", {"data.batch_size=abc"}); },
+               "config key 'data.batch_size': invalid value 'abc': expected an integer");
+  expect_error([] { load_config("", {"sampler.name=hmc"}); },
+               "config key 'sampler.name': invalid value 'hmc': valid: sms_ubu, sghmc");
+  expect_error([] { load_config("", {"sampler.burn_in=40"}); }, "'sampler.burn_in': invalid value '40': must be less");
+  expect_error([] { load_config("", {"sampler.rho=0.5", "sampler.rho_max=0.1"}); },
+               "config key 'sampler.rho_max': invalid value '0.1': must be at least sampler.rho (0.5)");
+  expect_error([] { load_config("", {"sampler.rho=.inf"}); }, "'sampler.friction': auto means 1/rho");
+  expect_error([] { load_config("", {"run.device=tpu"}); }, "'run.device': invalid value 'tpu'");
+  expect_error([] { load_config("", {"novalue"}); }, "--set expects key=value, got 'novalue'");
+  expect_error([] { load_config("/nonexistent/x.yaml", {}); }, "config file /nonexistent/x.yaml does not exist");
+  const auto bad = write_temp("bad", "sampler:\n  step_sise: 1\n");
+  expect_error([&] { load_config(bad, {}); }, "unknown config key 'sampler.step_sise'");
+  const auto broken = write_temp("broken", "sampler: [1, 2\n");
+  expect_error([&] { load_config(broken, {}); }, "YAML error at line");
+}
+
+TEST(Config, EveryKeyIsDocumented) {
+  for (const auto& doc : field_docs()) {
+    EXPECT_FALSE(doc.description.empty()) << doc.key;
+    EXPECT_NE(doc.key.find('.'), std::string::npos) << doc.key;
+  }
+}
+
+}  // namespace
+}  // namespace bnn::config

@@ -1,0 +1,130 @@
+// The bnn executable as a user runs it, on a slice of the real Fashion-MNIST.
+#include <cstdlib>
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "src/pipeline/run.h"
+
+namespace {
+
+const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
+const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_e2e_test";
+
+struct Result {
+  int code;
+  std::string output;
+};
+
+Result bnn(const std::string& args) {
+  std::filesystem::create_directories(kWork);
+  const auto log = kWork / "out.txt";
+  const std::string cmd = std::string(BNN_BINARY) + " " + args + " > " + log.string() + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  return {WEXITSTATUS(status), bnn::io::read_file(log)};
+}
+
+const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+
+TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto out = kWork / "tiny";
+  std::filesystem::remove_all(out);
+  const Result r = bnn("run --config " + kTiny + " --out " + out.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("member 0   adam epoch   1/2"), std::string::npos) << r.output;
+
+  const auto metrics = nlohmann::json::parse(bnn::io::read_file(out / "metrics.json"));
+  ASSERT_EQ(metrics["ensembles"].size(), 6u);  // sizes 1, 2 for adam, swa, bayes
+  for (const auto& row : metrics["ensembles"]) {
+    for (const char* key : {"accuracy", "nll", "ace", "rps", "ece", "brier"}) {
+      ASSERT_TRUE(row[key].contains("mean")) << key;
+      ASSERT_TRUE(row[key].contains("std")) << key;
+    }
+    EXPECT_GT(row["accuracy"]["mean"].get<double>(), 0.5) << row;  // well above chance (0.1)
+  }
+  const torch::Tensor labels = bnn::io::read_npy(out / "labels.npy");
+  EXPECT_EQ(labels.numel(), 500);
+  const torch::Tensor bayes = bnn::io::read_npy(out / "member_001" / "bayes_probs.npy");
+  EXPECT_EQ(bayes.sizes(), (std::vector<int64_t>{500, 10}));
+  // Retained samples: epochs 2 and 3 after one burn-in epoch.
+  int samples = 0;
+  for (const auto& e : std::filesystem::directory_iterator(out / "member_000" / "samples")) {
+    EXPECT_EQ(bnn::io::read_npy(e.path()).scalar_type(), torch::kHalf);
+    ++samples;
+  }
+  EXPECT_EQ(samples, 2);
+  EXPECT_TRUE(std::filesystem::exists(out / "config.yaml"));
+  EXPECT_TRUE(std::filesystem::exists(out / "metrics.csv"));
+
+  // Same seed, same results: rerun member 1 alone into a copy and compare.
+  const auto again = kWork / "tiny_again";
+  std::filesystem::remove_all(again);
+  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + again.string() + " --members 1 --threads 1").code, 0);
+  EXPECT_TRUE(bnn::io::read_npy(again / "member_001" / "bayes_probs.npy").equal(bayes));
+}
+
+TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto out = kWork / "diverge";
+  std::filesystem::remove_all(out);
+  const Result r = bnn("run --config " + kTiny + " --out " + out.string() +
+                       " --members 0 --threads 1 --set sampler.step_size=10 --set sampler.rho=.inf"
+                       " --set sampler.friction=1");
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("non-finite"), std::string::npos) << r.output;
+  const auto status = nlohmann::json::parse(bnn::io::read_file(out / "member_000" / "status.json"));
+  EXPECT_EQ(status["status"], "failed");
+  EXPECT_TRUE(std::filesystem::exists(out / "member_000" / "swa_probs.npy"));
+}
+
+TEST(EndToEnd, BadInputIsOneClearLine) {
+  struct Case {
+    std::string args, text;
+  };
+  const std::vector<Case> cases = {
+      {"run --config " + kTiny + " --set sampler.rho_max=0.01", "'sampler.rho_max': invalid value '0.01'"},
+      {"run --config " + kTiny + " --set model.name=vgg", "'model.name': invalid value 'vgg': valid: mlp, fmnist_cnn"},
+      {"run --config /no/such.yaml", "config file /no/such.yaml does not exist"},
+      {"run --config " + kTiny + " --members 5", "--members: '5' selects members outside 0-1"},
+      {"run --config " + kTiny + " --set data.dir=/no/such/dir --out " + (kWork / "nodata").string(),
+       "/no/such/dir"},
+      {"frobnicate", "unknown command 'frobnicate'"},
+  };
+  for (const auto& c : cases) {
+    const Result r = bnn(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find("bnn: error: "), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(c.text), std::string::npos) << c.args << "\n" << r.output;
+  }
+}
+
+TEST(EndToEnd, HelpVersionAndModels) {
+  Result r = bnn("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("bnn run --config FILE"), std::string::npos);
+  r = bnn("run --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("sampler.step_size"), std::string::npos);
+  r = bnn("version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("LibTorch"), std::string::npos);
+  EXPECT_NE(r.output.find("CUDA available"), std::string::npos);
+  r = bnn("models");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("1265258"), std::string::npos) << r.output;
+}
+
+TEST(MemberList, ParsesRangesAndLists) {
+  using bnn::pipeline::parse_member_list;
+  EXPECT_EQ(parse_member_list("3", 8), (std::vector<int64_t>{3}));
+  EXPECT_EQ(parse_member_list("0-3", 8), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(parse_member_list("0,2,5-7", 8), (std::vector<int64_t>{0, 2, 5, 6, 7}));
+  EXPECT_THROW(parse_member_list("3-1", 8), bnn::config::ConfigError);
+  EXPECT_THROW(parse_member_list("a", 8), bnn::config::ConfigError);
+}
+
+}  // namespace

@@ -1,0 +1,58 @@
+#include "src/io/npy.h"
+
+#include <gtest/gtest.h>
+
+#include "src/io/atomic_file.h"
+
+namespace bnn::io {
+namespace {
+
+const std::filesystem::path kDir = std::filesystem::temp_directory_path() / "bnn_npy_test";
+
+TEST(Npy, RoundTripsEveryDtypeAndShape) {
+  std::filesystem::create_directories(kDir);
+  for (auto dtype : {torch::kHalf, torch::kFloat, torch::kDouble, torch::kLong}) {
+    for (const auto& shape : std::vector<std::vector<int64_t>>{{7}, {3, 4}, {2, 3, 5}, {}}) {
+      const torch::Tensor t = (torch::randn(shape) * 100).to(dtype);
+      write_npy(kDir / "a.npy", t);
+      const torch::Tensor back = read_npy(kDir / "a.npy");
+      EXPECT_EQ(back.scalar_type(), dtype);
+      EXPECT_TRUE(back.equal(t)) << shape;
+    }
+  }
+}
+
+TEST(Npy, HeaderIsNumpyVersion1AlignedTo64) {
+  const std::string bytes = npy_bytes(torch::zeros({3}, torch::kFloat));
+  EXPECT_EQ(bytes.substr(1, 5), "NUMPY");
+  const size_t header_len = static_cast<unsigned char>(bytes[8]) | (static_cast<unsigned char>(bytes[9]) << 8);
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  EXPECT_NE(bytes.find("'descr': '<f4', 'fortran_order': False, 'shape': (3,), }"), std::string::npos);
+}
+
+TEST(Npy, TruncatedFileIsANamedError) {
+  std::filesystem::create_directories(kDir);
+  const std::string bytes = npy_bytes(torch::zeros({10}, torch::kFloat));
+  write_file_atomically(kDir / "short.npy", bytes.substr(0, bytes.size() - 4));
+  try {
+    read_npy(kDir / "short.npy");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("short.npy: not a valid .npy file: expected 40 data bytes, found 36"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(AtomicFile, FailureLeavesThePreviousFileAndNoTemp) {
+  std::filesystem::create_directories(kDir);
+  write_file_atomically(kDir / "keep.txt", "good");
+  EXPECT_THROW(write_file_atomically(kDir / "missing_dir" / "x.txt", "data"), std::runtime_error);
+  EXPECT_EQ(read_file(kDir / "keep.txt"), "good");
+  for (const auto& e : std::filesystem::directory_iterator(kDir)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  }
+}
+
+}  // namespace
+}  // namespace bnn::io
