@@ -10,6 +10,7 @@ namespace bnn::samplers {
 namespace {
 constexpr uint64_t kNoiseStream = 1;
 constexpr uint64_t kOrderStream = 2;
+constexpr uint64_t kVelocityStream = 3;
 }  // namespace
 
 KineticLangevin::KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options,
@@ -18,15 +19,20 @@ KineticLangevin::KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, L
       options_(std::move(options)),
       gradient_(oracle, anchor, options_),
       x_(oracle.parameters()),
-      noise_gen_(make_generator(oracle.parameters().device(), derive_seed(seed, kNoiseStream))),
-      order_(options_.order(), oracle.num_batches(), derive_seed(seed, kOrderStream)) {
+      order_(options_.order(), oracle.num_batches(), derive_seed(seed, kOrderStream)),
+      noise_seed_(derive_seed(seed, kNoiseStream)) {
   torch::NoGradGuard no_grad;
   TORCH_CHECK(x_.dim() == 1 && x_.is_contiguous(), "sampler parameters must be a flat contiguous vector");
   v_ = torch::empty_like(x_);
-  v_.normal_(0.0, 1.0, noise_gen_);
+  ChunkedNormal(x_.device(), derive_seed(seed, kVelocityStream), x_.numel()).fill(v_);
 }
 
-void KineticLangevin::draw_noise() { noise_.normal_(0.0, 1.0, noise_gen_); }
+void KineticLangevin::allocate_noise(torch::IntArrayRef shape) {
+  noise_ = torch::empty(shape, x_.options());
+  noise_source_ = std::make_unique<ChunkedNormal>(x_.device(), noise_seed_, noise_.numel());
+}
+
+void KineticLangevin::draw_noise() { noise_source_->fill(noise_); }
 
 void KineticLangevin::bounce() {
   if (!options_.bounded()) return;

@@ -8,6 +8,7 @@
 #include "samplers/batch_order.h"
 #include "samplers/gradient_oracle.h"
 #include "samplers/langevin_options.h"
+#include "samplers/random.h"
 #include "samplers/sampler.h"
 #include "samplers/stochastic_gradient.h"
 
@@ -26,6 +27,8 @@ class KineticLangevin : public Sampler {
   // and order streams (Note [RNG streams]).
   KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed);
 
+  // Allocates noise_ with `shape`; call once from the derived constructor.
+  void allocate_noise(torch::IntArrayRef shape);
   // Fills noise_ with fresh N(0, 1) draws.
   void draw_noise();
   // Reflects x into the hypercube (no-op when unbounded).
@@ -39,10 +42,11 @@ class KineticLangevin : public Sampler {
   torch::Tensor x_;       // the oracle's parameters (a view, updated in place)
   torch::Tensor v_;
   torch::Tensor noise_;   // preallocated, refilled by draw_noise()
-  at::Generator noise_gen_;
   BatchOrder order_;
 
  private:
+  std::unique_ptr<ChunkedNormal> noise_source_;
+  uint64_t noise_seed_;
   torch::Tensor bounce_scratch_;
 };
 

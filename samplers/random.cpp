@@ -2,6 +2,8 @@
 
 #include <mutex>
 
+#include <ATen/Parallel.h>
+
 namespace bnn::samplers {
 namespace {
 
@@ -23,6 +25,27 @@ at::Generator make_generator(torch::Device device, uint64_t seed) {
   std::lock_guard<std::mutex> lock(gen.mutex());
   gen.set_current_seed(seed);
   return gen;
+}
+
+ChunkedNormal::ChunkedNormal(torch::Device device, uint64_t seed, int64_t numel) : numel_(numel) {
+  const int64_t chunks = device.is_cpu() ? std::max<int64_t>(1, (numel + kChunk - 1) / kChunk) : 1;
+  for (int64_t c = 0; c < chunks; ++c) gens_.push_back(make_generator(device, derive_seed(seed, c)));
+}
+
+void ChunkedNormal::fill(torch::Tensor& out) {
+  TORCH_CHECK(out.numel() == numel_ && out.is_contiguous(), "ChunkedNormal: expected a contiguous buffer of ",
+              numel_, " elements, got ", out.sizes());
+  if (gens_.size() == 1) {
+    out.normal_(0.0, 1.0, gens_[0]);
+    return;
+  }
+  torch::Tensor flat = out.view({-1});
+  at::parallel_for(0, static_cast<int64_t>(gens_.size()), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c) {
+      const int64_t start = c * kChunk;
+      flat.narrow(0, start, std::min(kChunk, numel_ - start)).normal_(0.0, 1.0, gens_[c]);
+    }
+  });
 }
 
 }  // namespace bnn::samplers

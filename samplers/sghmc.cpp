@@ -6,7 +6,7 @@ namespace bnn::samplers {
 
 Sghmc::Sghmc(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed)
     : KineticLangevin(oracle, std::move(anchor), std::move(options), seed) {
-  noise_ = torch::empty_like(x_);
+  allocate_noise({x_.numel()});
 }
 
 std::string Sghmc::pretty_string() const { return describe("Sghmc"); }

@@ -5,7 +5,7 @@ namespace bnn::samplers {
 SmsUbu::SmsUbu(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed)
     : KineticLangevin(oracle, std::move(anchor), std::move(options), seed),
       half_(ubu_constants(options_.friction(), options_.step_size() / 2.0)) {
-  noise_ = torch::empty({2, x_.numel()}, x_.options());
+  allocate_noise({2, x_.numel()});
 }
 
 std::string SmsUbu::pretty_string() const { return describe("SmsUbu"); }

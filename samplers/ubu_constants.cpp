@@ -13,7 +13,7 @@ UbuConstants ubu_constants(double gamma, double t) {
   const double em1 = std::expm1(-a);        // e^{-a} - 1, accurate for small a
   const double em2 = std::expm1(-2.0 * a);  // e^{-2a} - 1
   UbuConstants k;
-  k.decay = 1.0 + em1;
+  k.decay = std::exp(-a);  // not 1 + em1: that loses relative precision for large a
   k.x_from_v = -em1 / gamma;
   k.var_v = -em2;
   k.cov_xv = em1 * em1 / gamma;

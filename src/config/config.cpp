@@ -183,7 +183,7 @@ std::vector<Field> fields(Config& c) {
              "h, the step actually run (the reference notebooks' 'h' is twice this)."),
       number("sampler.rho", c.sampler.rho, "0.14142135623730950", {0, kInf, true, true},
              "Localization radius rho (default 50^-1/2); .inf samples the global posterior without bounces."),
-      auto_number("sampler.rho_max", c.sampler.rho_max, positive(),
+      auto_number("sampler.rho_max", c.sampler.rho_max, {0, kInf, true, true},
                   "Half-width of the bounce hypercube around x*; auto = 6 rho."),
       auto_number("sampler.friction", c.sampler.friction, positive(), "gamma; auto = 1/rho."),
       number("sampler.temperature", c.sampler.temperature, "1.0", positive(), "T: samples exp(-f/T)."),

@@ -104,8 +104,11 @@ int run(const config::Config& config, const RunOptions& options) {
   for (int64_t index : members) {
     if (!run_member(context, index).ok) ++failed;
   }
-  const auto rows = evaluate_run(dir);
-  fmt::print("{}", evaluation::to_table(rows));
+  if (finished_members(dir).empty()) {
+    spdlog::error("no member of {} has finished: no metrics written", dir.string());
+    return 3;
+  }
+  fmt::print("{}", evaluation::to_table(evaluate_run(dir)));
   if (failed > 0) {
     spdlog::error("{} of {} members failed; metrics cover the members that finished", failed, members.size());
     return 3;
@@ -113,18 +116,23 @@ int run(const config::Config& config, const RunOptions& options) {
   return 0;
 }
 
+std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir) {
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
+    const auto& d = entry.path();
+    if (!entry.is_directory() || d.filename().string().rfind("member_", 0) != 0) continue;
+    if (!std::filesystem::exists(d / "status.json")) continue;
+    const auto status = nlohmann::json::parse(io::read_file(d / "status.json"));
+    if (status.value("status", "") == "done") dirs.push_back(d);
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir) {
   const torch::Tensor labels = io::read_npy(run_dir / "labels.npy");
   std::vector<torch::Tensor> adam, swa, bayes;
-  std::vector<std::filesystem::path> dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
-    if (entry.is_directory() && entry.path().filename().string().rfind("member_", 0) == 0) dirs.push_back(entry.path());
-  }
-  std::sort(dirs.begin(), dirs.end());
-  for (const auto& d : dirs) {
-    if (!std::filesystem::exists(d / "status.json")) continue;
-    const auto status = nlohmann::json::parse(io::read_file(d / "status.json"));
-    if (status.value("status", "") != "done") continue;
+  for (const auto& d : finished_members(run_dir)) {
     adam.push_back(io::read_npy(d / "adam_probs.npy"));
     swa.push_back(io::read_npy(d / "swa_probs.npy"));
     bayes.push_back(io::read_npy(d / "bayes_probs.npy"));

@@ -40,6 +40,9 @@ torch::Device resolve_device(const std::string& name);
 // some failed (their diagnostics are logged; metrics are still written).
 int run(const config::Config& config, const RunOptions& options);
 
+// Member directories of `run_dir` whose status.json says "done", sorted.
+std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir);
+
 // Builds the ensemble tables from the finished members in `run_dir` and writes
 // metrics.json, metrics.csv and metrics.txt. Returns the rows.
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);

@@ -1,0 +1,42 @@
+// The gradient scale (DESIGN.md §2): the oracle returns the batch *sum* of
+// per-example gradients, so the batch gradients add up to the full-data
+// gradient of sum_i CE_i, and N_m times one batch estimates it without bias.
+#include "src/pipeline/model_oracle.h"
+
+#include <gtest/gtest.h>
+
+#include "models/registry.h"
+
+namespace bnn::pipeline {
+namespace {
+
+TEST(ModelOracle, BatchGradientsSumToTheFullDataGradient) {
+  data_loaders::Split train;
+  train.images = torch::randn({60, 1, 28, 28});
+  train.labels = torch::randint(10, {60}, torch::kLong);
+  const data_loaders::Partition partition(train, /*batch_size=*/20, /*seed=*/1);
+  models::ModelSpec spec;
+  spec.hidden = {16};
+  auto model = models::make_model(spec, 2);
+  models::FlatParameters flat(*model);
+  ModelOracle oracle(*model, flat, partition);
+
+  torch::Tensor sum = torch::zeros_like(flat.values());
+  double loss = 0;
+  for (int64_t b = 0; b < oracle.num_batches(); ++b) {
+    loss += oracle.evaluate(b).item<double>();
+    sum += oracle.gradient();
+  }
+  // Reference: autograd of the summed loss over all used examples at once.
+  const data_loaders::Split all = partition.first_batches(oracle.num_batches());
+  flat.zero_grad();
+  const torch::Tensor full = torch::nn::functional::cross_entropy(
+      model->forward(all.images), all.labels,
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  full.backward();
+  EXPECT_NEAR(loss, full.item<double>(), 1e-3);
+  EXPECT_TRUE(torch::allclose(sum, flat.grads(), 1e-4, 1e-5));
+}
+
+}  // namespace
+}  // namespace bnn::pipeline
