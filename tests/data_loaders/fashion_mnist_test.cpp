@@ -3,6 +3,9 @@
 // data set.
 #include "data_loaders/fashion_mnist.h"
 
+#include "tests/support/error_text.h"
+#include "tests/support/idx_files.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -23,35 +26,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint32_t kImagesMagic = 0x00000803;
-constexpr uint32_t kLabelsMagic = 0x00000801;
+using testing::error_of;
+using testing::idx_bytes;
+using testing::kImagesMagic;
+using testing::kLabelsMagic;
 constexpr int64_t kPixels = 28 * 28;
 
-std::vector<unsigned char> idx_bytes(uint32_t magic, const std::vector<int32_t>& dims,
-                                     const std::vector<uint8_t>& data) {
-  std::vector<unsigned char> bytes;
-  const auto put_u32 = [&bytes](uint32_t value) {
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back((value >> shift) & 0xff);
-  };
-  put_u32(magic);
-  for (int32_t d : dims) put_u32(static_cast<uint32_t>(d));
-  bytes.insert(bytes.end(), data.begin(), data.end());
-  return bytes;
-}
 
 // Writes gzip when the name ends in ".gz", plain otherwise.
 void write_idx(const fs::path& path, const std::vector<unsigned char>& bytes) {
   if (path.extension() == ".gz") {
-    gzFile file = gzopen(path.c_str(), "wb");
-    ASSERT_NE(file, nullptr) << path;
-    ASSERT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())),
-              static_cast<int>(bytes.size()));
-    ASSERT_EQ(gzclose(file), Z_OK);
-    return;
+    testing::write_gzip(path, bytes);
+  } else {
+    testing::write_plain(path, bytes);
   }
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
 }
 
 // Image i has pixel j equal to (i + j) % 256, so every image is distinct and
@@ -72,15 +60,6 @@ void write_labels(const fs::path& path, const std::vector<uint8_t>& labels) {
   write_idx(path, idx_bytes(kLabelsMagic, {static_cast<int32_t>(labels.size())}, labels));
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
 
 // The float nearest the exact standardized value of `pixel`.
 float standardized(int pixel) {

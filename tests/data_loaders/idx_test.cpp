@@ -3,6 +3,9 @@
 // file and says what is wrong.
 #include "data_loaders/idx.h"
 
+#include "tests/support/error_text.h"
+#include "tests/support/idx_files.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -24,50 +27,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr uint32_t kImagesMagic = 0x00000803;
-constexpr uint32_t kLabelsMagic = 0x00000801;
+using testing::error_of;
+using testing::idx_bytes;
+using testing::kImagesMagic;
+using testing::kLabelsMagic;
+using testing::write_gzip;
+using testing::write_plain;
 
-std::vector<unsigned char> idx_bytes(uint32_t magic, const std::vector<int32_t>& dims,
-                                     const std::vector<uint8_t>& data) {
-  std::vector<unsigned char> bytes;
-  const auto put_u32 = [&bytes](uint32_t value) {
-    for (int shift = 24; shift >= 0; shift -= 8) bytes.push_back((value >> shift) & 0xff);
-  };
-  put_u32(magic);
-  for (int32_t d : dims) put_u32(static_cast<uint32_t>(d));
-  bytes.insert(bytes.end(), data.begin(), data.end());
-  return bytes;
-}
 
-void write_plain(const fs::path& path, const std::vector<unsigned char>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  ASSERT_TRUE(out.good()) << path;
-}
 
-void write_gzip(const fs::path& path, const std::vector<unsigned char>& bytes) {
-  gzFile file = gzopen(path.c_str(), "wb");
-  ASSERT_NE(file, nullptr) << path;
-  ASSERT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())),
-            static_cast<int>(bytes.size()));
-  ASSERT_EQ(gzclose(file), Z_OK);
-}
 
 std::vector<unsigned char> read_raw(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-// Runs `body`, which must throw, and returns the exception's message.
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
 
 // Pixel values that differ between images, rows and columns, and use the full
 // byte range, so a transposed or shifted read cannot pass.

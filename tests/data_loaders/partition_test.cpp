@@ -2,6 +2,8 @@
 // N_m = floor(N_D / N_b) minibatches.
 #include "data_loaders/dataset.h"
 
+#include "tests/support/error_text.h"
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -24,15 +26,7 @@ Split numbered_split(int64_t n) {
   return split;
 }
 
-std::string error_of(const std::function<void()>& body) {
-  try {
-    body();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return "";
-}
+using testing::error_of;
 
 torch::Tensor all_batch_labels(const Partition& partition) {
   std::vector<torch::Tensor> labels;

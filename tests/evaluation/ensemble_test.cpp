@@ -15,29 +15,20 @@
 #include <torch/torch.h>
 
 #include "src/evaluation/metrics.h"
+#include "tests/support/golden_json.h"
 
 namespace bnn::evaluation {
 namespace {
 
+using testing::labels_from_json;
+using testing::probs_from_json;
+
 const char* const kMetricNames[] = {"accuracy", "nll", "ace", "rps", "ece", "brier", "entropy"};
 
 nlohmann::json load_golden_ensemble() {
-  const std::string path = BNN_TEST_DATA_DIR "/metrics_golden.json";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  return nlohmann::json::parse(in).at("ensemble");
+  return testing::load_metric_golden().at("ensemble");
 }
 
-torch::Tensor probs_from_json(const nlohmann::json& rows) {
-  const auto n = static_cast<int64_t>(rows.size());
-  const auto k = static_cast<int64_t>(rows.at(0).size());
-  torch::Tensor p = torch::empty({n, k}, torch::kDouble);
-  auto acc = p.accessor<double, 2>();
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t c = 0; c < k; ++c) acc[i][c] = rows.at(i).at(c).get<double>();
-  }
-  return p;
-}
 
 // Deterministic, distinct members without a random generator: softmax of a
 // member-dependent smooth pattern.

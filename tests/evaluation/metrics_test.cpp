@@ -1,6 +1,7 @@
 // Tests for src/evaluation/metrics.h: golden values from an independent numpy
 // implementation (scripts/make_metric_golden.py), analytic cases and input checks.
 #include "src/evaluation/metrics.h"
+#include "tests/support/golden_json.h"
 
 #include <cmath>
 #include <fstream>
@@ -15,27 +16,11 @@
 namespace bnn::evaluation {
 namespace {
 
-nlohmann::json load_golden() {
-  const std::string path = BNN_TEST_DATA_DIR "/metrics_golden.json";
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  return nlohmann::json::parse(in);
-}
+using testing::labels_from_json;
+using testing::probs_from_json;
 
-torch::Tensor probs_from_json(const nlohmann::json& rows) {
-  const auto n = static_cast<int64_t>(rows.size());
-  const auto k = static_cast<int64_t>(rows.at(0).size());
-  torch::Tensor p = torch::empty({n, k}, torch::kDouble);
-  auto acc = p.accessor<double, 2>();
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t c = 0; c < k; ++c) acc[i][c] = rows.at(i).at(c).get<double>();
-  }
-  return p;
-}
 
-torch::Tensor labels_from_json(const nlohmann::json& labels) {
-  return torch::tensor(labels.get<std::vector<int64_t>>(), torch::kLong);
-}
+
 
 // Agreement to 1e-12, relative for large values and absolute near zero: both sides
 // evaluate the same sums in double, in slightly different orders.
@@ -54,7 +39,7 @@ void expect_error_contains(const std::function<void()>& call, const std::string&
 }
 
 TEST(MetricsGolden, EachMetricMatchesNumpy) {
-  const nlohmann::json golden = load_golden();
+  const nlohmann::json golden = testing::load_metric_golden();
   ASSERT_FALSE(golden.at("cases").empty());
   for (const auto& c : golden.at("cases")) {
     const std::string name = c.at("name");
@@ -72,7 +57,7 @@ TEST(MetricsGolden, EachMetricMatchesNumpy) {
 }
 
 TEST(MetricsGolden, ComputeMetricsMatchesNumpy) {
-  const nlohmann::json golden = load_golden();
+  const nlohmann::json golden = testing::load_metric_golden();
   for (const auto& c : golden.at("cases")) {
     const std::string name = c.at("name");
     const Metrics m =
@@ -91,7 +76,7 @@ TEST(MetricsGolden, ComputeMetricsMatchesNumpy) {
 // Float32 probabilities are widened to double before any arithmetic, so they score
 // exactly like their double copy.
 TEST(Metrics, Float32InputScoresLikeItsDoubleCopy) {
-  const nlohmann::json golden = load_golden();
+  const nlohmann::json golden = testing::load_metric_golden();
   const auto& c = golden.at("cases").at(0);
   const torch::Tensor p32 = probs_from_json(c.at("probs")).to(torch::kFloat);
   const torch::Tensor y = labels_from_json(c.at("labels"));
