@@ -1,5 +1,6 @@
 #include "src/pipeline/run.h"
 
+#include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
@@ -100,8 +101,15 @@ int run(const config::Config& config, const RunOptions& options) {
     for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
   }
   const MemberContext context{config, data, device, dir};
+  // A finished member is never run again into the same directory, so a rerun
+  // (or a second process given overlapping --members) cannot destroy results.
+  const auto finished = finished_members(dir);
   int64_t failed = 0;
   for (int64_t index : members) {
+    if (std::find(finished.begin(), finished.end(), member_dir(dir, index)) != finished.end()) {
+      spdlog::info("member {} already finished in {}; skipping", index, dir.string());
+      continue;
+    }
     if (!run_member(context, index).ok) ++failed;
   }
   if (finished_members(dir).empty()) {

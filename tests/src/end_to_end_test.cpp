@@ -21,7 +21,10 @@ struct Result {
 
 Result bnn(const std::string& args) {
   std::filesystem::create_directories(kWork);
-  const auto log = kWork / "out.txt";
+  // ctest runs tests in parallel processes: one log file per test and call.
+  static int calls = 0;
+  const auto log = kWork / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+                            std::to_string(++calls) + ".txt");
   const std::string cmd = std::string(BNN_BINARY) + " " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return {WEXITSTATUS(status), bnn::io::read_file(log)};
@@ -59,6 +62,12 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   EXPECT_EQ(samples, 2);
   EXPECT_TRUE(std::filesystem::exists(out / "config.yaml"));
   EXPECT_TRUE(std::filesystem::exists(out / "metrics.csv"));
+
+  // A rerun into the same directory keeps the finished members.
+  const Result rerun = bnn("run --config " + kTiny + " --out " + out.string() + " --threads 1");
+  ASSERT_EQ(rerun.code, 0) << rerun.output;
+  EXPECT_NE(rerun.output.find("member 1 already finished"), std::string::npos) << rerun.output;
+  EXPECT_TRUE(bnn::io::read_npy(out / "member_001" / "bayes_probs.npy").equal(bayes));
 
   // Same seed, same results: rerun member 1 alone into a copy and compare.
   const auto again = kWork / "tiny_again";

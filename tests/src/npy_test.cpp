@@ -7,15 +7,21 @@
 namespace bnn::io {
 namespace {
 
-const std::filesystem::path kDir = std::filesystem::temp_directory_path() / "bnn_npy_test";
+// One directory per test: ctest runs tests as parallel processes.
+std::filesystem::path test_dir() {
+  const auto dir = std::filesystem::temp_directory_path() / "bnn_npy_test" /
+                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::filesystem::create_directories(dir);
+  return dir;
+}
 
 TEST(Npy, RoundTripsEveryDtypeAndShape) {
-  std::filesystem::create_directories(kDir);
+  const auto dir = test_dir();
   for (auto dtype : {torch::kHalf, torch::kFloat, torch::kDouble, torch::kLong}) {
     for (const auto& shape : std::vector<std::vector<int64_t>>{{7}, {3, 4}, {2, 3, 5}, {}}) {
       const torch::Tensor t = (torch::randn(shape) * 100).to(dtype);
-      write_npy(kDir / "a.npy", t);
-      const torch::Tensor back = read_npy(kDir / "a.npy");
+      write_npy(dir / "a.npy", t);
+      const torch::Tensor back = read_npy(dir / "a.npy");
       EXPECT_EQ(back.scalar_type(), dtype);
       EXPECT_TRUE(back.equal(t)) << shape;
     }
@@ -31,11 +37,11 @@ TEST(Npy, HeaderIsNumpyVersion1AlignedTo64) {
 }
 
 TEST(Npy, TruncatedFileIsANamedError) {
-  std::filesystem::create_directories(kDir);
+  const auto dir = test_dir();
   const std::string bytes = npy_bytes(torch::zeros({10}, torch::kFloat));
-  write_file_atomically(kDir / "short.npy", bytes.substr(0, bytes.size() - 4));
+  write_file_atomically(dir / "short.npy", bytes.substr(0, bytes.size() - 4));
   try {
-    read_npy(kDir / "short.npy");
+    read_npy(dir / "short.npy");
     FAIL();
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("short.npy: not a valid .npy file: expected 40 data bytes, found 36"),
@@ -45,11 +51,11 @@ TEST(Npy, TruncatedFileIsANamedError) {
 }
 
 TEST(AtomicFile, FailureLeavesThePreviousFileAndNoTemp) {
-  std::filesystem::create_directories(kDir);
-  write_file_atomically(kDir / "keep.txt", "good");
-  EXPECT_THROW(write_file_atomically(kDir / "missing_dir" / "x.txt", "data"), std::runtime_error);
-  EXPECT_EQ(read_file(kDir / "keep.txt"), "good");
-  for (const auto& e : std::filesystem::directory_iterator(kDir)) {
+  const auto dir = test_dir();
+  write_file_atomically(dir / "keep.txt", "good");
+  EXPECT_THROW(write_file_atomically(dir / "missing_dir" / "x.txt", "data"), std::runtime_error);
+  EXPECT_EQ(read_file(dir / "keep.txt"), "good");
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
     EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
   }
 }
