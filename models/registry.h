@@ -1,4 +1,5 @@
-// Models created by name, as configs name them.
+// Models created by name, as configs name them, with each model's natural
+// input shape and class count (what `bnn models` lists).
 #pragma once
 
 #include <memory>
@@ -17,12 +18,22 @@ struct ModelSpec {
   bool batch_norm = false;                         // mlp only
 };
 
+// Every valid model name, in the order `bnn models` lists them. The config's
+// model.name choices are taken from here.
 const std::vector<std::string>& model_names();
+
+// The spec of `name` for the data it was designed for (the paper's dataset:
+// fmnist_cnn 1x28x28 with 10 classes, chest_xray_cnn 1x180x180 with 2,
+// celeba_cnn 3x64x64 with 2, cifar10_wide_cnn 3x32x32 with 10; mlp like
+// fmnist_cnn). Unknown names throw, listing the valid names.
+ModelSpec default_spec(const std::string& name);
 
 // Builds the model with weights initialised from `seed` (LibTorch's default
 // initialisers draw from the global generator; construction is serialised
 // under a lock and the generator re-seeded, so the same seed gives the same
-// weights). Unknown names throw, listing the valid names.
+// weights). Unknown names throw, listing the valid names. The paper CNNs take
+// square images and their low rank from the paper (32, or 16 for celeba_cnn
+// and 512 for cifar10_wide_cnn).
 std::shared_ptr<Classifier> make_model(const ModelSpec& spec, uint64_t seed);
 
 }  // namespace bnn::models

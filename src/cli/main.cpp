@@ -5,6 +5,7 @@
 
 #include <cxxopts.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "models/registry.h"
@@ -18,7 +19,7 @@ constexpr const char* kUsage = R"(bnn — Bayesian neural network ensembles (Ada
 Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
           [--device auto|cpu|cuda|cuda:N] [--threads N] [--seed S]
-  bnn models      list the models with input shape and parameter count
+  bnn models      list the models with input shape, classes and parameter count
   bnn version     LibTorch version, CUDA availability, threads
   bnn COMMAND --help
 )";
@@ -39,13 +40,12 @@ int cmd_version() {
 }
 
 int cmd_models() {
-  fmt::print("{:<12} {:<10} {:>12}  {}\n", "name", "input", "parameters", "description");
+  fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", "name", "input", "classes", "parameters", "description");
   for (const auto& name : bnn::models::model_names()) {
-    bnn::models::ModelSpec spec;
-    spec.name = name;
+    const bnn::models::ModelSpec spec = bnn::models::default_spec(name);
     auto model = bnn::models::make_model(spec, /*seed=*/0);
-    fmt::print("{:<12} {:<10} {:>12}  {}\n", name, "1x28x28", bnn::models::count_parameters(*model),
-               model->pretty_string());
+    fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", name, fmt::format("{}", fmt::join(spec.input_shape, "x")),
+               spec.num_classes, bnn::models::count_parameters(*model), model->pretty_string());
   }
   return 0;
 }

@@ -11,6 +11,8 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "models/registry.h"
+
 namespace bnn::config {
 namespace {
 
@@ -165,7 +167,7 @@ std::vector<Field> fields(Config& c) {
       integer("data.test_limit", c.data.test_limit, "0", 0, kBig, "Use only the first N test examples (0 = all)."),
       integer("data.batch_size", c.data.batch_size, "200", 1, kBig,
               "Minibatch size N_b; the training set is split once into floor(N_D/N_b) fixed batches."),
-      text("model.name", c.model.name, "fmnist_cnn", {"mlp", "fmnist_cnn"}, "Architecture (see `bnn models`)."),
+      text("model.name", c.model.name, "fmnist_cnn", models::model_names(), "Architecture (see `bnn models`)."),
       int_list("model.hidden", c.model.hidden, "[256, 256]", 1, "Hidden widths of the mlp."),
       boolean("model.batch_norm", c.model.batch_norm, "false", "BatchNorm1d after each mlp hidden layer."),
       number("prior.precision", c.prior.precision, "1.0", at_least(0),

@@ -17,6 +17,57 @@ TEST(Models, FmnistCnnHasThePapersParameterCount) {
   EXPECT_EQ(model->forward(torch::randn({3, 1, 28, 28})).sizes(), (std::vector<int64_t>{3, 10}));
 }
 
+TEST(Models, ChestXrayCnnHasThePapersParameterCount) {
+  const ModelSpec spec = default_spec("chest_xray_cnn");
+  EXPECT_EQ(spec.input_shape, (std::vector<int64_t>{1, 180, 180}));
+  EXPECT_EQ(spec.num_classes, 2);
+  auto model = make_model(spec, 0);
+  EXPECT_EQ(count_parameters(*model), 870882);  // SMS-UBU paper, Table 5
+  model->eval();
+  EXPECT_EQ(model->forward(torch::randn({2, 1, 180, 180})).sizes(), (std::vector<int64_t>{2, 2}));
+}
+
+TEST(Models, CelebaCnnHasThePapersParameterCount) {
+  const ModelSpec spec = default_spec("celeba_cnn");
+  EXPECT_EQ(spec.input_shape, (std::vector<int64_t>{3, 64, 64}));
+  EXPECT_EQ(spec.num_classes, 2);
+  auto model = make_model(spec, 0);
+  EXPECT_EQ(count_parameters(*model), 1612306);  // SMS-UBU paper, Table 5
+  model->eval();
+  EXPECT_EQ(model->forward(torch::randn({3, 3, 64, 64})).sizes(), (std::vector<int64_t>{3, 2}));
+}
+
+// Construction only, to keep the unit tests fast: a forward pass of this
+// 73M-parameter model takes seconds on a CPU.
+TEST(Models, Cifar10WideCnnHasThePapersParameterCount) {
+  const ModelSpec spec = default_spec("cifar10_wide_cnn");
+  EXPECT_EQ(spec.input_shape, (std::vector<int64_t>{3, 32, 32}));
+  EXPECT_EQ(spec.num_classes, 10);
+  auto model = make_model(spec, 0);
+  EXPECT_EQ(count_parameters(*model), 73038346);  // SMS-UBU paper, appendix E.1
+  int64_t convolutions = 0, batch_norms_2d = 0;
+  for (const auto& module : model->modules(/*include_self=*/false)) {
+    if (module->as<torch::nn::Conv2d>() != nullptr) ++convolutions;
+    if (module->as<torch::nn::BatchNorm2d>() != nullptr) ++batch_norms_2d;
+  }
+  EXPECT_EQ(convolutions, 12);
+  EXPECT_EQ(batch_norms_2d, 12);
+}
+
+TEST(Models, DefaultSpecOfEveryModelBuilds) {
+  for (const auto& name : model_names()) {
+    if (name == "cifar10_wide_cnn") continue;  // covered above, and slow to run
+    const ModelSpec spec = default_spec(name);
+    EXPECT_EQ(spec.name, name);
+    auto model = make_model(spec, 0);
+    model->eval();
+    std::vector<int64_t> batch = {2};
+    batch.insert(batch.end(), spec.input_shape.begin(), spec.input_shape.end());
+    EXPECT_EQ(model->forward(torch::randn(batch)).sizes(), (std::vector<int64_t>{2, spec.num_classes})) << name;
+  }
+  EXPECT_THROW(default_spec("resnet"), c10::Error);
+}
+
 TEST(Models, MlpParameterCount) {
   ModelSpec spec;
   spec.hidden = {32, 16};
@@ -41,7 +92,9 @@ TEST(Models, UnknownNameListsValidNames) {
     make_model(spec, 0);
     FAIL();
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown model 'resnet'; valid: mlp, fmnist_cnn"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find(
+                  "unknown model 'resnet'; valid: mlp, fmnist_cnn, chest_xray_cnn, celeba_cnn, cifar10_wide_cnn"),
+              std::string::npos);
   }
 }
 
