@@ -1,0 +1,148 @@
+#include "data_loaders/cifar10.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <vector>
+
+namespace bnn::data_loaders {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& train_files() {
+  static const std::vector<std::string> names = {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin",
+                                                 "data_batch_4.bin", "data_batch_5.bin"};
+  return names;
+}
+const std::vector<std::string>& test_files() {
+  static const std::vector<std::string> names = {"test_batch.bin"};
+  return names;
+}
+
+void check_present(const fs::path& dir, const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    std::error_code ec;
+    if (fs::is_regular_file(dir / name, ec)) continue;
+    throw std::runtime_error(fmt::format(
+        "{}: missing CIFAR-10 file {}; the directory needs data_batch_1.bin ... data_batch_5.bin and "
+        "test_batch.bin (the CIFAR-10 binary version)",
+        dir.string(), name));
+  }
+}
+
+// The number of records in `path`, after checking that its size is a whole,
+// positive number of records.
+int64_t count_records(const fs::path& path) {
+  std::error_code ec;
+  const auto size = static_cast<int64_t>(fs::file_size(path, ec));
+  if (ec) throw std::runtime_error(fmt::format("{}: cannot read its size: {}", path.string(), ec.message()));
+  if (size % kCifar10RecordBytes != 0) {
+    throw std::runtime_error(fmt::format(
+        "{}: truncated: {} bytes is not a multiple of the {}-byte record (1 label byte + {} pixel bytes)",
+        path.string(), size, kCifar10RecordBytes, kCifar10ImageBytes));
+  }
+  if (size == 0) throw std::runtime_error(fmt::format("{}: empty: no records", path.string()));
+  return size / kCifar10RecordBytes;
+}
+
+std::vector<uint8_t> read_bytes(const fs::path& path, int64_t size) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  std::ifstream in(path, std::ios::binary);
+  in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
+  if (!in || in.gcount() != size) {
+    throw std::runtime_error(fmt::format("{}: could not read {} bytes", path.string(), size));
+  }
+  return bytes;
+}
+
+void check_labels(const std::vector<uint8_t>& records, const fs::path& path) {
+  const auto n = static_cast<int64_t>(records.size()) / kCifar10RecordBytes;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t label = records[i * kCifar10RecordBytes];
+    if (label >= kCifar10NumClasses) {
+      throw std::runtime_error(fmt::format("{}: label {} at record {} is out of range [0, {}]", path.string(),
+                                           int{label}, i, kCifar10NumClasses - 1));
+    }
+  }
+}
+
+// table[c][p]: the float nearest (p / 255 - mean_c) / std_c, evaluated in
+// double (the same reasoning as the Fashion-MNIST loader: one rounding, the
+// same value on every device).
+using ChannelTables = std::array<std::array<float, 256>, kCifar10Channels>;
+ChannelTables standardization_tables() {
+  ChannelTables tables{};
+  for (int64_t c = 0; c < kCifar10Channels; ++c) {
+    for (int p = 0; p < 256; ++p) {
+      tables[c][p] = static_cast<float>((p / 255.0 - kCifar10Mean[c]) / kCifar10Std[c]);
+    }
+  }
+  return tables;
+}
+
+// Reads the split stored in `names` (in order), checking every file in full,
+// and keeps its first `limit` records (all when limit is 0).
+Split load_split(const fs::path& dir, const std::vector<std::string>& names, int64_t limit,
+                 const char* limit_option, torch::Device device) {
+  std::vector<int64_t> counts;
+  int64_t total = 0;
+  for (const auto& name : names) {
+    counts.push_back(count_records(dir / name));
+    total += counts.back();
+  }
+  if (limit > total) {
+    throw std::runtime_error(fmt::format("{} = {} exceeds the {} examples in {} ({})", limit_option, limit, total,
+                                         dir.string(), fmt::join(names, ", ")));
+  }
+  const int64_t kept = limit == 0 ? total : limit;
+  torch::Tensor images = torch::empty({kept, kCifar10Channels, kCifar10Side, kCifar10Side}, torch::kFloat32);
+  torch::Tensor labels = torch::empty({kept}, torch::kInt64);
+  float* image_out = images.data_ptr<float>();
+  int64_t* label_out = labels.data_ptr<int64_t>();
+  const ChannelTables tables = standardization_tables();
+  constexpr int64_t kPlane = kCifar10Side * kCifar10Side;
+
+  int64_t next = 0;  // the next record of the split to fill
+  for (size_t f = 0; f < names.size(); ++f) {
+    const fs::path path = dir / names[f];
+    const std::vector<uint8_t> records = read_bytes(path, counts[f] * kCifar10RecordBytes);
+    check_labels(records, path);
+    for (int64_t i = 0; i < counts[f] && next < kept; ++i, ++next) {
+      const uint8_t* record = records.data() + i * kCifar10RecordBytes;
+      label_out[next] = record[0];
+      const uint8_t* pixels = record + 1;
+      float* out = image_out + next * kCifar10ImageBytes;
+      for (int64_t j = 0; j < kCifar10ImageBytes; ++j) out[j] = tables[j / kPlane][pixels[j]];
+    }
+  }
+  return Split{images.to(device), labels.to(device)};
+}
+
+}  // namespace
+
+Dataset load_cifar10(const Cifar10Options& options, torch::Device device) {
+  TORCH_CHECK(options.train_limit >= 0, "train_limit must be >= 0 (0 keeps every example), got ",
+              options.train_limit);
+  TORCH_CHECK(options.test_limit >= 0, "test_limit must be >= 0 (0 keeps every example), got ",
+              options.test_limit);
+  std::error_code ec;
+  if (!fs::is_directory(options.dir, ec)) {
+    throw std::runtime_error(fmt::format("{}: CIFAR-10 directory does not exist", options.dir.string()));
+  }
+  check_present(options.dir, train_files());
+  check_present(options.dir, test_files());
+  Dataset dataset;
+  dataset.name = "cifar10";
+  dataset.train = load_split(options.dir, train_files(), options.train_limit, "train_limit", device);
+  dataset.test = load_split(options.dir, test_files(), options.test_limit, "test_limit", device);
+  dataset.num_classes = kCifar10NumClasses;
+  dataset.input_shape = {kCifar10Channels, kCifar10Side, kCifar10Side};
+  return dataset;
+}
+
+}  // namespace bnn::data_loaders
