@@ -159,9 +159,10 @@ constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
 // The single place where keys, defaults, bounds and descriptions live.
 std::vector<Field> fields(Config& c) {
   return {
-      text("data.dataset", c.data.dataset, "fashion_mnist", {"fashion_mnist"}, "Dataset to load."),
+      text("data.dataset", c.data.dataset, "fashion_mnist", {"fashion_mnist", "cifar10"}, "Dataset to load."),
       text("data.dir", c.data.dir, "/usr/share/datasets/fashion-mnist", {},
-           "Directory holding the dataset files (Fashion-MNIST: the four IDX files, plain or .gz)."),
+           "Directory holding the dataset files (Fashion-MNIST: the four IDX files, plain or .gz; "
+           "CIFAR-10: the binary version's data_batch_1.bin ... data_batch_5.bin and test_batch.bin)."),
       integer("data.train_limit", c.data.train_limit, "0", 0, kBig,
               "Use only the first N training examples (0 = all)."),
       integer("data.test_limit", c.data.test_limit, "0", 0, kBig, "Use only the first N test examples (0 = all)."),

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "data_loaders/cifar10.h"
 #include "data_loaders/fashion_mnist.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
@@ -59,7 +60,18 @@ torch::Device resolve_device(const std::string& name) {
 
 namespace {
 
+// data.dataset is one of the config's choices (src/config/config.cpp), so
+// every name that reaches here has a branch.
 data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device) {
+  if (config.data.dataset == "cifar10") {
+    data_loaders::Cifar10Options o;
+    o.dir = config.data.dir;
+    o.train_limit = config.data.train_limit;
+    o.test_limit = config.data.test_limit;
+    return data_loaders::load_cifar10(o, device);
+  }
+  TORCH_INTERNAL_ASSERT(config.data.dataset == "fashion_mnist", "unhandled data.dataset '", config.data.dataset,
+                        "'");
   data_loaders::FashionMnistOptions o;
   o.dir = config.data.dir;
   o.train_limit = config.data.train_limit;
