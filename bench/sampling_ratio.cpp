@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -17,6 +16,7 @@
 #include "samplers/random.h"
 #include "samplers/registry.h"
 #include "src/pipeline/model_oracle.h"
+#include "src/runtime/threads.h"
 
 namespace {
 
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     if (flag == "--repeats") repeats = std::atoi(argv[i + 1]);
     if (flag == "--threads") threads = std::atoi(argv[i + 1]);
   }
-  torch::set_num_threads(threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency()));
+  bnn::runtime::configure_threads(threads);
   fmt::print("threads {}, batch 200, control-variate SMS-UBU with stored anchors and bounces\n",
              torch::get_num_threads());
   bench_model("mlp", batches * 5, repeats);

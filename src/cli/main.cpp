@@ -11,6 +11,7 @@
 #include "models/registry.h"
 #include "src/config/config.h"
 #include "src/pipeline/run.h"
+#include "src/runtime/threads.h"
 
 namespace {
 
@@ -24,18 +25,12 @@ Usage:
   bnn COMMAND --help
 )";
 
-int set_threads(int64_t threads) {
-  const int n = threads > 0 ? static_cast<int>(threads) : static_cast<int>(std::thread::hardware_concurrency());
-  torch::set_num_threads(std::max(n, 1));
-  return torch::get_num_threads();
-}
-
 int cmd_version() {
   fmt::print("bnn {}\n", BNN_VERSION_STRING);
   fmt::print("LibTorch {}.{}.{}\n", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
   fmt::print("CUDA available: {} ({} devices)\n", torch::cuda::is_available() ? "yes" : "no",
              torch::cuda::device_count());
-  fmt::print("threads: {} (default: all {} cores)\n", set_threads(0), std::thread::hardware_concurrency());
+  fmt::print("threads: {} (default: all {} cores)\n", bnn::runtime::configure_threads(0), std::thread::hardware_concurrency());
   return 0;
 }
 
@@ -90,7 +85,7 @@ int cmd_run(int argc, char** argv) {
   if (args.count("members")) {
     run_options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
   }
-  const int threads = set_threads(config.run.threads);
+  const int threads = bnn::runtime::configure_threads(static_cast<int>(config.run.threads));
   spdlog::info("bnn run: config {}, run directory {}, {} threads", config_file.string(),
                run_options.run_dir.string(), threads);
   return bnn::pipeline::run(config, run_options);
