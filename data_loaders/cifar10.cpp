@@ -126,14 +126,8 @@ Split load_split(const fs::path& dir, const std::vector<std::string>& names, int
 }  // namespace
 
 Dataset load_cifar10(const Cifar10Options& options, torch::Device device) {
-  TORCH_CHECK(options.train_limit >= 0, "train_limit must be >= 0 (0 keeps every example), got ",
-              options.train_limit);
-  TORCH_CHECK(options.test_limit >= 0, "test_limit must be >= 0 (0 keeps every example), got ",
-              options.test_limit);
-  std::error_code ec;
-  if (!fs::is_directory(options.dir, ec)) {
-    throw std::runtime_error(fmt::format("{}: CIFAR-10 directory does not exist", options.dir.string()));
-  }
+  check_limits(options.train_limit, options.test_limit);
+  require_directory(options.dir, "CIFAR-10");
   check_present(options.dir, train_files());
   check_present(options.dir, test_files());
   Dataset dataset;

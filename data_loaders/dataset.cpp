@@ -3,6 +3,9 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace bnn::data_loaders {
 
@@ -42,6 +45,18 @@ Split Partition::first_batches(int64_t k) const {
   TORCH_CHECK(k >= 1, "first_batches needs at least one batch, got k = ", k);
   const int64_t count = std::min(k, num_batches_) * batch_size_;
   return Split{examples_.images.narrow(0, 0, count), examples_.labels.narrow(0, 0, count)};
+}
+
+void check_limits(int64_t train_limit, int64_t test_limit) {
+  TORCH_CHECK(train_limit >= 0, "train_limit must be >= 0 (0 keeps every example), got ", train_limit);
+  TORCH_CHECK(test_limit >= 0, "test_limit must be >= 0 (0 keeps every example), got ", test_limit);
+}
+
+void require_directory(const std::filesystem::path& dir, const std::string& dataset_name) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) {
+    throw std::runtime_error(fmt::format("{}: {} directory does not exist", dir.string(), dataset_name));
+  }
 }
 
 }  // namespace bnn::data_loaders

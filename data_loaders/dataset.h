@@ -16,6 +16,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ struct Dataset {
 // The training split partitioned into N_m fixed minibatches. The permuted
 // copy of the used examples is made once, so batch(b) is a view (narrow) of
 // one contiguous buffer: no gather and no allocation per step.
+// Checks shared by the loaders: limits are >= 0 (0 keeps every example), and
+// `dir` is an existing directory (the error names it and the data set).
+void check_limits(int64_t train_limit, int64_t test_limit);
+void require_directory(const std::filesystem::path& dir, const std::string& dataset_name);
+
 class Partition {
  public:
   // Throws unless 1 <= batch_size <= train.size().

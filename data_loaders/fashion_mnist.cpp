@@ -89,15 +89,8 @@ Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
 }  // namespace
 
 Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device device) {
-  TORCH_CHECK(options.train_limit >= 0, "train_limit must be >= 0 (0 keeps every example), got ",
-              options.train_limit);
-  TORCH_CHECK(options.test_limit >= 0, "test_limit must be >= 0 (0 keeps every example), got ",
-              options.test_limit);
-  std::error_code ec;
-  if (!fs::is_directory(options.dir, ec)) {
-    throw std::runtime_error(fmt::format("{}: Fashion-MNIST directory does not exist",
-                                         options.dir.string()));
-  }
+  check_limits(options.train_limit, options.test_limit);
+  require_directory(options.dir, "Fashion-MNIST");
   Dataset dataset;
   dataset.name = "fashion_mnist";
   dataset.train = load_split(options.dir, "train", options.train_limit, "train_limit", device);

@@ -4,16 +4,14 @@
 #include "data_loaders/cifar10.h"
 
 #include "tests/support/cifar10_files.h"
+#include "tests/support/temp_dir.h"
 #include "tests/support/error_text.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -40,9 +38,7 @@ float standardized(int64_t channel, int pixel) {
 class Cifar10Test : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() / ("bnn_cifar10_test_" + std::to_string(::getpid()) + "_" +
-                                        std::to_string(std::random_device{}()) + "_" + std::to_string(counter++));
+    dir_ = testing::unique_temp_dir("bnn_cifar10_test");
     testing::write_cifar10_dir(dir_, kTrainPerFile, kTest);
   }
   void TearDown() override { fs::remove_all(dir_); }

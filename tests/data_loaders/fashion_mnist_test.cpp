@@ -5,19 +5,17 @@
 
 #include "tests/support/error_text.h"
 #include "tests/support/idx_files.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <cstdint>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -72,11 +70,7 @@ const std::vector<uint8_t> kTestLabels = {5, 2, 8};
 class FashionMnistTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() /
-           ("bnn_fashion_mnist_test_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::random_device{}()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
+    dir_ = testing::unique_temp_dir("bnn_fashion_mnist_test");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

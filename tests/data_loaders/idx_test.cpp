@@ -5,20 +5,18 @@
 
 #include "tests/support/error_text.h"
 #include "tests/support/idx_files.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <torch/torch.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -54,11 +52,7 @@ std::vector<uint8_t> pattern(int64_t n) {
 class IdxTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    static std::atomic<int> counter{0};
-    dir_ = fs::temp_directory_path() /
-           ("bnn_idx_test_" + std::to_string(::getpid()) + "_" +
-            std::to_string(std::random_device{}()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir_);
+    dir_ = testing::unique_temp_dir("bnn_idx_test");
   }
   void TearDown() override { fs::remove_all(dir_); }
 

@@ -15,6 +15,7 @@
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "tests/support/cifar10_files.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -25,9 +26,7 @@ const std::string kSmoke = std::string(BNN_SOURCE_DIR) + "/configs/cifar10_smoke
 class Cifar10EndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
-    work_ = fs::temp_directory_path() / ("bnn_cifar10_e2e_" + std::to_string(::getpid()) + "_" +
-                                         std::to_string(std::random_device{}()));
-    fs::create_directories(work_);
+    work_ = bnn::testing::unique_temp_dir("bnn_cifar10_e2e");
     bnn::testing::write_cifar10_dir(work_ / "data", /*train_per_file=*/40, /*test=*/40);
   }
   void TearDown() override { fs::remove_all(work_); }
