@@ -91,6 +91,31 @@ int cmd_run(int argc, char** argv) {
   return bnn::pipeline::run(config, run_options);
 }
 
+int cmd_evaluate(int argc, char** argv) {
+  cxxopts::Options opts("bnn evaluate", "Merge the finished members of run directories into ensemble tables.");
+  opts.add_options()("o,out", "Where to write metrics.json/.csv/.txt (default: the run directory, if only one)",
+                     cxxopts::value<std::string>())("dirs", "Run directories",
+                                                    cxxopts::value<std::vector<std::string>>())("h,help",
+                                                                                                "Show this help");
+  opts.parse_positional({"dirs"});
+  opts.positional_help("RUN_DIR [RUN_DIR...]");
+  const auto args = opts.parse(argc, argv);
+  if (args.count("help")) {
+    fmt::print("{}", opts.help());
+    return 0;
+  }
+  if (!args.count("dirs")) throw bnn::config::ConfigError("bnn evaluate needs at least one RUN_DIR");
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& d : args["dirs"].as<std::vector<std::string>>()) dirs.emplace_back(d);
+  if (dirs.size() > 1 && !args.count("out")) {
+    throw bnn::config::ConfigError("bnn evaluate with several run directories needs --out DIR for the merged tables");
+  }
+  const std::filesystem::path out = args.count("out") ? std::filesystem::path(args["out"].as<std::string>()) : dirs[0];
+  bnn::runtime::configure_threads(0);
+  fmt::print("{}", bnn::evaluation::to_table(bnn::pipeline::evaluate_runs(dirs, out)));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -103,7 +128,8 @@ int main(int argc, char** argv) {
     if (command == "version" || command == "--version") return cmd_version();
     if (command == "models") return cmd_models();
     if (command == "run") return cmd_run(argc - 1, argv + 1);
-    fmt::print(stderr, "bnn: error: unknown command '{}' (commands: run, models, version; see bnn --help)\n", command);
+    if (command == "evaluate") return cmd_evaluate(argc - 1, argv + 1);
+    fmt::print(stderr, "bnn: error: unknown command '{}' (commands: run, evaluate, models, version; see bnn --help)\n", command);
     return 2;
   } catch (const c10::Error& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());

@@ -44,7 +44,15 @@ int run(const config::Config& config, const RunOptions& options);
 std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir);
 
 // Builds the ensemble tables from the finished members in `run_dir` and writes
-// metrics.json, metrics.csv and metrics.txt. Returns the rows.
+// metrics.json, metrics.csv and metrics.txt there. Returns the rows.
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);
+
+// `bnn evaluate`: merges the finished members of several run directories of
+// one experiment (members run as separate processes or on other hosts),
+// ordered by member index, and writes the tables to `out_dir`. Directories
+// with different configurations (run.device and run.threads aside) or test
+// labels, or a member finished in two of them, are ConfigErrors.
+std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
+                                                   const std::filesystem::path& out_dir);
 
 }  // namespace bnn::pipeline

@@ -76,6 +76,35 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   EXPECT_TRUE(bnn::io::read_npy(again / "member_001" / "bayes_probs.npy").equal(bayes));
 }
 
+TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto full = kWork / "merge_full", a = kWork / "merge_a", b = kWork / "merge_b", merged = kWork / "merged";
+  for (const auto& d : {full, a, b, merged}) std::filesystem::remove_all(d);
+  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + full.string() + " --threads 1").code, 0);
+  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + a.string() + " --members 0 --threads 1").code, 0);
+  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + b.string() + " --members 1 --threads 1").code, 0);
+  // b before a on the command line: members are ordered by index, not by argument.
+  const Result r = bnn("evaluate " + b.string() + " " + a.string() + " --out " + merged.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(bnn::io::read_file(merged / "metrics.json"), bnn::io::read_file(full / "metrics.json"));
+  EXPECT_EQ(bnn::io::read_file(merged / "metrics.csv"), bnn::io::read_file(full / "metrics.csv"));
+
+  // Merging a member twice, or runs of another experiment, is refused.
+  Result twice = bnn("evaluate " + a.string() + " " + full.string() + " --out " + merged.string());
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.output.find("member_000 is finished in both"), std::string::npos) << twice.output;
+  const auto other = kWork / "merge_other";
+  std::filesystem::remove_all(other);
+  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + other.string() + " --members 1 --threads 1 --seed 8").code, 0);
+  Result mixed = bnn("evaluate " + a.string() + " " + other.string() + " --out " + merged.string());
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_NE(mixed.output.find("hold different configurations"), std::string::npos) << mixed.output;
+  Result missing = bnn("evaluate " + (kWork / "no_such_run").string());
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.output.find("is not a bnn run directory: config.yaml missing"), std::string::npos)
+      << missing.output;
+}
+
 TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
   if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
   const auto out = kWork / "diverge";
