@@ -63,6 +63,9 @@ class Member {
     sampling_phase();
   }
 
+  int64_t samples() const { return samples_; }
+  uint64_t seed() const { return seed_; }
+
  private:
   models::ModelSpec model_spec() const {
     models::ModelSpec spec;
@@ -220,10 +223,6 @@ class Member {
     io::write_npy(dir_ / "bayes_probs.npy", (prob_sum / static_cast<double>(samples)).to(torch::kFloat));
     samples_ = samples;
   }
-
- public:
-  int64_t samples() const { return samples_; }
-  uint64_t seed() const { return seed_; }
 
  private:
   const MemberContext& ctx_;
