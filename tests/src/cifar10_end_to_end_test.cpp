@@ -15,6 +15,7 @@
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "tests/support/cifar10_files.h"
+#include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
@@ -31,17 +32,11 @@ class Cifar10EndToEnd : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(work_); }
 
-  struct Result {
-    int code;
-    std::string output;
-  };
+  using Result = bnn::testing::CommandResult;
 
   // Runs the binary; one log file per call, inside this test's own directory.
   Result bnn(const std::string& args) {
-    const auto log = work_ / ("log_" + std::to_string(++calls_) + ".txt");
-    const std::string cmd = std::string(BNN_BINARY) + " " + args + " > " + log.string() + " 2>&1";
-    const int status = std::system(cmd.c_str());
-    return {WEXITSTATUS(status), bnn::io::read_file(log)};
+    return bnn::testing::run_bnn(args, work_ / ("log_" + std::to_string(++calls_) + ".txt"));
   }
 
   std::string smoke_run(const fs::path& out) const {

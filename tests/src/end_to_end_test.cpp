@@ -8,26 +8,21 @@
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/run.h"
+#include "tests/support/run_bnn.h"
 
 namespace {
 
 const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
 const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_e2e_test";
 
-struct Result {
-  int code;
-  std::string output;
-};
+using Result = bnn::testing::CommandResult;
 
 Result bnn(const std::string& args) {
   std::filesystem::create_directories(kWork);
   // ctest runs tests in parallel processes: one log file per test and call.
   static int calls = 0;
-  const auto log = kWork / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
-                            std::to_string(++calls) + ".txt");
-  const std::string cmd = std::string(BNN_BINARY) + " " + args + " > " + log.string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  return {WEXITSTATUS(status), bnn::io::read_file(log)};
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
 }
 
 const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
