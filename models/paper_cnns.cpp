@@ -37,6 +37,16 @@ void add_pooled_conv_unit(torch::nn::Sequential& layers, int64_t in, int64_t out
   layers->push_back(bn2d(out));
 }
 
+// The head shared by fmnist_cnn and chest_xray_cnn (appendix E.1):
+// BatchNorm1d(flattened) -> Linear(flattened, r) -> BatchNorm1d(r) ->
+// Linear(r, 512) -> Softplus -> BatchNorm1d(512) -> Linear(512, classes).
+torch::nn::Sequential low_rank_head(int64_t flattened, const PaperCnnOptions& options) {
+  return torch::nn::Sequential(
+      torch::nn::Flatten(), bn1d(flattened), torch::nn::Linear(flattened, options.low_rank), bn1d(options.low_rank),
+      torch::nn::Linear(options.low_rank, 512), torch::nn::Softplus(), bn1d(512),
+      torch::nn::Linear(512, options.num_classes));
+}
+
 }  // namespace
 
 PaperCnn::PaperCnn(std::string type_name, const PaperCnnOptions& options)
@@ -71,11 +81,7 @@ FmnistCnn::FmnistCnn(const PaperCnnOptions& options) : PaperCnn("FmnistCnn", opt
       conv3x3(256, 256), torch::nn::Softplus(), pool2());
   const int64_t side = options.image_size / 2 / 2 / 2;
   const int64_t flattened = 256 * side * side;
-  torch::nn::Sequential head(
-      torch::nn::Flatten(), bn1d(flattened), torch::nn::Linear(flattened, options.low_rank), bn1d(options.low_rank),
-      torch::nn::Linear(options.low_rank, 512), torch::nn::Softplus(), bn1d(512),
-      torch::nn::Linear(512, options.num_classes));
-  set_layers(features, head);
+  set_layers(features, low_rank_head(flattened, options));
 }
 
 ChestXrayCnn::ChestXrayCnn(const PaperCnnOptions& options) : PaperCnn("ChestXrayCnn", options) {
@@ -93,11 +99,7 @@ ChestXrayCnn::ChestXrayCnn(const PaperCnnOptions& options) : PaperCnn("ChestXray
     side = side / 2 + 1;
   }
   const int64_t flattened = in * side * side;
-  torch::nn::Sequential head(
-      torch::nn::Flatten(), bn1d(flattened), torch::nn::Linear(flattened, options.low_rank), bn1d(options.low_rank),
-      torch::nn::Linear(options.low_rank, 512), torch::nn::Softplus(), bn1d(512),
-      torch::nn::Linear(512, options.num_classes));
-  set_layers(features, head);
+  set_layers(features, low_rank_head(flattened, options));
 }
 
 CelebaCnn::CelebaCnn(const PaperCnnOptions& options) : PaperCnn("CelebaCnn", options) {
