@@ -1,12 +1,16 @@
-// Cost of sampling relative to optimisation: (time of an SMS-UBU sampling
-// epoch) / (time of a plain SGD epoch) on the same model and the same batches,
-// measured in one run, for mlp and fmnist_cnn. Also splits the sampler's
-// overhead into noise generation and the elementwise update.
+// Cost of sampling relative to optimisation: (time of a sampling epoch) /
+// (time of a plain SGD epoch) on the same model and the same batches, measured
+// in one run and interleaved, for every sampler of samplers/registry.h and for
+// mlp and fmnist_cnn. Also splits SMS-UBU's overhead into noise generation and
+// the elementwise update.
 //
-//   bnn_bench_sampling [--batches N] [--repeats R] [--threads T]
+//   bnn_bench_sampling [--batches N] [--repeats R] [--threads T] [--samplers a,b]
 #include <chrono>
 #include <cstdlib>
+#include <memory>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -33,7 +37,7 @@ double best_of(int repeats, F f) {
   return best;
 }
 
-void bench_model(const std::string& name, int64_t batches, int repeats) {
+void bench_model(const std::string& name, int64_t batches, int repeats, const std::vector<std::string>& samplers) {
   const int64_t batch_size = 200;
   bnn::data_loaders::Split train;
   auto gen = bnn::samplers::make_generator(torch::kCPU, 1);
@@ -57,9 +61,16 @@ void bench_model(const std::string& name, int64_t batches, int repeats) {
   const torch::Tensor anchor = flat.values().clone();
   auto options = bnn::samplers::LangevinOptions(1e-5).friction(7.07).rho(0.14).rho_max(0.85).estimator(
       bnn::samplers::GradientEstimator::kControlVariate);
-  auto sampler = bnn::samplers::make_sampler("sms_ubu", oracle, anchor, options, 2);
-  auto sample_epoch = [&] {
-    for (int64_t b = 0; b < batches; ++b) sampler->step();
+  std::vector<std::unique_ptr<bnn::samplers::Sampler>> chains;
+  for (const auto& s : samplers) {
+    auto o = options;
+    if (s == "csghmc") o.cycle_length(batches);
+    if (s == "obabo") o.mh_block(batches);  // one Metropolis-Hastings test per epoch
+    flat.values().copy_(anchor);            // the control variate starts at x*
+    chains.push_back(bnn::samplers::make_sampler(s, oracle, anchor, o, 2));
+  }
+  auto sample_epoch = [&](size_t i) {
+    for (int64_t b = 0; b < batches; ++b) chains[i]->step();
   };
   torch::Tensor noise = torch::empty({2, d});
   bnn::samplers::ChunkedNormal normal(torch::kCPU, 3, noise.numel());
@@ -81,17 +92,20 @@ void bench_model(const std::string& name, int64_t batches, int repeats) {
     }
   };
   sgd_epoch();  // warm-up
-  sample_epoch();
-  double sgd = 0, sample = 0;
-  for (int r = 0; r < repeats; ++r) {  // interleaved so both see the same machine state
+  for (size_t i = 0; i < chains.size(); ++i) sample_epoch(i);
+  double sgd = 0;
+  std::vector<double> sample(chains.size(), 0.0);
+  for (int r = 0; r < repeats; ++r) {  // interleaved so all see the same machine state
     sgd += best_of(1, sgd_epoch);
-    sample += best_of(1, sample_epoch);
+    for (size_t i = 0; i < chains.size(); ++i) sample[i] += best_of(1, [&] { sample_epoch(i); });
   }
   const double noise_t = best_of(repeats, noise_only);
   const double update_t = best_of(repeats, update_only);
-  fmt::print("{:<11} d={:>9}  batches={:>3}  SGD epoch {:8.3f}s  SMS-UBU epoch {:8.3f}s  ratio {:.3f}\n", name, d,
-             batches, sgd / repeats, sample / repeats, sample / sgd);
-  fmt::print("{:<11} per epoch: noise draws {:.3f}s ({:.1f}% of SGD), UBU vector updates {:.3f}s ({:.1f}%)\n", "",
+  fmt::print("{} d={} batches={}: SGD epoch {:.3f}s\n", name, d, batches, sgd / repeats);
+  for (size_t i = 0; i < chains.size(); ++i) {
+    fmt::print("  {:<10} epoch {:8.3f}s  ratio {:.3f}\n", samplers[i], sample[i] / repeats, sample[i] / sgd);
+  }
+  fmt::print("  SMS-UBU overhead per epoch: noise draws {:.3f}s ({:.1f}% of SGD), UBU vector updates {:.3f}s ({:.1f}%)\n",
              noise_t, 100 * noise_t / (sgd / repeats), update_t, 100 * update_t / (sgd / repeats));
 }
 
@@ -101,16 +115,22 @@ int main(int argc, char** argv) {
   int64_t batches = 20;
   int repeats = 3;
   int threads = 0;
+  std::vector<std::string> samplers = bnn::samplers::sampler_names();
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
+    if (flag == "--samplers") {
+      samplers.clear();
+      std::stringstream list(argv[i + 1]);
+      for (std::string s; std::getline(list, s, ',');) samplers.push_back(s);
+    }
     if (flag == "--batches") batches = std::atoll(argv[i + 1]);
     if (flag == "--repeats") repeats = std::atoi(argv[i + 1]);
     if (flag == "--threads") threads = std::atoi(argv[i + 1]);
   }
   bnn::runtime::configure_threads(threads);
-  fmt::print("threads {}, batch 200, control-variate SMS-UBU with stored anchors and bounces\n",
+  fmt::print("threads {}, batch 200, control variate with stored anchors, bounces; obabo with one MH test per epoch\n",
              torch::get_num_threads());
-  bench_model("mlp", batches * 5, repeats);
-  bench_model("fmnist_cnn", batches, repeats);
+  bench_model("mlp", batches * 5, repeats, samplers);
+  bench_model("fmnist_cnn", batches, repeats, samplers);
   return 0;
 }

@@ -1,6 +1,7 @@
 #include "samplers/batch_order.h"
 
 #include "samplers/random.h"
+#include "samplers/sampler.h"
 
 namespace bnn::samplers {
 
@@ -40,6 +41,23 @@ int64_t BatchOrder::next() {
   if (position_ == cycle_length_) refill();
   const int64_t k = position_++;
   return k < num_batches_ ? perm_[k] : perm_[2 * num_batches_ - 1 - k];
+}
+
+void BatchOrder::save(torch::serialize::OutputArchive& archive, const std::string& prefix) const {
+  write_generator(archive, prefix + ".generator", gen_);
+  archive.write(prefix + ".permutation",
+                torch::tensor(std::vector<int64_t>(perm_.begin(), perm_.end()), torch::kLong));
+  archive.write(prefix + ".position", torch::tensor(position_, torch::kLong));
+}
+
+void BatchOrder::load(torch::serialize::InputArchive& archive, const std::string& prefix) {
+  read_generator(archive, prefix + ".generator", gen_);
+  const torch::Tensor p = read_tensor(archive, prefix + ".permutation").contiguous();
+  perm_.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
+  position_ = read_tensor(archive, prefix + ".position").item<int64_t>();
+  TORCH_CHECK(position_ >= 0 && position_ <= cycle_length_ &&
+                  (position_ == cycle_length_ || static_cast<int64_t>(perm_.size()) == num_batches_),
+              "sampler checkpoint: batch order state does not match ", num_batches_, " minibatches");
 }
 
 }  // namespace bnn::samplers

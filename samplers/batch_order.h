@@ -31,6 +31,9 @@ class BatchOrder {
   int64_t next();
 
   BatchOrderKind kind() const { return kind_; }
+  // Generator state, permutation and position (Note [Sampler checkpoints]).
+  void save(torch::serialize::OutputArchive& archive, const std::string& prefix) const;
+  void load(torch::serialize::InputArchive& archive, const std::string& prefix);
   int64_t num_batches() const { return num_batches_; }
 
  private:

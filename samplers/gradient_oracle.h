@@ -33,6 +33,13 @@ class GradientOracle {
   // x (a sum over the batch, not a mean) and returns the summed batch loss as
   // a 0-dim tensor on the parameters' device (no host synchronisation).
   virtual torch::Tensor evaluate(int64_t b) = 0;
+
+  // The summed loss of batch b at the current x, without a gradient (0-dim,
+  // on the parameters' device). Samplers with a Metropolis-Hastings correction
+  // sum it over all batches for the exact potential. The default calls
+  // evaluate(b), which also overwrites gradient(); oracles override it with a
+  // forward pass only.
+  virtual torch::Tensor loss(int64_t b) { return evaluate(b); }
 };
 
 }  // namespace bnn::samplers

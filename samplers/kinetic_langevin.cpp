@@ -19,7 +19,8 @@ KineticLangevin::KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, L
       options_(std::move(options)),
       gradient_(oracle, anchor, options_),
       x_(oracle.parameters()),
-      order_(options_.order(), oracle.num_batches(), derive_seed(seed, kOrderStream)),
+      order_(options_.order().value_or(BatchOrderKind::kSymmetric), oracle.num_batches(), derive_seed(seed, kOrderStream)),
+      seed_(seed),
       noise_seed_(derive_seed(seed, kNoiseStream)) {
   torch::NoGradGuard no_grad;
   TORCH_CHECK(x_.dim() == 1 && x_.is_contiguous(), "sampler parameters must be a flat contiguous vector");
@@ -39,14 +40,31 @@ void KineticLangevin::bounce() {
   reflect_into_box(x_, v_, gradient_.anchor(), options_.rho_max(), bounce_scratch_);
 }
 
-std::string KineticLangevin::describe(const std::string& name) const {
-  return fmt::format("{}(h={:g}, gamma={:g}, rho={:g}, rho_max={:g}, lambda={:g}, T={:g}, order={}, gradient={}{})",
+void KineticLangevin::save_state(torch::serialize::OutputArchive& archive) const {
+  archive.write("sampler.x", x_);
+  archive.write("sampler.v", v_);
+  if (noise_source_) noise_source_->save(archive, "sampler.noise");
+  order_.save(archive, "sampler.order");
+  save_extra(archive);
+}
+
+void KineticLangevin::load_state(torch::serialize::InputArchive& archive) {
+  read_into(archive, "sampler.x", x_);
+  read_into(archive, "sampler.v", v_);
+  if (noise_source_) noise_source_->load(archive, "sampler.noise");
+  order_.load(archive, "sampler.order");
+  load_extra(archive);
+}
+
+std::string KineticLangevin::describe(const std::string& name, const std::string& extra) const {
+  return fmt::format("{}(h={:g}, gamma={:g}, rho={:g}, rho_max={:g}, lambda={:g}, T={:g}, order={}, gradient={}{}{})",
                      name, options_.step_size(), options_.friction(), options_.rho(), options_.rho_max(),
-                     options_.prior_precision(), options_.temperature(), to_string(options_.order()),
+                     options_.prior_precision(), options_.temperature(), to_string(order_.kind()),
                      to_string(options_.estimator()),
                      options_.estimator() == GradientEstimator::kControlVariate
                          ? "/" + to_string(options_.anchor_gradients())
-                         : std::string());
+                         : std::string(),
+                     extra.empty() ? std::string() : ", " + extra);
 }
 
 }  // namespace bnn::samplers

@@ -1,6 +1,7 @@
-// State shared by the kinetic Langevin samplers: the oracle, the localized
-// stochastic gradient, the velocity (started at N(0, I), its equilibrium), the
-// noise generator on the parameters' device, the batch order, and the bounce.
+// State shared by the Langevin samplers: the oracle, the localized stochastic
+// gradient, the velocity (started at N(0, I), its equilibrium), the noise
+// generator on the parameters' device, the batch order, the bounce, and the
+// checkpoint of all of these (Note [Sampler checkpoints]).
 #pragma once
 
 #include <memory>
@@ -33,8 +34,14 @@ class KineticLangevin : public Sampler {
   void draw_noise();
   // Reflects x into the hypercube (no-op when unbounded).
   void bounce();
-  // Common part of pretty_string().
-  std::string describe(const std::string& name) const;
+  // Common part of pretty_string(); `extra` is appended inside the brackets.
+  std::string describe(const std::string& name, const std::string& extra = {}) const;
+
+  // x, v, noise and order; then save_extra / load_extra for derived state.
+  void save_state(torch::serialize::OutputArchive& archive) const final;
+  void load_state(torch::serialize::InputArchive& archive) final;
+  virtual void save_extra(torch::serialize::OutputArchive&) const {}
+  virtual void load_extra(torch::serialize::InputArchive&) {}
 
   GradientOracle& oracle_;
   LangevinOptions options_;
@@ -43,6 +50,7 @@ class KineticLangevin : public Sampler {
   torch::Tensor v_;
   torch::Tensor noise_;   // preallocated, refilled by draw_noise()
   BatchOrder order_;
+  uint64_t seed_;         // the sampler seed, for derived streams
 
  private:
   std::unique_ptr<ChunkedNormal> noise_source_;

@@ -37,6 +37,8 @@ void LangevinOptions::validate() const {
               "prior precision lambda must be non-negative and finite, got ", prior_precision_);
   TORCH_CHECK(temperature_ > 0 && std::isfinite(temperature_), "temperature must be positive and finite, got ",
               temperature_);
+  TORCH_CHECK(cycle_length_ >= 0, "cycle_length must be non-negative (0 = no cycles), got ", cycle_length_);
+  TORCH_CHECK(mh_block_ >= 0, "mh_block must be non-negative (0 = no Metropolis-Hastings), got ", mh_block_);
 }
 
 bool LangevinOptions::localized() const { return std::isfinite(rho_); }

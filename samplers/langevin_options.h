@@ -1,4 +1,4 @@
-// Options shared by the kinetic Langevin samplers (SMS-UBU, SGHMC).
+// Options shared by the Langevin samplers (samplers/registry.h lists them).
 //
 // Required values go in the constructor, the rest have chained setters in the
 // style of torch::optim (LangevinOptions(1e-4).friction(7.07).rho(0.14)).
@@ -15,6 +15,7 @@
 #pragma once
 
 #include <limits>
+#include <optional>
 #include <string>
 
 #include <torch/arg.h>
@@ -53,9 +54,14 @@ struct LangevinOptions {
   TORCH_ARG(double, prior_precision) = 1.0;
   // T (Note [Temperature]).
   TORCH_ARG(double, temperature) = 1.0;
-  TORCH_ARG(BatchOrderKind, order) = BatchOrderKind::kSymmetric;
+  // Unset: the sampler's default (samplers/registry.h); samplers receive it set.
+  TORCH_ARG(std::optional<BatchOrderKind>, order);
   TORCH_ARG(GradientEstimator, estimator) = GradientEstimator::kPlain;
   TORCH_ARG(AnchorGradients, anchor_gradients) = AnchorGradients::kStored;
+  // Cyclical samplers (csghmc): steps per cosine cycle of the step size.
+  TORCH_ARG(int64_t, cycle_length) = 0;
+  // OBABO: steps per Metropolis-Hastings block; 0 = unadjusted.
+  TORCH_ARG(int64_t, mh_block) = 0;
 
   // TORCH_ARG leaves the section private.
  public:

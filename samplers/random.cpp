@@ -4,6 +4,8 @@
 
 #include <ATen/Parallel.h>
 
+#include "samplers/sampler.h"
+
 namespace bnn::samplers {
 namespace {
 
@@ -46,6 +48,18 @@ void ChunkedNormal::fill(torch::Tensor& out) {
       flat.narrow(0, start, std::min(kChunk, numel_ - start)).normal_(0.0, 1.0, gens_[c]);
     }
   });
+}
+
+void ChunkedNormal::save(torch::serialize::OutputArchive& archive, const std::string& prefix) const {
+  archive.write(prefix + ".chunks", torch::tensor(static_cast<int64_t>(gens_.size()), torch::kLong));
+  for (size_t c = 0; c < gens_.size(); ++c) write_generator(archive, prefix + "." + std::to_string(c), gens_[c]);
+}
+
+void ChunkedNormal::load(torch::serialize::InputArchive& archive, const std::string& prefix) {
+  const int64_t chunks = read_tensor(archive, prefix + ".chunks").item<int64_t>();
+  TORCH_CHECK(chunks == static_cast<int64_t>(gens_.size()), "sampler checkpoint: ", chunks,
+              " noise generators saved but this sampler has ", gens_.size());
+  for (size_t c = 0; c < gens_.size(); ++c) read_generator(archive, prefix + "." + std::to_string(c), gens_[c]);
 }
 
 }  // namespace bnn::samplers

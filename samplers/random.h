@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -38,6 +39,10 @@ class ChunkedNormal {
 
   // Overwrites `out` (contiguous, numel as constructed) with N(0, 1) draws.
   void fill(torch::Tensor& out);
+
+  // Every chunk generator's state (Note [Sampler checkpoints]).
+  void save(torch::serialize::OutputArchive& archive, const std::string& prefix) const;
+  void load(torch::serialize::InputArchive& archive, const std::string& prefix);
 
  private:
   int64_t numel_;

@@ -6,6 +6,14 @@
 // anchor x*, generators, batch order, step counter) and moves the oracle's
 // flat parameter vector in place.
 //
+// Note [Sampler checkpoints]: save() writes everything a chain needs to go on
+// bit-identically: the parameters, the velocity, every generator's state, the
+// batch order's position, the step count and the sampler's own state (cached
+// end-of-step force, thermostat, Metropolis-Hastings block). load() expects a
+// sampler constructed like the saved one (same oracle, anchor, options and
+// seed); the control variate's anchor gradients are recomputed by that
+// constructor rather than stored, so checkpoints stay O(d).
+//
 // Thread-safety: a sampler is used by one thread at a time.
 // Reproducibility: same seed, same device, same thread count -> identical
 // chains (Note [RNG streams] in samplers/random.h).
@@ -27,16 +35,34 @@ class Sampler {
   torch::Tensor step();
 
   int64_t steps_taken() const { return steps_; }
+  // The step size of the last step (cyclical samplers vary it).
   virtual double step_size() const = 0;
   virtual std::string pretty_string() const = 0;
-  // Velocity (for diagnostics and tests).
+  // Velocity (for diagnostics and tests); zero for SGLD, which has none.
   virtual const torch::Tensor& velocity() const = 0;
+  // A short line of sampler-specific diagnostics for the epoch log (e.g. the
+  // acceptance rate or the thermostat); empty if none. May synchronise.
+  virtual std::string diagnostics() const { return {}; }
+
+  // Note [Sampler checkpoints].
+  void save(torch::serialize::OutputArchive& archive) const;
+  void load(torch::serialize::InputArchive& archive);
 
  protected:
   virtual torch::Tensor do_step() = 0;
+  virtual void save_state(torch::serialize::OutputArchive& archive) const = 0;
+  virtual void load_state(torch::serialize::InputArchive& archive) = 0;
 
  private:
   int64_t steps_ = 0;
 };
+
+// Checkpoint helpers: a tensor read from `archive` under `key` (an error
+// naming the key if absent) and copied into `dst` in place, so views such as
+// a model's flat parameters stay views.
+torch::Tensor read_tensor(torch::serialize::InputArchive& archive, const std::string& key);
+void read_into(torch::serialize::InputArchive& archive, const std::string& key, torch::Tensor& dst);
+void write_generator(torch::serialize::OutputArchive& archive, const std::string& key, const at::Generator& gen);
+void read_generator(torch::serialize::InputArchive& archive, const std::string& key, at::Generator& gen);
 
 }  // namespace bnn::samplers

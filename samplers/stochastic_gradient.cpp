@@ -17,6 +17,8 @@ StochasticGradient::StochasticGradient(GradientOracle& oracle, torch::Tensor anc
   data_scale_ = static_cast<double>(num_batches) / temperature;
 
   const double loc = options.localized() ? 1.0 / (options.rho() * options.rho()) : 0.0;
+  temperature_ = temperature;
+  localization_ = loc;
   diag_ = (oracle_.prior_mask().to(x.dtype()) * options.prior_precision() + loc) / temperature;
   offset_ = anchor_ * (loc / temperature);
 
@@ -41,6 +43,19 @@ StochasticGradient::StochasticGradient(GradientOracle& oracle, torch::Tensor anc
 
 int64_t StochasticGradient::anchor_bytes() const {
   return anchor_grads_.defined() ? anchor_grads_.numel() * anchor_grads_.element_size() : 0;
+}
+
+torch::Tensor StochasticGradient::potential() {
+  torch::NoGradGuard no_grad;
+  const torch::Tensor x = oracle_.parameters();
+  torch::Tensor data = torch::zeros({}, x.options().dtype(torch::kDouble));
+  for (int64_t b = 0; b < oracle_.num_batches(); ++b) data.add_(oracle_.loss(b).to(torch::kDouble));
+  // diag_ * T - 1/rho^2 is lambda m; both quadratic terms summed in double.
+  const torch::Tensor xd = x.to(torch::kDouble);
+  const torch::Tensor prior = ((diag_.to(torch::kDouble) * temperature_ - localization_) * xd * xd).sum();
+  torch::Tensor f = data + 0.5 * prior;
+  if (localization_ > 0) f = f + 0.5 * localization_ * (xd - anchor_.to(torch::kDouble)).pow(2).sum();
+  return f / temperature_;
 }
 
 const torch::Tensor& StochasticGradient::evaluate(int64_t b, torch::Tensor* loss) {

@@ -30,6 +30,16 @@ class StochasticGradient {
   // cross-entropy (0-dim, on device).
   const torch::Tensor& evaluate(int64_t b, torch::Tensor* loss = nullptr);
 
+  // The exact potential f(x)/T at the oracle's current parameters, over every
+  // batch (one forward pass per batch, no gradient): what a Metropolis-Hastings
+  // correction needs. 0-dim double tensor on the parameters' device.
+  torch::Tensor potential();
+
+  // The buffer evaluate() writes. Samplers that reuse the end-of-step gradient
+  // (BAOAB, OBABO) read it at the next step and restore it from checkpoints.
+  torch::Tensor& force() { return force_; }
+  const torch::Tensor& force() const { return force_; }
+
   const torch::Tensor& anchor() const { return anchor_; }
   // Bytes held for anchor gradients (0 unless stored control variate).
   int64_t anchor_bytes() const;
@@ -40,6 +50,8 @@ class StochasticGradient {
   GradientEstimator estimator_;
   AnchorGradients anchor_mode_;
   double data_scale_;     // N_m / T
+  double temperature_;
+  double localization_;   // 1/rho^2 (0 when global)
   torch::Tensor diag_;    // (lambda m + 1/rho^2) / T
   torch::Tensor offset_;  // (x*/rho^2 - S*) / T  (S* only with the control variate)
   torch::Tensor anchor_grads_;  // N_m x d, stored control variate only

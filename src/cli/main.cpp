@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "models/registry.h"
+#include "src/cli/bias_command.h"
 #include "src/config/config.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/threads.h"
@@ -20,6 +21,9 @@ constexpr const char* kUsage = R"(bnn — Bayesian neural network ensembles (Ada
 Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
           [--device auto|cpu|cuda|cuda:N] [--threads N] [--seed S]
+  bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
+                  Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
+  bnn samplers    list the samplers
   bnn models      list the models with input shape, classes and parameter count
   bnn version     LibTorch version, CUDA availability, threads
   bnn COMMAND --help
@@ -129,7 +133,9 @@ int main(int argc, char** argv) {
     if (command == "models") return cmd_models();
     if (command == "run") return cmd_run(argc - 1, argv + 1);
     if (command == "evaluate") return cmd_evaluate(argc - 1, argv + 1);
-    fmt::print(stderr, "bnn: error: unknown command '{}' (commands: run, evaluate, models, version; see bnn --help)\n", command);
+    if (command == "bias") return bnn::cli::cmd_bias(argc - 1, argv + 1);
+    if (command == "samplers") return bnn::cli::cmd_samplers();
+    fmt::print(stderr, "bnn: error: unknown command '{}' (commands: run, evaluate, bias, samplers, models, version; see bnn --help)\n", command);
     return 2;
   } catch (const c10::Error& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());

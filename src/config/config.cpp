@@ -12,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "models/registry.h"
+#include "samplers/registry.h"
 
 namespace bnn::config {
 namespace {
@@ -177,7 +178,8 @@ std::vector<Field> fields(Config& c) {
       number("adam.lr", c.adam.lr, "0.01", positive(), "Initial Adam learning rate."),
       integer("swa.epochs", c.swa.epochs, "5", 1, kBig, "T_swa: epochs of Adam at constant lr, every iterate averaged."),
       number("swa.lr", c.swa.lr, "0.001", positive(), "SWA-phase Adam learning rate."),
-      text("sampler.name", c.sampler.name, "sms_ubu", {"sms_ubu", "sghmc"}, "Posterior sampler."),
+      text("sampler.name", c.sampler.name, "sms_ubu", samplers::sampler_names(),
+           "Posterior sampler (`bnn samplers` describes each)."),
       integer("sampler.epochs", c.sampler.epochs, "40", 1, kBig, "Sampling epochs (N_m steps each)."),
       integer("sampler.burn_in", c.sampler.burn_in, "10", 0, kBig, "Epochs discarded before samples are kept."),
       integer("sampler.thin", c.sampler.thin, "0", 0, kBig,
@@ -191,7 +193,7 @@ std::vector<Field> fields(Config& c) {
       auto_number("sampler.friction", c.sampler.friction, positive(), "gamma; auto = 1/rho."),
       number("sampler.temperature", c.sampler.temperature, "1.0", positive(), "T: samples exp(-f/T)."),
       text("sampler.order", c.sampler.order, "auto", {"auto", "sms", "rr", "iid"},
-           "Minibatch order; auto = sms for sms_ubu, rr for sghmc."),
+           "Minibatch order; auto = the sampler's own (sms for sms_*, iid for sg_*, rr otherwise)."),
       text("sampler.gradient", c.sampler.gradient, "control_variate", {"plain", "control_variate"},
            "Stochastic gradient estimator (control variate at x*, as the reference runs)."),
       text("sampler.anchor_gradients", c.sampler.anchor_gradients, "auto", {"auto", "stored", "recomputed"},
@@ -199,6 +201,10 @@ std::vector<Field> fields(Config& c) {
            "auto = stored if they fit in sampler.anchor_memory_mb."),
       integer("sampler.anchor_memory_mb", c.sampler.anchor_memory_mb, "4096", 0, kBig,
               "Memory budget for stored anchor gradients."),
+      integer("sampler.cycle_length", c.sampler.cycle_length, "0", 0, kBig,
+              "csghmc only: steps per cosine step-size cycle; 0 = auto (4 epochs)."),
+      integer("sampler.mh_block", c.sampler.mh_block, "0", 0, kBig,
+              "obabo only: steps per Metropolis-Hastings block (exact potential at block ends); 0 = none."),
       integer("evaluation.bn_batches", c.evaluation.bn_batches, "20", 1, kBig,
               "K: training batches used for the BatchNorm recalibration pass before each prediction."),
       boolean("evaluation.save_sample_probs", c.evaluation.save_sample_probs, "true",
@@ -296,6 +302,16 @@ void validate_and_resolve(Config& c) {
     throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "
                                   "sampler.epochs ({})",
                                   s.burn_in, s.epochs));
+  }
+  if (s.cycle_length > 0 && s.name != "csghmc") {
+    throw ConfigError(fmt::format("config key 'sampler.cycle_length': invalid value '{}': only sampler csghmc "
+                                  "has step-size cycles (sampler.name is '{}')",
+                                  s.cycle_length, s.name));
+  }
+  if (s.mh_block > 0 && s.name != "obabo") {
+    throw ConfigError(fmt::format("config key 'sampler.mh_block': invalid value '{}': only sampler obabo has a "
+                                  "Metropolis-Hastings correction (sampler.name is '{}')",
+                                  s.mh_block, s.name));
   }
   const bool localized = std::isfinite(s.rho);
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;

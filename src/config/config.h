@@ -64,6 +64,8 @@ struct SamplerConfig {
   std::string gradient;      // plain | control_variate
   std::string anchor_gradients;  // auto | stored | recomputed
   int64_t anchor_memory_mb = 0;
+  int64_t cycle_length = 0;  // csghmc: steps per cycle; 0 = auto (4 epochs)
+  int64_t mh_block = 0;      // obabo: steps per Metropolis-Hastings block; 0 = none
 };
 
 struct EvaluationConfig {

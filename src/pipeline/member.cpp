@@ -170,7 +170,9 @@ class Member {
     samplers::LangevinOptions o(s.step_size);
     o.friction(*s.friction).rho(s.rho).rho_max(*s.rho_max).prior_precision(cfg_.prior.precision);
     o.temperature(s.temperature);
-    o.order(s.order == "auto" ? samplers::default_batch_order(s.name) : samplers::parse_batch_order(s.order));
+    if (s.order != "auto") o.order(samplers::parse_batch_order(s.order));
+    if (s.name == "csghmc") o.cycle_length(s.cycle_length > 0 ? s.cycle_length : 4 * partition_.num_batches());
+    o.mh_block(s.mh_block);
     o.estimator(samplers::parse_gradient_estimator(s.gradient));
     if (s.anchor_gradients == "auto") {
       const double bytes = static_cast<double>(partition_.num_batches()) * flat_->numel() * 4.0;
@@ -217,6 +219,7 @@ class Member {
       check_finite("sample", e, loss);
       if (!last_probs.defined() || sampler->steps_taken() % thin != 0) last_probs = predict();
       log_epoch("sample", e, s.epochs, loss, accuracy(last_probs), sampler->step_size(), start);
+      if (const std::string d = sampler->diagnostics(); !d.empty()) spdlog::info("member {} sampler: {}", index_, d);
     }
     TORCH_CHECK(samples > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", thin,
                 " steps leave none");

@@ -20,4 +20,12 @@ torch::Tensor ModelOracle::evaluate(int64_t b) {
   return loss.detach();
 }
 
+torch::Tensor ModelOracle::loss(int64_t b) {
+  const data_loaders::Split batch = partition_.batch(b);
+  model_.train();
+  torch::NoGradGuard no_grad;
+  return torch::nn::functional::cross_entropy(model_.forward(batch.images), batch.labels,
+                                              torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+}
+
 }  // namespace bnn::pipeline

@@ -21,6 +21,8 @@ class ModelOracle : public samplers::GradientOracle {
   torch::Tensor prior_mask() override { return flat_.prior_mask(); }
   int64_t num_batches() const override { return partition_.num_batches(); }
   torch::Tensor evaluate(int64_t b) override;
+  // Forward only, in train mode like evaluate() (the same batch statistics).
+  torch::Tensor loss(int64_t b) override;
 
  private:
   models::Classifier& model_;

@@ -32,6 +32,8 @@ class QuadraticOracle : public samplers::GradientOracle {
     torch::sub_out(g_, x_, m_[b]).mul_(a_[b]);
     return torch::zeros({}, torch::kDouble);
   }
+  // sum over coordinates of (a_b / 2) (x - m_b)^2, so that sum_b loss(b) is U.
+  torch::Tensor loss(int64_t b) override { return (x_ - m_[b]).pow(2).sum() * (a_[b] / 2); }
 
   double precision_sum() const {
     double s = 0;

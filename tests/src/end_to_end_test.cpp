@@ -1,6 +1,7 @@
 // The bnn executable as a user runs it, on a slice of the real Fashion-MNIST.
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +14,11 @@
 namespace {
 
 const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
-const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_e2e_test";
+// One work directory per checkout, so that several checkouts on one machine
+// can run their suites at the same time.
+const std::filesystem::path kWork =
+    std::filesystem::temp_directory_path() /
+    ("bnn_e2e_test_" + std::to_string(std::hash<std::string>{}(BNN_SOURCE_DIR) % 1000000007));
 
 using Result = bnn::testing::CommandResult;
 

@@ -1,16 +1,16 @@
-#include "samplers/sms_ubu.h"
+#include "samplers/ubu.h"
 
 namespace bnn::samplers {
 
-SmsUbu::SmsUbu(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed)
+Ubu::Ubu(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed)
     : KineticLangevin(oracle, std::move(anchor), std::move(options), seed),
       half_(ubu_constants(options_.friction(), options_.step_size() / 2.0)) {
   allocate_noise({2, x_.numel()});
 }
 
-std::string SmsUbu::pretty_string() const { return describe("SmsUbu"); }
+std::string Ubu::pretty_string() const { return describe("Ubu"); }
 
-void SmsUbu::half_ou() {
+void Ubu::half_ou() {
   draw_noise();
   const torch::Tensor xi1 = noise_[0];
   const torch::Tensor xi2 = noise_[1];
@@ -19,7 +19,7 @@ void SmsUbu::half_ou() {
   bounce();
 }
 
-torch::Tensor SmsUbu::do_step() {
+torch::Tensor Ubu::do_step() {
   half_ou();
   torch::Tensor loss;
   const torch::Tensor& force = gradient_.evaluate(order_.next(), &loss);

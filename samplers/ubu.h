@@ -1,4 +1,5 @@
-// SMS-UBU: symmetric minibatch splitting UBU for kinetic Langevin dynamics.
+// UBU splitting of kinetic Langevin dynamics with stochastic gradients:
+// SMS-UBU, SG-UBU and SG-UBU with random reshuffling.
 //
 // Paulin, Whalley, Chada, Leimkuhler, "Symmetric minibatch splitting and UBU
 // kinetic Langevin for Bayesian neural networks" (papers/sms-ubu-bnn-...),
@@ -10,8 +11,9 @@
 //
 // with (Zx, Zv) the exact Gaussian increments of samplers/ubu_constants.h, the
 // elastic bounce of samplers/bounce.h after every position update, and b from
-// the batch order (symmetric by default: forward sweep, then backward). With
-// the symmetric order the bias is O(h^2) rather than O(h).
+// the batch order: symmetric (SMS-UBU, a forward sweep then the same sweep
+// backwards; bias O(h^2)), with replacement (SG-UBU, bias O(h)) or a fresh
+// permutation per epoch (SG-UBU-RR, "ubu_rr"). One gradient per step.
 // h is the step actually run (Note [Step-size convention]).
 #pragma once
 
@@ -20,9 +22,9 @@
 
 namespace bnn::samplers {
 
-class SmsUbu : public KineticLangevin {
+class Ubu : public KineticLangevin {
  public:
-  SmsUbu(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed);
+  Ubu(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed);
   std::string pretty_string() const override;
 
  protected:

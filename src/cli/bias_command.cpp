@@ -1,0 +1,99 @@
+#include "src/cli/bias_command.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+
+#include "samplers/registry.h"
+#include "src/config/config.h"
+#include "src/experiments/bias.h"
+#include "src/runtime/threads.h"
+
+namespace bnn::cli {
+namespace {
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::vector<double> parse_step_sizes(const std::string& text) {
+  std::vector<double> out;
+  for (const auto& item : split_list(text)) {
+    size_t used = 0;
+    double h = 0;
+    try {
+      h = std::stod(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size()) throw config::ConfigError(fmt::format("bnn bias: --h: '{}' is not a number", item));
+    out.push_back(h);
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_samplers() {
+  fmt::print("{:<10} {}\n", "name", "description");
+  for (const auto& name : samplers::sampler_names()) fmt::print("{:<10} {}\n", name, samplers::sampler_summary(name));
+  return 0;
+}
+
+int cmd_bias(int argc, char** argv) {
+  cxxopts::Options opts("bnn bias",
+                        "Wasserstein bias of the integrators on the 1-D Gaussian target of the SMS-UBU paper "
+                        "(section 3.4): two minibatches, target N(-0.8824, 0.4851^2).");
+  experiments::BiasOptions defaults;
+  opts.add_options()("samplers", "Comma-separated samplers (default: all that apply)", cxxopts::value<std::string>())(
+      "h", "Comma-separated step sizes", cxxopts::value<std::string>()->default_value("0.25,0.125,0.0625,0.03125"))(
+      "chains", "Chains simulated as one vector", cxxopts::value<int64_t>()->default_value("20000"))(
+      "time", "Sampling time per run (steps = time / h)", cxxopts::value<double>()->default_value("200"))(
+      "burn-in", "Burn-in time per run (steps = burn-in / h)", cxxopts::value<double>()->default_value("20"))(
+      "friction", "gamma", cxxopts::value<double>()->default_value("1"))(
+      "bins", "Histogram bins over mean +- 8 sd", cxxopts::value<int64_t>()->default_value("80000"))(
+      "seed", "Seed", cxxopts::value<uint64_t>()->default_value("1"))(
+      "o,out", "CSV file (sampler,h,w1)", cxxopts::value<std::string>()->default_value("bias.csv"))(
+      "threads", "CPU threads (default all cores)", cxxopts::value<int>()->default_value("0"))("help", "Show this help");
+  const auto args = opts.parse(argc, argv);
+  if (args.count("help")) {
+    fmt::print("{}", opts.help());
+    return 0;
+  }
+  if (!args.unmatched().empty()) {
+    throw config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
+  }
+  experiments::BiasOptions o;
+  if (args.count("samplers")) o.samplers = split_list(args["samplers"].as<std::string>());
+  o.step_sizes = parse_step_sizes(args["h"].as<std::string>());
+  o.chains = args["chains"].as<int64_t>();
+  o.sample_time = args["time"].as<double>();
+  o.burn_in_time = args["burn-in"].as<double>();
+  o.friction = args["friction"].as<double>();
+  o.bins = args["bins"].as<int64_t>();
+  o.seed = args["seed"].as<uint64_t>();
+  try {
+    experiments::validate(o);
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(e.what());
+  }
+  runtime::configure_threads(args["threads"].as<int>());
+  const auto rows = experiments::run_bias(o, [](const experiments::BiasRow& r) {
+    fmt::print(stderr, "bias: {} h={:g} W1={:.4g}\n", r.sampler, r.h, r.w1);
+  });
+  const std::string out = args["out"].as<std::string>();
+  experiments::write_bias_csv(rows, out);
+  fmt::print("{}", experiments::bias_table(rows));
+  fmt::print("wrote {}\n", out);
+  return 0;
+}
+
+}  // namespace bnn::cli

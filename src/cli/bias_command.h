@@ -1,0 +1,10 @@
+// `bnn bias` and `bnn samplers`: the command-line front ends of
+// src/experiments/bias.h and samplers/registry.h.
+#pragma once
+
+namespace bnn::cli {
+
+int cmd_bias(int argc, char** argv);
+int cmd_samplers();
+
+}  // namespace bnn::cli
