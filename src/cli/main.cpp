@@ -21,6 +21,7 @@ constexpr const char* kUsage = R"(bnn — Bayesian neural network ensembles (Ada
 Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
           [--device auto|cpu|cuda|cuda:N] [--threads N] [--seed S]
+  bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N]
   bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
                   Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
   bnn samplers    list the samplers
@@ -62,6 +63,8 @@ int cmd_run(int argc, char** argv) {
   opts.add_options()("c,config", "YAML config file", cxxopts::value<std::string>())(
       "set", "Override a config key: key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
       "o,out", "Run directory (default runs/<config name>)", cxxopts::value<std::string>())(
+      "resume", "Continue the unfinished members of RUN_DIR with its config.yaml (members resume from their "
+                "checkpoints)", cxxopts::value<std::string>())(
       "members", "Members to run: 3, 0-3, 0,2,5-7 (default all)", cxxopts::value<std::string>())(
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
       "threads", "CPU threads (default all cores; overrides run.threads)", cxxopts::value<int64_t>())(
@@ -74,18 +77,33 @@ int cmd_run(int argc, char** argv) {
   if (!args.unmatched().empty()) {
     throw bnn::config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
   }
-  if (!args.count("config")) throw bnn::config::ConfigError("bnn run needs --config FILE (see bnn run --help)");
-  const std::filesystem::path config_file = args["config"].as<std::string>();
+  if (args.count("resume") && (args.count("config") || args.count("out"))) {
+    throw bnn::config::ConfigError("bnn run --resume RUN_DIR takes the config and directory from RUN_DIR; "
+                                   "drop --config and --out");
+  }
+  if (!args.count("config") && !args.count("resume")) {
+    throw bnn::config::ConfigError("bnn run needs --config FILE or --resume RUN_DIR (see bnn run --help)");
+  }
+  std::filesystem::path config_file;
+  bnn::pipeline::RunOptions run_options;
+  if (args.count("resume")) {
+    run_options.run_dir = args["resume"].as<std::string>();
+    config_file = run_options.run_dir / "config.yaml";
+    if (!std::filesystem::exists(config_file)) {
+      throw bnn::config::ConfigError(
+          fmt::format("bnn run --resume: {} has no config.yaml; not a run directory", run_options.run_dir.string()));
+    }
+  } else {
+    config_file = args["config"].as<std::string>();
+    run_options.run_dir = args.count("out") ? std::filesystem::path(args["out"].as<std::string>())
+                                            : std::filesystem::path("runs") / config_file.stem();
+  }
   std::vector<std::string> overrides;
   if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
   if (args.count("device")) overrides.push_back("run.device=" + args["device"].as<std::string>());
   if (args.count("threads")) overrides.push_back(fmt::format("run.threads={}", args["threads"].as<int64_t>()));
   if (args.count("seed")) overrides.push_back(fmt::format("run.seed={}", args["seed"].as<uint64_t>()));
   const bnn::config::Config config = bnn::config::load_config(config_file, overrides);
-
-  bnn::pipeline::RunOptions run_options;
-  run_options.run_dir = args.count("out") ? std::filesystem::path(args["out"].as<std::string>())
-                                          : std::filesystem::path("runs") / config_file.stem();
   if (args.count("members")) {
     run_options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
   }

@@ -213,6 +213,9 @@ std::vector<Field> fields(Config& c) {
       seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
       text("run.device", c.run.device, "auto", {}, "auto, cpu, cuda or cuda:N."),
       integer("run.threads", c.run.threads, "0", 0, 1024, "Intra-op CPU threads; 0 = all cores."),
+      boolean("run.checkpoint", c.run.checkpoint, "true",
+              "Checkpoint every member at each epoch end (member_NNN/checkpoint.pt) so that an interrupted run "
+              "resumes where it stopped."),
   };
 }
 

@@ -78,6 +78,7 @@ struct RunConfig {
   uint64_t seed = 0;
   std::string device;
   int64_t threads = 0;  // 0 = all cores
+  bool checkpoint = true;  // member checkpoint at every epoch end
 };
 
 struct Config {

@@ -53,6 +53,7 @@ BiasRow run_one(const BiasOptions& o, const std::string& name, double h, uint64_
   const auto steps = static_cast<int64_t>(std::llround(o.sample_time / h));
   const double lo = kBiasMean - kHalfWidth * kBiasStd, hi = kBiasMean + kHalfWidth * kBiasStd;
   torch::Tensor counts = torch::zeros({o.bins}, torch::kDouble);
+  torch::Tensor outside = torch::zeros({}, torch::kLong);  // samples beyond mu +- 8 sigma
   const torch::Tensor x = oracle.parameters();
   auto diverged = [&] { return !x.isfinite().all().item<bool>(); };
   for (int64_t i = 0; i < burn; ++i) {
@@ -62,9 +63,13 @@ BiasRow run_one(const BiasOptions& o, const std::string& name, double h, uint64_
   for (int64_t i = 0; i < steps; ++i) {
     sampler->step();
     counts += torch::histc(x.clamp(lo, hi), o.bins, lo, hi);
+    outside += x.lt(lo).sum() + x.gt(hi).sum();
     if (i % 256 == 255 && diverged()) return {name, h, std::numeric_limits<double>::infinity()};
   }
-  if (diverged()) return {name, h, std::numeric_limits<double>::infinity()};
+  // A stable chain puts a mass of order 1e-15 beyond 8 sigma; 1% there means
+  // the chains are blowing up (still finite, but not sampling anything).
+  const double outside_fraction = outside.item<double>() / (static_cast<double>(steps) * o.chains);
+  if (diverged() || outside_fraction > 0.01) return {name, h, std::numeric_limits<double>::infinity()};
   const std::vector<double> c(counts.data_ptr<double>(), counts.data_ptr<double>() + o.bins);
   return {name, h, w1_to_gaussian(c, lo, hi, kBiasMean, kBiasStd)};
 }

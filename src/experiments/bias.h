@@ -17,8 +17,10 @@
 // computed from a histogram with `bins` bins over mu +- 8 sigma (values
 // outside are clamped to the edges); within a bin F_n is bracketed by its edge
 // values, so the binning error is at most one bin width (1.0e-4 by default),
-// far below the biases measured. A chain that leaves the finite numbers
-// (Euler-Maruyama at h = 1/4 does) gives W1 = inf.
+// far below the biases measured. Chains that leave the finite numbers, or put
+// more than 1% of their samples beyond 8 sigma (an unstable integrator that
+// has not overflowed yet: Euler-Maruyama at h = 1/4), count as diverged: W1 =
+// inf.
 //
 // The fitted slope is the least-squares slope of log W1 against log h over
 // the finite entries: about 1 for O(h) bias, 2 for O(h^2).

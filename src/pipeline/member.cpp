@@ -2,6 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -32,6 +35,32 @@ class NonFiniteError : public std::runtime_error {
 
 using Clock = std::chrono::steady_clock;
 
+enum class Phase : int64_t { kAdam = 0, kSwa = 1, kSample = 2 };
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kAdam: return "adam";
+    case Phase::kSwa: return "swa";
+    case Phase::kSample: return "sampling";
+  }
+  throw std::runtime_error("checkpoint: unknown phase");
+}
+
+// Where a member stands: `epochs_done` epochs of `phase` are complete.
+struct Position {
+  Phase phase;
+  int64_t epochs_done;
+};
+
+// Note [Fault injection]: for the crash-and-resume test only. When the
+// environment variable BNN_KILL_AT_SAMPLER_STEP=N is set, the process kills
+// itself with SIGKILL right after sampler step N (no clean-up of any kind,
+// exactly like the OOM killer or a pre-empted node).
+int64_t fault_injection_step() {
+  const char* v = std::getenv("BNN_KILL_AT_SAMPLER_STEP");
+  return v == nullptr ? -1 : std::atoll(v);
+}
+
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Per-member state and the phases, in order.
@@ -45,7 +74,8 @@ class Member {
         dir_(member_dir(ctx.run_dir, index)),
         partition_(ctx.data.train, cfg_.data.batch_size, samplers::derive_seed(seed_, kPartitionStream)),
         model_(models::make_model(model_spec(), samplers::derive_seed(seed_, kInitStream))),
-        order_gen_(samplers::make_generator(torch::kCPU, samplers::derive_seed(seed_, kOptimizerOrderStream))) {
+        order_gen_(samplers::make_generator(torch::kCPU, samplers::derive_seed(seed_, kOptimizerOrderStream))),
+        kill_at_step_(fault_injection_step()) {
     model_->to(ctx.device);
     flat_ = std::make_unique<models::FlatParameters>(*model_);
     oracle_ = std::make_unique<ModelOracle>(*model_, *flat_, partition_);
@@ -56,11 +86,25 @@ class Member {
     spdlog::info("member {}: seed {}, {} ({} parameters), {} batches of {}", index_, seed_, model_->pretty_string(),
                  flat_->numel(), partition_.num_batches(), partition_.batch_size());
     torch::optim::Adam adam(model_->parameters(), torch::optim::AdamOptions(cfg_.adam.lr));
-    adam_phase(adam);
-    io::write_npy(dir_ / "adam_probs.npy", predict());
-    swa_phase(adam);
-    io::write_npy(dir_ / "swa_probs.npy", predict());
-    sampling_phase();
+    Position at{Phase::kAdam, 0};
+    if (std::filesystem::exists(checkpoint_path())) at = restore(adam);
+    if (at.phase == Phase::kAdam) {
+      adam_phase(adam, at.epochs_done);
+      io::write_npy(dir_ / "adam_probs.npy", predict());
+      at = {Phase::kSwa, 0};
+    }
+    if (at.phase == Phase::kSwa) {
+      swa_phase(adam, at.epochs_done);
+      io::write_npy(dir_ / "swa_probs.npy", predict());
+      at = {Phase::kSample, 0};
+    }
+    sampling_phase(at.epochs_done);
+  }
+
+  // Removes the checkpoint once the member's status says done.
+  void discard_checkpoint() const {
+    std::error_code ec;
+    std::filesystem::remove(checkpoint_path(), ec);
   }
 
   int64_t samples() const { return samples_; }
@@ -131,9 +175,9 @@ class Member {
     for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
   }
 
-  void adam_phase(torch::optim::Adam& adam) {
+  void adam_phase(torch::optim::Adam& adam, int64_t first_epoch) {
     const int64_t epochs = cfg_.adam.epochs;
-    for (int64_t e = 0; e < epochs; ++e) {
+    for (int64_t e = first_epoch; e < epochs; ++e) {
       const auto start = Clock::now();
       // Linear decay to 0 over T_train epochs (PolynomialLR, power 1, stepped per epoch).
       const double lr = cfg_.adam.lr * (1.0 - static_cast<double>(e) / static_cast<double>(epochs));
@@ -141,28 +185,32 @@ class Member {
       const double loss = optimiser_epoch(adam, fmt::format("member {} adam {}/{}", index_, e + 1, epochs), [] {});
       check_finite("adam", e, loss);
       log_epoch("adam", e, epochs, loss, accuracy(predict()), lr, start);
+      save_checkpoint({Phase::kAdam, e + 1}, &adam);
     }
   }
 
   // SWA: x* = equal-weight average of every iterate; the model is left at x*.
-  void swa_phase(torch::optim::Adam& adam) {
+  void swa_phase(torch::optim::Adam& adam, int64_t first_epoch) {
     const int64_t epochs = cfg_.swa.epochs;
     set_lr(adam, cfg_.swa.lr);
-    torch::Tensor sum = torch::zeros_like(flat_->values(), torch::TensorOptions().dtype(torch::kDouble));
-    int64_t count = 0;
-    for (int64_t e = 0; e < epochs; ++e) {
+    if (first_epoch == 0) {
+      swa_sum_ = torch::zeros_like(flat_->values(), torch::TensorOptions().dtype(torch::kDouble));
+      swa_count_ = 0;
+    }
+    for (int64_t e = first_epoch; e < epochs; ++e) {
       const auto start = Clock::now();
       const double loss =
           optimiser_epoch(adam, fmt::format("member {} swa {}/{}", index_, e + 1, epochs), [&] {
             torch::NoGradGuard no_grad;
-            sum.add_(flat_->values());
-            ++count;
+            swa_sum_.add_(flat_->values());
+            ++swa_count_;
           });
       check_finite("swa", e, loss);
       log_epoch("swa", e, epochs, loss, accuracy(predict()), cfg_.swa.lr, start);
+      save_checkpoint({Phase::kSwa, e + 1}, &adam);
     }
     torch::NoGradGuard no_grad;
-    flat_->values().copy_(sum / static_cast<double>(count));
+    flat_->values().copy_(swa_sum_ / static_cast<double>(swa_count_));
   }
 
   samplers::LangevinOptions sampler_options() const {
@@ -185,30 +233,38 @@ class Member {
     return o;
   }
 
-  void sampling_phase() {
+  std::unique_ptr<samplers::Sampler> make_sampler() {
+    return samplers::make_sampler(cfg_.sampler.name, *oracle_, anchor_, sampler_options(),
+                                  samplers::derive_seed(seed_, kSamplerStream));
+  }
+
+  // From SWA's x* (first_epoch 0) or from a restored checkpoint.
+  void sampling_phase(int64_t first_epoch) {
     const auto& s = cfg_.sampler;
     const int64_t n = partition_.num_batches();
     const int64_t thin = s.thin == 0 ? n : s.thin;
     const int64_t burn_steps = s.burn_in * n;
-    torch::Tensor anchor = flat_->values().clone();
-    auto sampler = samplers::make_sampler(s.name, *oracle_, anchor, sampler_options(),
-                                          samplers::derive_seed(seed_, kSamplerStream));
-    spdlog::info("member {}: {}", index_, sampler->pretty_string());
-    torch::Tensor prob_sum = torch::zeros({ctx_.data.test.size(), ctx_.data.num_classes},
-                                          ctx_.data.test.images.options().dtype(torch::kDouble));
-    int64_t samples = 0;
-    for (int64_t e = 0; e < s.epochs; ++e) {
+    if (first_epoch == 0) {
+      anchor_ = flat_->values().clone();
+      sampler_ = make_sampler();
+      prob_sum_ = torch::zeros({ctx_.data.test.size(), ctx_.data.num_classes},
+                               ctx_.data.test.images.options().dtype(torch::kDouble));
+      samples_ = 0;
+    }
+    spdlog::info("member {}: {}", index_, sampler_->pretty_string());
+    for (int64_t e = first_epoch; e < s.epochs; ++e) {
       const auto start = Clock::now();
       torch::Tensor loss_sum = torch::zeros({}, flat_->values().options());
       torch::Tensor last_probs;
       Progress progress(fmt::format("member {} sample {}/{}", index_, e + 1, s.epochs), n);
       for (int64_t i = 0; i < n; ++i) {
-        loss_sum += sampler->step();
-        const int64_t done = sampler->steps_taken();
+        loss_sum += sampler_->step();
+        const int64_t done = sampler_->steps_taken();
+        if (done == kill_at_step_) ::raise(SIGKILL);  // Note [Fault injection]
         if (done > burn_steps && (done - burn_steps) % thin == 0) {
           last_probs = predict();
-          prob_sum += last_probs;
-          ++samples;
+          prob_sum_ += last_probs;
+          ++samples_;
           if (cfg_.evaluation.save_sample_probs) {
             io::write_npy(dir_ / "samples" / fmt::format("step_{:08d}.npy", done), last_probs.to(torch::kHalf));
           }
@@ -217,14 +273,108 @@ class Member {
       }
       const double loss = loss_sum.item<double>() / static_cast<double>(partition_.num_examples());
       check_finite("sample", e, loss);
-      if (!last_probs.defined() || sampler->steps_taken() % thin != 0) last_probs = predict();
-      log_epoch("sample", e, s.epochs, loss, accuracy(last_probs), sampler->step_size(), start);
-      if (const std::string d = sampler->diagnostics(); !d.empty()) spdlog::info("member {} sampler: {}", index_, d);
+      if (!last_probs.defined() || sampler_->steps_taken() % thin != 0) last_probs = predict();
+      log_epoch("sample", e, s.epochs, loss, accuracy(last_probs), sampler_->step_size(), start);
+      if (const std::string d = sampler_->diagnostics(); !d.empty()) spdlog::info("member {} sampler: {}", index_, d);
+      save_checkpoint({Phase::kSample, e + 1}, nullptr);
     }
-    TORCH_CHECK(samples > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", thin,
+    TORCH_CHECK(samples_ > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", thin,
                 " steps leave none");
-    io::write_npy(dir_ / "bayes_probs.npy", (prob_sum / static_cast<double>(samples)).to(torch::kFloat));
-    samples_ = samples;
+    io::write_npy(dir_ / "bayes_probs.npy", (prob_sum_ / static_cast<double>(samples_)).to(torch::kFloat));
+  }
+
+  // Note [Member checkpoints]: at the end of every epoch of every phase the
+  // member writes member_NNN/checkpoint.pt atomically: the phase and epochs
+  // done, the parameters and BatchNorm buffers, the optimiser's batch-order
+  // generator, the trace, and per phase the Adam state (Adam, SWA), the SWA
+  // running sum and count (SWA), or x*, the sampler's checkpoint (Note
+  // [Sampler checkpoints]) and the running prediction sum (sampling). The
+  // predictions written so far stay on disk (a resumed member rewrites those
+  // after the checkpoint, identically). Restoring rebuilds the sampler at x*,
+  // which recomputes the control variate's anchor gradients, then loads its
+  // state, so a resumed member continues bit-identically on the same device
+  // and thread count. The checkpoint is removed once the member is done.
+  std::filesystem::path checkpoint_path() const { return dir_ / "checkpoint.pt"; }
+
+  void save_checkpoint(Position at, torch::optim::Adam* adam) {
+    if (!cfg_.run.checkpoint) return;
+    torch::serialize::OutputArchive a;
+    a.write("member.seed", torch::tensor(static_cast<int64_t>(seed_), torch::kLong));
+    a.write("member.phase", torch::tensor(static_cast<int64_t>(at.phase), torch::kLong));
+    a.write("member.epochs_done", torch::tensor(at.epochs_done, torch::kLong));
+    a.write("member.trace", c10::IValue(trace_));
+    a.write("model.parameters", flat_->values());
+    for (const auto& b : model_->named_buffers()) a.write("model.buffer." + b.key(), b.value());
+    samplers::write_generator(a, "member.optimiser_order", order_gen_);
+    if (adam != nullptr) {
+      torch::serialize::OutputArchive adam_state;
+      adam->save(adam_state);
+      a.write("adam", adam_state);
+    }
+    if (at.phase == Phase::kSwa) {
+      a.write("swa.sum", swa_sum_);
+      a.write("swa.count", torch::tensor(swa_count_, torch::kLong));
+    }
+    if (at.phase == Phase::kSample) {
+      a.write("sample.anchor", anchor_);
+      a.write("sample.prob_sum", prob_sum_);
+      a.write("sample.count", torch::tensor(samples_, torch::kLong));
+      torch::serialize::OutputArchive sampler_state;
+      sampler_->save(sampler_state);
+      a.write("sampler", sampler_state);
+    }
+    std::ostringstream bytes;
+    a.save_to(bytes);
+    io::write_file_atomically(checkpoint_path(), bytes.str());
+  }
+
+  Position restore(torch::optim::Adam& adam) {
+    const auto path = checkpoint_path();
+    torch::serialize::InputArchive a;
+    try {
+      a.load_from(path.string(), ctx_.device);
+    } catch (const c10::Error& e) {
+      throw std::runtime_error(fmt::format("{}: not a readable checkpoint ({}); delete it to restart the member",
+                                           path.string(), e.what_without_backtrace()));
+    }
+    auto scalar = [&](const std::string& key) { return samplers::read_tensor(a, key).item<int64_t>(); };
+    if (static_cast<uint64_t>(scalar("member.seed")) != seed_) {
+      throw std::runtime_error(fmt::format("{} belongs to another member or run seed; delete it to restart",
+                                           path.string()));
+    }
+    const Position at{static_cast<Phase>(scalar("member.phase")), scalar("member.epochs_done")};
+    c10::IValue trace;
+    a.read("member.trace", trace);
+    trace_ = trace.toStringRef();
+    torch::NoGradGuard no_grad;
+    torch::Tensor values = flat_->values();
+    samplers::read_into(a, "model.parameters", values);
+    for (auto& b : model_->named_buffers()) samplers::read_into(a, "model.buffer." + b.key(), b.value());
+    samplers::read_generator(a, "member.optimiser_order", order_gen_);
+    if (at.phase != Phase::kSample) {
+      torch::serialize::InputArchive adam_state;
+      a.read("adam", adam_state);
+      adam.load(adam_state);
+    }
+    if (at.phase == Phase::kSwa) {
+      swa_sum_ = samplers::read_tensor(a, "swa.sum");
+      swa_count_ = scalar("swa.count");
+    }
+    if (at.phase == Phase::kSample) {
+      anchor_ = samplers::read_tensor(a, "sample.anchor");
+      prob_sum_ = samplers::read_tensor(a, "sample.prob_sum");
+      samples_ = scalar("sample.count");
+      const torch::Tensor x = values.clone();
+      values.copy_(anchor_);  // the control variate is built at x*
+      sampler_ = make_sampler();
+      torch::serialize::InputArchive sampler_state;
+      a.read("sampler", sampler_state);
+      sampler_->load(sampler_state);
+      TORCH_CHECK(values.equal(x), "checkpoint: sampler and model parameters disagree");
+    }
+    spdlog::info("member {}: resuming from {} after {} epoch(s) of {}", index_, path.string(), at.epochs_done,
+                 phase_name(at.phase));
+    return at;
   }
 
  private:
@@ -239,6 +389,12 @@ class Member {
   std::unique_ptr<ModelOracle> oracle_;
   at::Generator order_gen_;
   std::string trace_;
+  int64_t kill_at_step_;
+  torch::Tensor swa_sum_;  // SWA running sum (double) and count
+  int64_t swa_count_ = 0;
+  torch::Tensor anchor_;   // x*
+  std::unique_ptr<samplers::Sampler> sampler_;
+  torch::Tensor prob_sum_;  // sum of retained samples' test probabilities (double)
   int64_t samples_ = 0;
 };
 
@@ -267,16 +423,18 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     outcome.ok = true;
     status["status"] = "done";
     status["samples"] = member.samples();
+    status["seconds"] = seconds_since(start);
+    write_status(dir, status);
+    member.discard_checkpoint();
+    return outcome;
   } catch (const NonFiniteError& e) {
     outcome.message = e.what();
   } catch (const c10::Error& e) {
     outcome.message = e.what_without_backtrace();
   }
-  if (!outcome.ok) {
-    status["status"] = "failed";
-    status["error"] = outcome.message;
-    spdlog::error("member {} failed: {}", index, outcome.message);
-  }
+  status["status"] = "failed";
+  status["error"] = outcome.message;
+  spdlog::error("member {} failed: {}", index, outcome.message);
   status["seconds"] = seconds_since(start);
   write_status(dir, status);
   return outcome;

@@ -3,7 +3,9 @@
 //   iterate) = x* -> sampler around x*; after burn-in, one sample every `thin`
 //   steps: BatchNorm recalibration, test prediction, running average.
 // Outputs go to <run_dir>/member_NNN/ (Note [Run directory] in run.h); the
-// status file is written last, so a member without one did not finish.
+// status file is written last, so a member without one did not finish. A
+// member checkpoints at every epoch end and resumes from its checkpoint when
+// run again (Note [Member checkpoints] in member.cpp).
 #pragma once
 
 #include <filesystem>
@@ -31,9 +33,11 @@ struct MemberOutcome {
 
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index);
 
-// Runs member `index`. Never throws for a failure of the member itself
-// (non-finite loss or parameters, a numerical error): that is reported in the
-// outcome and in the member's status.json, so other members can go on.
+// Runs member `index`, from its checkpoint if one exists. Never throws for a
+// failure of the member itself (non-finite loss or parameters, a numerical
+// error): that is reported in the outcome and in the member's status.json, so
+// other members can go on. I/O errors (full disk, unwritable directory) do
+// throw; the last checkpoint written stays intact.
 MemberOutcome run_member(const MemberContext& context, int64_t index);
 
 }  // namespace bnn::pipeline

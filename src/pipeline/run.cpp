@@ -80,11 +80,12 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
   return data_loaders::load_fashion_mnist(o, device);
 }
 
-// Members of one run may use different devices and thread counts; every
-// other key must agree.
+// Members of one run may use different devices, thread counts and
+// checkpointing; every other key must agree.
 bool same_experiment(config::Config a, const config::Config& b) {
   a.run.device = b.run.device;
   a.run.threads = b.run.threads;
+  a.run.checkpoint = b.run.checkpoint;
   return config::to_yaml(a) == config::to_yaml(b);
 }
 

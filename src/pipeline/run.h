@@ -50,7 +50,7 @@ std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& r
 // `bnn evaluate`: merges the finished members of several run directories of
 // one experiment (members run as separate processes or on other hosts),
 // ordered by member index, and writes the tables to `out_dir`. Directories
-// with different configurations (run.device and run.threads aside) or test
+// with different configurations (run.device, run.threads and run.checkpoint aside) or test
 // labels, or a member finished in two of them, are ConfigErrors.
 std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
                                                    const std::filesystem::path& out_dir);

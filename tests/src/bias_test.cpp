@@ -81,6 +81,20 @@ TEST(BiasOrder, SecondOrderForSymmetricAndReshuffledFirstOrderWithReplacement) {
   }
 }
 
+// Euler-Maruyama is unstable at h = 1/4 on this target (the paper's "EM
+// diverged at the largest step"); its chains count as diverged.
+TEST(BiasOrder, EulerMaruyamaDivergesAtTheLargestStep) {
+  BiasOptions o;
+  o.samplers = {"sg_em"};
+  o.step_sizes = {0.25};
+  o.chains = 1000;
+  o.burn_in_time = 20;
+  o.sample_time = 20;
+  const auto rows = run_bias(o);
+  EXPECT_TRUE(std::isinf(rows.at(0).w1)) << rows.at(0).w1;
+  EXPECT_NE(bias_table(rows).find("diverged"), std::string::npos);
+}
+
 TEST(BiasCsv, HeaderAndRows) {
   const auto dir = testing::unique_temp_dir("bias_csv");
   const std::vector<BiasRow> rows = {{"sms_ubu", 0.25, 0.0123}, {"sg_em", 0.25, INFINITY}};

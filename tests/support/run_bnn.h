@@ -18,8 +18,12 @@ struct CommandResult {
 };
 
 // `log` must be unique per call: ctest runs tests as parallel processes.
-inline CommandResult run_bnn(const std::string& args, const std::filesystem::path& log) {
-  const std::string cmd = std::string(BNN_BINARY) + " " + args + " > " + log.string() + " 2>&1";
+// `env` ("NAME=value ...") is prepended to the command. A bnn killed by a
+// signal shows as code 128 + signal (the shell's convention).
+inline CommandResult run_bnn(const std::string& args, const std::filesystem::path& log,
+                             const std::string& env = "") {
+  const std::string cmd =
+      (env.empty() ? "" : "env " + env + " ") + std::string(BNN_BINARY) + " " + args + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return {WEXITSTATUS(status), io::read_file(log)};
 }
