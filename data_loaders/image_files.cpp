@@ -93,9 +93,11 @@ std::optional<std::pair<int, int>> jpeg_size(const std::vector<uint8_t>& bytes) 
 
 // OpenCV's read mode: for a JPEG at least twice the output side in both
 // dimensions, libjpeg's scaled decoding (1/2, 1/4 or 1/8, the largest that
-// keeps both dimensions >= side, so a centred square crop is >= side too): a 1000 x 1000 X-ray resized to 180 is
-// decoded at 250 x 250, several times faster, and the scaled IDCT is itself a
-// proper low-pass filter before the INTER_AREA resize.
+// keeps both dimensions >= side, so a centred square crop is >= side too). A
+// 1000 x 1000 X-ray resized to 180 is decoded at 250 x 250: the Huffman
+// decoding costs the same, but the INTER_AREA resize from full size, about as
+// expensive as the decoding, is gone (docs/performance.md), and the scaled
+// IDCT is itself a proper low-pass filter.
 int read_mode(const std::vector<uint8_t>& bytes, bool jpeg, const ImageDecodeOptions& options) {
   const bool gray = options.channels == 1;
   const int full = gray ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR;
