@@ -139,7 +139,7 @@ cv::Mat resized(const cv::Mat& image, const ImageDecodeOptions& options) {
   if (source.cols == side && source.rows == side) return source.clone();
   cv::Mat out;
   const bool shrinking = source.cols >= side && source.rows >= side;
-  cv::resize(source, out, cv::Size(side, side), 0, 0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+  cv::resize(source, out, cv::Size(side, side), /*fx=*/0, /*fy=*/0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
   return out;
 }
 
@@ -168,7 +168,7 @@ cv::Mat augmented(const cv::Mat& base, const Augmentation& a, std::mt19937_64& r
   m(1, 2) = y0 + (c + 0.5) * sy - 0.5 - (m(1, 0) * c + m(1, 1) * c);
   cv::Mat out;
   cv::warpAffine(base, out, m, base.size(), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REPLICATE);
-  out.convertTo(out, -1, gain, 0.0);
+  out.convertTo(out, /*rtype=*/-1, /*alpha=*/gain, /*beta=*/0.0);
   return out;
 }
 

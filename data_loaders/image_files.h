@@ -25,7 +25,8 @@
 // seeded with SplitMix64(seed, i, r), using only the generator's raw output
 // (no std:: distributions, whose results differ between standard libraries):
 // the result depends on the seed and the file order alone, not on the thread
-// count.
+// count (the pixels themselves come from OpenCV and libjpeg, so another
+// version of either may round differently).
 //
 // Errors (std::runtime_error), one per bad file, naming it:
 //   "<file>: cannot read the file: <reason>"
