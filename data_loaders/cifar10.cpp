@@ -120,7 +120,7 @@ Split load_split(const fs::path& dir, const std::vector<std::string>& names, int
       for (int64_t j = 0; j < kCifar10ImageBytes; ++j) out[j] = tables[j / kPlane][pixels[j]];
     }
   }
-  return Split{images.to(device), labels.to(device)};
+  return Split{images.to(device), labels.to(device), {}, {}};
 }
 
 }  // namespace

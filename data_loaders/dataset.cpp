@@ -1,8 +1,11 @@
 #include "data_loaders/dataset.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <cmath>
+#include <mutex>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -10,6 +13,73 @@
 namespace bnn::data_loaders {
 
 int64_t Split::size() const { return labels.defined() ? labels.size(0) : 0; }
+
+torch::Tensor Split::inputs() const {
+  if (images.scalar_type() != torch::kByte) return images;
+  TORCH_INTERNAL_ASSERT(scale.defined() && shift.defined(), "uint8 images need a pixel map (Note [Pixel storage])");
+  return images.to(torch::kFloat32).mul_(scale).add_(shift);
+}
+
+Split Split::slice(int64_t start, int64_t length) const {
+  return Split{images.narrow(0, start, length), labels.narrow(0, start, length), scale, shift};
+}
+
+ChannelStats channel_stats(const torch::Tensor& images) {
+  TORCH_CHECK(images.dim() == 4 && images.scalar_type() == torch::kByte && images.device().is_cpu(),
+              "channel_stats needs N x C x H x W uint8 CPU images, got ", images.sizes(), " ",
+              images.scalar_type());
+  const torch::Tensor pixels = images.contiguous();
+  const int64_t n = pixels.size(0);
+  const int64_t channels = pixels.size(1);
+  const int64_t plane = pixels.size(2) * pixels.size(3);
+  const uint8_t* data = pixels.data_ptr<uint8_t>();
+  // Integer histograms summed over threads, then moments in double: exact
+  // and independent of the thread count.
+  std::vector<int64_t> histogram(static_cast<size_t>(channels) * 256, 0);
+  std::mutex mutex;
+  at::parallel_for(0, n, /*grain_size=*/64, [&](int64_t begin, int64_t end) {
+    std::vector<int64_t> local(histogram.size(), 0);
+    for (int64_t i = begin; i < end; ++i) {
+      for (int64_t c = 0; c < channels; ++c) {
+        const uint8_t* p = data + (i * channels + c) * plane;
+        int64_t* h = local.data() + c * 256;
+        for (int64_t j = 0; j < plane; ++j) ++h[p[j]];
+      }
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    for (size_t k = 0; k < local.size(); ++k) histogram[k] += local[k];
+  });
+  ChannelStats stats;
+  for (int64_t c = 0; c < channels; ++c) {
+    const int64_t* h = histogram.data() + c * 256;
+    double total = 0, sum = 0, sum_sq = 0;
+    for (int p = 0; p < 256; ++p) {
+      const double x = p / 255.0;
+      total += static_cast<double>(h[p]);
+      sum += static_cast<double>(h[p]) * x;
+      sum_sq += static_cast<double>(h[p]) * x * x;
+    }
+    const double mean = total > 0 ? sum / total : 0.0;
+    const double var = total > 0 ? std::max(sum_sq / total - mean * mean, 0.0) : 0.0;
+    stats.mean.push_back(mean);
+    stats.std.push_back(var > 0 ? std::sqrt(var) : 1.0);
+  }
+  return stats;
+}
+
+Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats& stats, torch::Device device) {
+  TORCH_CHECK(images.dim() == 4 && images.scalar_type() == torch::kByte, "uint8_split needs N x C x H x W uint8 images");
+  const auto channels = static_cast<size_t>(images.size(1));
+  TORCH_CHECK(stats.mean.size() == channels && stats.std.size() == channels, "uint8_split: ", channels,
+              " channels but statistics for ", stats.mean.size());
+  torch::Tensor scale = torch::empty({images.size(1), 1, 1}, torch::kFloat32);
+  torch::Tensor shift = torch::empty({images.size(1), 1, 1}, torch::kFloat32);
+  for (size_t c = 0; c < channels; ++c) {
+    scale[static_cast<int64_t>(c)] = 1.0 / (255.0 * stats.std[c]);
+    shift[static_cast<int64_t>(c)] = -stats.mean[c] / stats.std[c];
+  }
+  return Split{images.to(device), labels.to(device), scale.to(device), shift.to(device)};
+}
 
 Partition::Partition(const Split& train, int64_t batch_size, uint64_t seed)
     : batch_size_(batch_size), num_batches_(0) {
@@ -32,19 +102,20 @@ Partition::Partition(const Split& train, int64_t batch_size, uint64_t seed)
                                   .to(train.labels.device());
   examples_.images = train.images.index_select(0, order);
   examples_.labels = train.labels.index_select(0, order);
+  examples_.scale = train.scale;
+  examples_.shift = train.shift;
 }
 
 Split Partition::batch(int64_t b) const {
   TORCH_CHECK(b >= 0 && b < num_batches_, "batch index ", b, " out of range [0, ", num_batches_,
               ")");
-  return Split{examples_.images.narrow(0, b * batch_size_, batch_size_),
-               examples_.labels.narrow(0, b * batch_size_, batch_size_)};
+  return examples_.slice(b * batch_size_, batch_size_);
 }
 
 Split Partition::first_batches(int64_t k) const {
   TORCH_CHECK(k >= 1, "first_batches needs at least one batch, got k = ", k);
   const int64_t count = std::min(k, num_batches_) * batch_size_;
-  return Split{examples_.images.narrow(0, 0, count), examples_.labels.narrow(0, 0, count)};
+  return examples_.slice(0, count);
 }
 
 void check_limits(int64_t train_limit, int64_t test_limit) {

@@ -1,7 +1,13 @@
 // In-memory datasets and the fixed minibatch partition of the training split.
 //
-// A Dataset holds both splits as device-resident tensors, already standardized,
-// so training and sampling never touch the host for data. Partition cuts the
+// A Dataset holds both splits as device-resident tensors, so training and
+// sampling never touch the host for data. Note [Pixel storage]: a split's
+// images are either float32, already standardized (Fashion-MNIST, CIFAR-10),
+// or uint8 pixels with a per-channel affine map to the standardized value
+// (chest X-ray, CelebA, image folders: an augmented chest X-ray training set
+// is 1.5 GB as uint8 and 6 GB as float32). Whatever feeds a model calls
+// Split::inputs(), which converts uint8 batches on the device, without a host
+// synchronisation, and returns float32 images unchanged (no copy). Partition cuts the
 // training split once, with a seeded permutation, into N_m = floor(N_D / N_b)
 // minibatches of N_b examples (DESIGN.md section 2); the remainder is dropped,
 // as in the reference code. The partition is fixed because the control-variate
@@ -23,12 +29,35 @@
 namespace bnn::data_loaders {
 
 struct Split {
-  torch::Tensor images;  // N x C x H x W float32, standardized, on the dataset's device
+  torch::Tensor images;  // N x C x H x W, float32 standardized or uint8 pixels, on the dataset's device
   torch::Tensor labels;  // N int64, on the same device
+  // uint8 images only (Note [Pixel storage]): C x 1 x 1 float32 tensors on the
+  // same device; the model input of pixel p in channel c is
+  // p * scale[c] + shift[c]. Undefined for float32 images.
+  torch::Tensor scale, shift;
 
   // The number of examples; 0 for a default-constructed split.
   int64_t size() const;
+  // The standardized float32 model input of every example (images itself
+  // when it is float32).
+  torch::Tensor inputs() const;
+  // Examples [start, start + length) as views, keeping the pixel map.
+  Split slice(int64_t start, int64_t length) const;
 };
+
+// Per-channel pixel statistics of uint8 images, as fractions of 255.
+struct ChannelStats {
+  std::vector<double> mean, std;
+};
+
+// The mean and standard deviation of each channel of N x C x H x W uint8
+// `images` (CPU), computed exactly from per-channel histograms in double, so
+// they do not depend on the thread count. A constant channel gets std 1.
+ChannelStats channel_stats(const torch::Tensor& images);
+
+// A split of uint8 `images` standardized with `stats`: channel c maps to
+// (p / 255 - mean[c]) / std[c]. Moves images and labels to `device`.
+Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats& stats, torch::Device device);
 
 struct Dataset {
   std::string name;

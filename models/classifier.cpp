@@ -20,13 +20,18 @@ void recalibrate_batch_norm(Classifier& model, const torch::Tensor& images) {
 }
 
 torch::Tensor predict_probabilities(Classifier& model, const torch::Tensor& images, int64_t chunk) {
+  return predict_probabilities(
+      model, images.size(0), [&images](int64_t start, int64_t n) { return images.narrow(0, start, n); }, chunk);
+}
+
+torch::Tensor predict_probabilities(Classifier& model, int64_t count, const ChunkInput& input, int64_t chunk) {
   TORCH_CHECK(chunk >= 1, "prediction chunk must be positive, got ", chunk);
   torch::NoGradGuard no_grad;
   model.eval();
   std::vector<torch::Tensor> parts;
-  for (int64_t start = 0; start < images.size(0); start += chunk) {
-    const int64_t n = std::min(chunk, images.size(0) - start);
-    parts.push_back(torch::softmax(model.forward(images.narrow(0, start, n)), /*dim=*/1).to(torch::kFloat));
+  for (int64_t start = 0; start < count; start += chunk) {
+    const int64_t n = std::min(chunk, count - start);
+    parts.push_back(torch::softmax(model.forward(input(start, n)), /*dim=*/1).to(torch::kFloat));
   }
   return torch::cat(parts, 0);
 }

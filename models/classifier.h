@@ -8,6 +8,7 @@
 // statistics of those images exactly; then eval mode (DESIGN.md §4).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,5 +32,12 @@ void recalibrate_batch_norm(Classifier& model, const torch::Tensor& images);
 
 // Softmax probabilities (float32) in eval mode, `chunk` images at a time.
 torch::Tensor predict_probabilities(Classifier& model, const torch::Tensor& images, int64_t chunk = 1000);
+
+// The same for `count` examples whose model input is made chunk by chunk:
+// input(start, n) returns the N x C x H x W input of examples [start, start
+// + n) (e.g. uint8 pixels standardized on the device), so a whole split is
+// never converted at once.
+using ChunkInput = std::function<torch::Tensor(int64_t start, int64_t n)>;
+torch::Tensor predict_probabilities(Classifier& model, int64_t count, const ChunkInput& input, int64_t chunk = 1000);
 
 }  // namespace bnn::models

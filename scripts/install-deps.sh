@@ -8,6 +8,7 @@ packages=(
   libtorch-dev
   libcxxopts-dev libfmt-dev libspdlog-dev
   libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   googletest libgtest-dev
   dataset-fashion-mnist
   libopenblas0-pthread

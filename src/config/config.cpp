@@ -11,6 +11,10 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
+#include "data_loaders/celeba.h"
+#include "data_loaders/chest_xray.h"
+#include "data_loaders/cifar10.h"
+#include "data_loaders/fashion_mnist.h"
 #include "models/registry.h"
 #include "samplers/registry.h"
 
@@ -157,18 +161,56 @@ Field int_list(std::string key, std::vector<int64_t>& target, std::string def, i
 
 constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
 
+// data.dir = auto: each dataset's default directory (image_folder has none).
+const std::map<std::string, std::string>& default_dirs() {
+  static const std::map<std::string, std::string> dirs = {
+      {"fashion_mnist", data_loaders::kFashionMnistDefaultDir},
+      {"cifar10", data_loaders::kCifar10DefaultDir},
+      {"chest_xray", data_loaders::kChestXrayDefaultDir},
+      {"celeba", data_loaders::kCelebaDefaultDir},
+  };
+  return dirs;
+}
+
+std::vector<std::string> default_dir_docs() {
+  std::vector<std::string> docs;
+  for (const auto& [name, dir] : default_dirs()) docs.push_back(name + ": " + dir);
+  return docs;
+}
+
 // The single place where keys, defaults, bounds and descriptions live.
 std::vector<Field> fields(Config& c) {
   return {
-      text("data.dataset", c.data.dataset, "fashion_mnist", {"fashion_mnist", "cifar10"}, "Dataset to load."),
-      text("data.dir", c.data.dir, "/usr/share/datasets/fashion-mnist", {},
+      text("data.dataset", c.data.dataset, "fashion_mnist",
+           {"fashion_mnist", "cifar10", "chest_xray", "celeba", "image_folder"},
+           "Dataset to load (README.md, Datasets, shows each one's directory layout)."),
+      text("data.dir", c.data.dir, "auto", {},
            "Directory holding the dataset files (Fashion-MNIST: the four IDX files, plain or .gz; "
-           "CIFAR-10: the binary version's data_batch_1.bin ... data_batch_5.bin and test_batch.bin)."),
+           "CIFAR-10: the binary version's data_batch_1.bin ... data_batch_5.bin and test_batch.bin; "
+           "chest X-ray: the chest_xray folder with train/ and test/; CelebA: img_align_celeba/, "
+           "list_attr_celeba.txt, list_eval_partition.txt; image_folder: one subfolder per class, optionally "
+           "under train/ and test/). auto = " + fmt::format("{}", fmt::join(default_dir_docs(), ", ")) +
+               "; image_folder has no default."),
       integer("data.train_limit", c.data.train_limit, "0", 0, kBig,
-              "Use only the first N training examples (0 = all)."),
+              "Use only the first N training examples (0 = all); for chest_xray the first N images before "
+              "augmentation."),
       integer("data.test_limit", c.data.test_limit, "0", 0, kBig, "Use only the first N test examples (0 = all)."),
       integer("data.batch_size", c.data.batch_size, "200", 1, kBig,
               "Minibatch size N_b; the training set is split once into floor(N_D/N_b) fixed batches."),
+      integer("data.image_size", c.data.image_size, "0", 0, 4096,
+              "Side of the square images of chest_xray, celeba and image_folder (0 = their defaults: 180, 64, "
+              "64); fashion_mnist and cifar10 have fixed sizes and need 0."),
+      boolean("data.skip_bad_images", c.data.skip_bad_images, "false",
+              "Leave unreadable image files out (counted in the log) instead of stopping with an error naming "
+              "the file (chest_xray, celeba, image_folder)."),
+      int_list("data.augment_copies", c.data.augment_copies, "[18, 6]", 1,
+               "chest_xray: training examples made from each image of class NORMAL, PNEUMONIA: the image and "
+               "copies - 1 random augmentations (crop, rotation, flip, brightness; seeded by run.seed). "
+               "[1, 1] turns augmentation off."),
+      number("data.split_ratio", c.data.split_ratio, "0.8", {0, 1, true, false},
+             "image_folder without train/ and test/ folders: fraction of each class used for training "
+             "(the class is shuffled with run.seed first)."),
+      integer("data.channels", c.data.channels, "3", 1, 3, "image_folder: 1 = grayscale, 3 = RGB."),
       text("model.name", c.model.name, "fmnist_cnn", models::model_names(), "Architecture (see `bnn models`)."),
       int_list("model.hidden", c.model.hidden, "[256, 256]", 1, "Hidden widths of the mlp."),
       boolean("model.batch_norm", c.model.batch_norm, "false", "BatchNorm1d after each mlp hidden layer."),
@@ -299,7 +341,43 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
   return config;
 }
 
+namespace {
+
+void validate_data(DataConfig& d) {
+  if (d.dir == "auto") {
+    const auto it = default_dirs().find(d.dataset);
+    if (it == default_dirs().end()) {
+      throw ConfigError(fmt::format("config key 'data.dir': invalid value 'auto': {} has no default directory; "
+                                    "set data.dir to the folder holding your images",
+                                    d.dataset));
+    }
+    d.dir = it->second;
+  }
+  if (d.image_size != 0 && (d.dataset == "fashion_mnist" || d.dataset == "cifar10")) {
+    throw ConfigError(fmt::format("config key 'data.image_size': invalid value '{}': {} images have a fixed size; "
+                                  "leave it at 0",
+                                  d.image_size, d.dataset));
+  }
+  if (d.augment_copies.size() != 2) {
+    throw ConfigError(fmt::format("config key 'data.augment_copies': invalid value '[{}]': needs two entries, the "
+                                  "copies of a NORMAL and of a PNEUMONIA image",
+                                  fmt::join(d.augment_copies, ", ")));
+  }
+  if (d.split_ratio >= 1) {
+    throw ConfigError(fmt::format("config key 'data.split_ratio': invalid value '{}': must be < 1 (the rest of each "
+                                  "class is the test split)",
+                                  d.split_ratio));
+  }
+  if (d.channels != 1 && d.channels != 3) {
+    throw ConfigError(
+        fmt::format("config key 'data.channels': invalid value '{}': must be 1 (grayscale) or 3 (RGB)", d.channels));
+  }
+}
+
+}  // namespace
+
 void validate_and_resolve(Config& c) {
+  validate_data(c.data);
   auto& s = c.sampler;
   if (s.burn_in >= s.epochs) {
     throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "

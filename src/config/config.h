@@ -24,10 +24,15 @@ class ConfigError : public std::runtime_error {
 
 struct DataConfig {
   std::string dataset;
-  std::string dir;
+  std::string dir;  // "auto" resolves to the dataset's default directory
   int64_t train_limit = 0;
   int64_t test_limit = 0;
   int64_t batch_size = 0;
+  int64_t image_size = 0;  // 0 = the dataset's own size
+  bool skip_bad_images = false;
+  std::vector<int64_t> augment_copies;  // chest_xray: per class NORMAL, PNEUMONIA
+  double split_ratio = 0;               // image_folder without split folders
+  int64_t channels = 0;                 // image_folder: 1 or 3
 };
 
 struct ModelConfig {

@@ -123,8 +123,10 @@ class Member {
 
   // Note [BatchNorm]: recalibrate on the first K training batches, predict.
   torch::Tensor predict() {
-    models::recalibrate_batch_norm(*model_, partition_.first_batches(cfg_.evaluation.bn_batches).images);
-    return models::predict_probabilities(*model_, ctx_.data.test.images);
+    models::recalibrate_batch_norm(*model_, partition_.first_batches(cfg_.evaluation.bn_batches).inputs());
+    const data_loaders::Split& test = ctx_.data.test;
+    return models::predict_probabilities(*model_, test.size(),
+                                         [&test](int64_t start, int64_t n) { return test.slice(start, n).inputs(); });
   }
 
   double accuracy(const torch::Tensor& probs) const {
@@ -248,7 +250,7 @@ class Member {
       anchor_ = flat_->values().clone();
       sampler_ = make_sampler();
       prob_sum_ = torch::zeros({ctx_.data.test.size(), ctx_.data.num_classes},
-                               ctx_.data.test.images.options().dtype(torch::kDouble));
+                               ctx_.data.test.labels.options().dtype(torch::kDouble));
       samples_ = 0;
     }
     spdlog::info("member {}: {}", index_, sampler_->pretty_string());

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -75,6 +77,48 @@ TEST(Config, ErrorsNameTheKeyAndValue) {
   expect_error([&] { load_config(bad, {}); }, "unknown config key 'sampler.step_sise'");
   const auto broken = write_temp("broken", "sampler: [1, 2\n");
   expect_error([&] { load_config(broken, {}); }, "YAML error at line");
+}
+
+TEST(Config, DataDirAutoIsTheDatasetsDefault) {
+  EXPECT_EQ(load_config("", {}).data.dir, "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(load_config("", {"data.dataset=cifar10"}).data.dir, "/usr/share/datasets/cifar-10-batches-bin");
+  EXPECT_EQ(load_config("", {"data.dataset=chest_xray"}).data.dir, "/usr/share/datasets/chest_xray");
+  EXPECT_EQ(load_config("", {"data.dataset=celeba"}).data.dir, "/usr/share/datasets/celeba");
+  EXPECT_EQ(load_config("", {"data.dataset=celeba", "data.dir=/data/c"}).data.dir, "/data/c");
+  expect_error([] { load_config("", {"data.dataset=image_folder"}); },
+               "config key 'data.dir': invalid value 'auto': image_folder has no default directory");
+}
+
+TEST(Config, ImageDatasetKeysAreChecked) {
+  const Config c = load_config("", {});
+  EXPECT_EQ(c.data.augment_copies, (std::vector<int64_t>{18, 6}));
+  EXPECT_EQ(c.data.image_size, 0);
+  EXPECT_FALSE(c.data.skip_bad_images);
+  expect_error([] { load_config("", {"data.image_size=64"}); },
+               "config key 'data.image_size': invalid value '64': fashion_mnist images have a fixed size");
+  expect_error([] { load_config("", {"data.augment_copies=[18]"}); },
+               "config key 'data.augment_copies': invalid value '[18]': needs two entries");
+  expect_error([] { load_config("", {"data.augment_copies=[0, 6]"}); },
+               "config key 'data.augment_copies': invalid value '[0, 6]': every entry must be >= 1");
+  expect_error([] { load_config("", {"data.split_ratio=1"}); }, "config key 'data.split_ratio': invalid value '1'");
+  expect_error([] { load_config("", {"data.channels=2"}); }, "config key 'data.channels': invalid value '2'");
+  expect_error([] { load_config("", {"data.dataset=mnist"}); },
+               "valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder");
+}
+
+TEST(Config, PaperConfigsStateTheStepActuallyRun) {
+  const std::string dir = std::string(BNN_SOURCE_DIR) + "/configs/";
+  const Config chest = load_config(dir + "chest_xray_paper.yaml", {});
+  EXPECT_EQ(chest.model.name, "chest_xray_cnn");
+  EXPECT_EQ(chest.data.image_size, 180);
+  EXPECT_DOUBLE_EQ(chest.sampler.step_size, 2.5e-4);  // Table 6's 5e-4, halved
+  EXPECT_DOUBLE_EQ(chest.sampler.rho, 1.0 / std::sqrt(50.0));
+  const Config celeba = load_config(dir + "celeba_paper.yaml", {});
+  EXPECT_EQ(celeba.model.name, "celeba_cnn");
+  EXPECT_DOUBLE_EQ(celeba.sampler.step_size, 1.25e-4);  // Table 6's 2.5e-4, halved
+  EXPECT_DOUBLE_EQ(celeba.sampler.rho, 0.2);
+  EXPECT_DOUBLE_EQ(*celeba.sampler.rho_max, 1.2);
+  EXPECT_DOUBLE_EQ(*celeba.sampler.friction, 5.0);
 }
 
 TEST(Config, EveryKeyIsDocumented) {

@@ -1,0 +1,61 @@
+#include "data_loaders/chest_xray.h"
+
+#include <string>
+#include <vector>
+
+#include "data_loaders/image_files.h"
+
+namespace bnn::data_loaders {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string>& class_names() {
+  static const std::vector<std::string> names = {"NORMAL", "PNEUMONIA"};
+  return names;
+}
+
+// The split's files, class k's with copies[k] copies each, classes interleaved.
+std::vector<ImageFile> split_files(const fs::path& split_dir, const std::array<int64_t, kChestXrayNumClasses>& copies) {
+  const auto per_class = class_folder_files(split_dir, class_names(), "chest X-ray");
+  std::vector<std::vector<ImageFile>> files(per_class.size());
+  for (size_t k = 0; k < per_class.size(); ++k) {
+    for (const auto& path : per_class[k]) files[k].push_back({path, static_cast<int64_t>(k), copies[k]});
+  }
+  return interleave_classes(files);
+}
+
+}  // namespace
+
+Dataset load_chest_xray(const ChestXrayOptions& options, torch::Device device) {
+  check_limits(options.train_limit, options.test_limit);
+  TORCH_CHECK(options.side >= 1, "chest X-ray image side must be positive, got ", options.side);
+  for (int64_t c : options.copies) TORCH_CHECK(c >= 1, "chest X-ray copies per image must be >= 1, got ", c);
+  require_directory(options.dir, "chest X-ray");
+  const auto train_files = split_files(options.dir / "train", options.copies);
+  const auto test_files = split_files(options.dir / "test", {1, 1});
+
+  ImageDecodeOptions decode;
+  decode.channels = 1;
+  decode.side = options.side;
+  decode.seed = options.seed;
+  decode.skip_bad_images = options.skip_bad_images;
+  decode.threads = options.threads;
+  decode.label = "chest_xray train";
+  DecodedImages train = decode_split(train_files, options.train_limit, "train_limit",
+                                     (options.dir / "train").string(), decode);
+  decode.label = "chest_xray test";
+  DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", (options.dir / "test").string(),
+                                    decode);
+
+  const ChannelStats stats = channel_stats(train.images);
+  Dataset dataset;
+  dataset.name = "chest_xray";
+  dataset.train = uint8_split(train.images, train.labels, stats, device);
+  dataset.test = uint8_split(test.images, test.labels, stats, device);
+  dataset.num_classes = kChestXrayNumClasses;
+  dataset.input_shape = {1, options.side, options.side};
+  return dataset;
+}
+
+}  // namespace bnn::data_loaders

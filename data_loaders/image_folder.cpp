@@ -1,0 +1,105 @@
+#include "data_loaders/image_folder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "data_loaders/image_files.h"
+
+namespace bnn::data_loaders {
+namespace {
+
+namespace fs = std::filesystem;
+
+using PerClass = std::vector<std::vector<fs::path>>;
+
+std::vector<std::vector<ImageFile>> labelled(const PerClass& per_class) {
+  std::vector<std::vector<ImageFile>> out(per_class.size());
+  for (size_t k = 0; k < per_class.size(); ++k) {
+    for (const auto& path : per_class[k]) out[k].push_back({path, static_cast<int64_t>(k), 1});
+  }
+  return out;
+}
+
+// Fisher-Yates with the generator's raw output, so the order is the same
+// with every standard library (std::shuffle's is not specified).
+void shuffle(std::vector<fs::path>& files, std::mt19937_64& rng) {
+  for (size_t i = files.size(); i > 1; --i) std::swap(files[i - 1], files[rng() % i]);
+}
+
+}  // namespace
+
+std::vector<std::string> image_folder_classes(const fs::path& dir) {
+  std::error_code ec;
+  const fs::path root = fs::is_directory(dir / "train", ec) ? dir / "train" : dir;
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Dataset load_image_folder(const ImageFolderOptions& options, torch::Device device) {
+  check_limits(options.train_limit, options.test_limit);
+  TORCH_CHECK(options.side >= 1, "image folder side must be positive, got ", options.side);
+  TORCH_CHECK(options.channels == 1 || options.channels == 3, "image folder channels must be 1 or 3, got ",
+              options.channels);
+  TORCH_CHECK(options.split_ratio > 0 && options.split_ratio < 1, "split_ratio must be in (0, 1), got ",
+              options.split_ratio);
+  require_directory(options.dir, "image folder");
+  const std::vector<std::string> classes = image_folder_classes(options.dir);
+  if (classes.size() < 2) {
+    throw std::runtime_error(fmt::format("{}: an image folder needs at least two class subfolders, found {}",
+                                         options.dir.string(), classes.size()));
+  }
+
+  PerClass train, test;
+  std::error_code ec;
+  if (fs::is_directory(options.dir / "train", ec)) {
+    train = class_folder_files(options.dir / "train", classes, "image folder");
+    test = class_folder_files(options.dir / "test", classes, "image folder");
+  } else {
+    const PerClass all = class_folder_files(options.dir, classes, "image folder");
+    std::mt19937_64 rng(options.seed);
+    for (auto files : all) {
+      shuffle(files, rng);
+      const auto n_train = static_cast<std::ptrdiff_t>(std::llround(options.split_ratio * files.size()));
+      train.emplace_back(files.begin(), files.begin() + n_train);
+      test.emplace_back(files.begin() + n_train, files.end());
+      std::sort(train.back().begin(), train.back().end());
+      std::sort(test.back().begin(), test.back().end());
+    }
+    for (const auto& [split, name] : {std::pair{&train, "train"}, std::pair{&test, "test"}}) {
+      if (std::any_of(split->begin(), split->end(), [](const auto& f) { return !f.empty(); })) continue;
+      throw std::runtime_error(fmt::format("{}: split_ratio {} leaves the {} split empty", options.dir.string(),
+                                           options.split_ratio, name));
+    }
+  }
+
+  ImageDecodeOptions decode;
+  decode.channels = options.channels;
+  decode.side = options.side;
+  decode.skip_bad_images = options.skip_bad_images;
+  decode.threads = options.threads;
+  decode.label = "image_folder train";
+  DecodedImages train_images = decode_split(interleave_classes(labelled(train)), options.train_limit,
+                                            "train_limit", "the training split of " + options.dir.string(), decode);
+  decode.label = "image_folder test";
+  DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, "test_limit",
+                                           "the test split of " + options.dir.string(), decode);
+
+  const ChannelStats stats = channel_stats(train_images.images);
+  Dataset dataset;
+  dataset.name = "image_folder";
+  dataset.train = uint8_split(train_images.images, train_images.labels, stats, device);
+  dataset.test = uint8_split(test_images.images, test_images.labels, stats, device);
+  dataset.num_classes = static_cast<int64_t>(classes.size());
+  dataset.input_shape = {options.channels, options.side, options.side};
+  return dataset;
+}
+
+}  // namespace bnn::data_loaders

@@ -1,0 +1,122 @@
+#include "data_loaders/image_folder.h"
+
+#include <filesystem>
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "tests/support/error_text.h"
+#include "tests/support/image_files.h"
+#include "tests/support/temp_dir.h"
+
+namespace bnn::data_loaders {
+namespace {
+
+namespace fs = std::filesystem;
+using bnn::testing::error_of;
+
+class ImageFolder : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = bnn::testing::unique_temp_dir("bnn_image_folder");
+    options_.dir = dir_;
+    options_.side = 12;
+    options_.threads = 2;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // `n` images of class `name` under `folder` (PNG and JPEG alternating).
+  void write_class(const fs::path& folder, const std::string& name, int n, int channels = 3) {
+    for (int i = 0; i < n; ++i) {
+      const auto file = folder / name / fmt::format("{}_{}.{}", name, i, i % 2 == 0 ? "png" : "jpg");
+      bnn::testing::write_image(file, bnn::testing::pattern_image(20, 16, channels, ++seed_));
+    }
+  }
+
+  Dataset load() const { return load_image_folder(options_, torch::kCPU); }
+
+  fs::path dir_;
+  ImageFolderOptions options_;
+  int seed_ = 0;
+};
+
+TEST_F(ImageFolder, SplitFoldersGiveSortedClasses) {
+  for (const char* c : {"dog", "cat", "emu"}) {
+    write_class(dir_ / "train", c, 4);
+    write_class(dir_ / "test", c, 2);
+  }
+  const Dataset d = load();
+  EXPECT_EQ(image_folder_classes(dir_), (std::vector<std::string>{"cat", "dog", "emu"}));
+  EXPECT_EQ(d.num_classes, 3);
+  EXPECT_EQ(d.input_shape, (std::vector<int64_t>{3, 12, 12}));
+  EXPECT_EQ(d.train.images.sizes(), (std::vector<int64_t>{12, 3, 12, 12}));
+  EXPECT_EQ(d.train.images.scalar_type(), torch::kByte);
+  EXPECT_EQ(d.test.size(), 6);
+  for (int64_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(d.train.labels.eq(k).sum().item<int64_t>(), 4);
+    EXPECT_EQ(d.test.labels.eq(k).sum().item<int64_t>(), 2);
+  }
+  EXPECT_TRUE(torch::equal(d.test.labels, torch::tensor({0, 1, 2, 0, 1, 2}, torch::kLong)));
+}
+
+TEST_F(ImageFolder, SplitRatioWithoutSplitFoldersIsSeeded) {
+  write_class(dir_, "a", 10, 1);
+  write_class(dir_, "b", 5, 1);
+  options_.channels = 1;
+  options_.split_ratio = 0.6;
+  options_.seed = 3;
+  const Dataset d = load();
+  EXPECT_EQ(d.input_shape, (std::vector<int64_t>{1, 12, 12}));
+  EXPECT_EQ(d.train.labels.eq(0).sum().item<int64_t>(), 6);
+  EXPECT_EQ(d.train.labels.eq(1).sum().item<int64_t>(), 3);
+  EXPECT_EQ(d.test.size(), 6);
+  options_.threads = 1;
+  const Dataset again = load();
+  EXPECT_TRUE(torch::equal(d.train.images, again.train.images));
+  EXPECT_TRUE(torch::equal(d.test.images, again.test.images));
+  options_.seed = 4;
+  EXPECT_FALSE(torch::equal(d.test.images, load().test.images));
+}
+
+TEST_F(ImageFolder, MissingClassFolderInTheTestSplit) {
+  write_class(dir_ / "train", "cat", 2);
+  write_class(dir_ / "train", "dog", 2);
+  write_class(dir_ / "test", "cat", 2);
+  EXPECT_EQ(error_of([&] { load(); }),
+            (dir_ / "test" / "dog").string() + ": missing class folder dog of the test split");
+}
+
+TEST_F(ImageFolder, EmptySplitAndTooFewClasses) {
+  write_class(dir_ / "train", "cat", 2);
+  write_class(dir_ / "train", "dog", 2);
+  fs::create_directories(dir_ / "test" / "cat");
+  fs::create_directories(dir_ / "test" / "dog");
+  EXPECT_EQ(error_of([&] { load(); }),
+            (dir_ / "test").string() +
+                ": empty split: no image files (.jpeg, .jpg, .png, .bmp) in its class folders cat, dog");
+  fs::remove_all(dir_ / "train" / "dog");
+  EXPECT_EQ(error_of([&] { load(); }),
+            dir_.string() + ": an image folder needs at least two class subfolders, found 1");
+}
+
+TEST_F(ImageFolder, SplitRatioThatEmptiesASplit) {
+  write_class(dir_, "a", 1);
+  write_class(dir_, "b", 1);
+  options_.split_ratio = 0.9;
+  EXPECT_EQ(error_of([&] { load(); }), dir_.string() + ": split_ratio 0.9 leaves the test split empty");
+}
+
+TEST_F(ImageFolder, CorruptImageNamesTheFile) {
+  write_class(dir_ / "train", "cat", 2);
+  write_class(dir_ / "train", "dog", 2);
+  write_class(dir_ / "test", "cat", 1);
+  write_class(dir_ / "test", "dog", 1);
+  const auto bad = dir_ / "train" / "dog" / "dog_1.jpg";
+  bnn::testing::truncate_to_half(bad);
+  EXPECT_EQ(error_of([&] { load(); }),
+            bad.string() + ": cannot decode the image: truncated JPEG (no end-of-image marker after the image data)");
+}
+
+}  // namespace
+}  // namespace bnn::data_loaders
