@@ -3,7 +3,7 @@ BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CONFIG ?= configs/demo.yaml
 
-.PHONY: deps build demo test bench clean
+.PHONY: deps build demo test bench lint clean
 
 deps:
 	bash scripts/install-deps.sh
@@ -17,6 +17,9 @@ demo: build
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+lint:
+	bash scripts/lint-dockerfile.sh
 
 bench: build
 	$(BUILD_DIR)/bench/bnn_bench_sampling

@@ -20,7 +20,7 @@ constexpr const char* kUsage = R"(bnn — Bayesian neural network ensembles (Ada
 
 Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
-          [--device auto|cpu|cuda|cuda:N] [--threads N] [--seed S]
+          [--device auto|cpu|cuda|cuda:N | --devices all|cuda:0,cuda:1] [--threads N] [--seed S]
   bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N]
   bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
                   Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
@@ -67,6 +67,8 @@ int cmd_run(int argc, char** argv) {
                 "checkpoints)", cxxopts::value<std::string>())(
       "members", "Members to run: 3, 0-3, 0,2,5-7 (default all)", cxxopts::value<std::string>())(
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
+      "devices", "Spread members over devices, one worker each: all (every GPU) or a list, e.g. cuda:0,cuda:1",
+      cxxopts::value<std::string>())(
       "threads", "CPU threads (default all cores; overrides run.threads)", cxxopts::value<int64_t>())(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");
   const auto args = opts.parse(argc, argv);
@@ -106,6 +108,10 @@ int cmd_run(int argc, char** argv) {
   const bnn::config::Config config = bnn::config::load_config(config_file, overrides);
   if (args.count("members")) {
     run_options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
+  }
+  if (args.count("devices")) {
+    if (args.count("device")) throw bnn::config::ConfigError("give either --device or --devices, not both");
+    run_options.devices = bnn::pipeline::parse_device_list(args["devices"].as<std::string>());
   }
   const int threads = bnn::runtime::configure_threads(static_cast<int>(config.run.threads));
   spdlog::info("bnn run: config {}, run directory {}, {} threads", config_file.string(),

@@ -1,10 +1,15 @@
 #include "src/pipeline/run.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <map>
 #include <regex>
+#include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -135,8 +140,29 @@ bool same_experiment(config::Config a, const config::Config& b) {
 
 }  // namespace
 
+std::vector<std::string> parse_device_list(const std::string& text) {
+  std::vector<std::string> out;
+  if (text == "all") {
+    const auto count = static_cast<int64_t>(torch::cuda::device_count());
+    if (count == 0) throw config::ConfigError("--devices all: no CUDA device is visible");
+    for (int64_t i = 0; i < count; ++i) out.push_back(fmt::format("cuda:{}", i));
+    return out;
+  }
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) {
+    if (item.empty()) throw config::ConfigError(fmt::format("--devices: empty entry in '{}'", text));
+    resolve_device(item);  // validates, with an error naming the entry
+    out.push_back(item);
+  }
+  if (out.empty()) throw config::ConfigError("--devices: no device given");
+  return out;
+}
+
 int run(const config::Config& config, const RunOptions& options) {
-  const torch::Device device = resolve_device(config.run.device);
+  std::vector<torch::Device> devices;
+  for (const auto& name : options.devices.empty() ? std::vector<std::string>{config.run.device} : options.devices) {
+    devices.push_back(resolve_device(name));
+  }
   const auto& dir = options.run_dir;
   std::filesystem::create_directories(dir);
   const auto config_path = dir / "config.yaml";
@@ -148,27 +174,57 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   io::write_file_atomically(config_path, yaml);
 
-  const auto load_start = std::chrono::steady_clock::now();
-  const data_loaders::Dataset data = load_dataset(config, device);
-  spdlog::info("{}: {} training, {} test images on {} ({:.1f}s)", data.name, data.train.size(), data.test.size(),
-               device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
-  io::write_npy(dir / "labels.npy", data.test.labels);
+  // One copy of the data per distinct device.
+  std::map<std::string, data_loaders::Dataset> data;
+  for (const auto& device : devices) {
+    if (data.count(device.str())) continue;
+    const auto load_start = std::chrono::steady_clock::now();
+    const data_loaders::Dataset& d = data[device.str()] = load_dataset(config, device);
+    spdlog::info("{}: {} training, {} test images on {} ({:.1f}s)", d.name, d.train.size(), d.test.size(),
+                 device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+  }
+  io::write_npy(dir / "labels.npy", data.begin()->second.test.labels);
 
   std::vector<int64_t> members = options.members;
   if (members.empty()) {
     for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
   }
-  const MemberContext context{config, data, device, dir};
   // A finished member is never run again into the same directory, so a rerun
   // (or a second process given overlapping --members) cannot destroy results.
   const auto finished = finished_members(dir);
-  int64_t failed = 0;
+  std::vector<int64_t> todo;
   for (int64_t index : members) {
     if (std::find(finished.begin(), finished.end(), member_dir(dir, index)) != finished.end()) {
       spdlog::info("member {} already finished in {}; skipping", index, dir.string());
-      continue;
+    } else {
+      todo.push_back(index);
     }
-    if (!run_member(context, index).ok) ++failed;
+  }
+  // Workers take the next member from a shared counter; a member failure is
+  // counted, an exception (I/O) stops that worker and is rethrown at the end.
+  std::atomic<size_t> next{0};
+  std::atomic<int64_t> failed{0};
+  std::vector<std::exception_ptr> errors(devices.size());
+  auto worker = [&](size_t w) {
+    try {
+      const MemberContext context{config, data.at(devices[w].str()), devices[w], dir};
+      for (size_t i; (i = next++) < todo.size();) {
+        if (!run_member(context, todo[i]).ok) ++failed;
+      }
+    } catch (...) {
+      errors[w] = std::current_exception();
+    }
+  };
+  if (devices.size() == 1) {
+    worker(0);
+  } else {
+    spdlog::info("{} workers on {}", devices.size(), fmt::join(options.devices, ", "));
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < devices.size(); ++w) threads.emplace_back(worker, w);
+    for (auto& t : threads) t.join();
+  }
+  for (const auto& e : errors) {
+    if (e) std::rethrow_exception(e);
   }
   if (finished_members(dir).empty()) {
     spdlog::error("no member of {} has finished: no metrics written", dir.string());
@@ -176,7 +232,7 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   fmt::print("{}", evaluation::to_table(evaluate_run(dir)));
   if (failed > 0) {
-    spdlog::error("{} of {} members failed; metrics cover the members that finished", failed, members.size());
+    spdlog::error("{} of {} members failed; metrics cover the members that finished", failed.load(), members.size());
     return 3;
   }
   return 0;

@@ -27,7 +27,15 @@ namespace bnn::pipeline {
 struct RunOptions {
   std::filesystem::path run_dir;
   std::vector<int64_t> members;  // empty = all of 0..M-1
+  // One worker per entry, each taking the next unfinished member: "cuda:0",
+  // "cuda:1", ... (or "cpu" entries). Empty = one worker on run.device.
+  std::vector<std::string> devices;
 };
+
+// "all" -> every visible CUDA device (an error without one); otherwise a
+// comma-separated list of devices ("cuda:0,cuda:2", "cpu,cpu"). Throws
+// ConfigError naming the bad entry.
+std::vector<std::string> parse_device_list(const std::string& text);
 
 // "3", "0-3", "0,2,5-7" -> indices. Throws ConfigError naming the text.
 std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members);
@@ -36,8 +44,10 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
 // unavailable device.
 torch::Device resolve_device(const std::string& name);
 
-// Returns the process exit code: 0 if every selected member finished, 3 if
-// some failed (their diagnostics are logged; metrics are still written).
+// Runs the selected members (on several devices at once with
+// options.devices; the dataset is loaded once per distinct device). Returns
+// the process exit code: 0 if every selected member finished, 3 if some
+// failed (their diagnostics are logged; metrics are still written).
 int run(const config::Config& config, const RunOptions& options);
 
 // Member directories of `run_dir` whose status.json says "done", sorted.

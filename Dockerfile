@@ -1,0 +1,73 @@
+# bnn container images.
+#
+#   docker build -t bnn:cuda .                 # default: CUDA target (NVIDIA GPUs)
+#   docker build -t bnn:cpu --target cpu .     # CPU target on Debian bookworm
+#   docker run --rm --gpus all -v $PWD/data:/data -v $PWD/runs:/runs bnn:cuda \
+#       run --config /opt/bnn/configs/fashion_mnist_paper.yaml --out /runs/paper
+#
+# The CPU target runs exactly what CI runs (scripts/install-deps.sh, then the
+# Makefile's build), so CI exercises its steps. The CUDA target builds against
+# the LibTorch inside a pip PyTorch wheel (torch >= 2.7 wheels use the C++11
+# ABI, like the distribution's fmt, spdlog and yaml-cpp) on an Ubuntu 24.04
+# CUDA image, then copies the binary and the libraries it needs into a slim
+# CUDA base image. (No Docker engine is available where bnn is developed: the
+# CPU target's steps are CI's, the Dockerfile is linted in CI, and the CUDA
+# target has not been built there.)
+
+ARG CUDA_VERSION=12.6.3
+ARG TORCH_INDEX=https://download.pytorch.org/whl/cu126
+ARG TORCH_VERSION=2.7.1
+
+# ---------------------------------------------------------------- CPU target
+FROM debian:bookworm AS cpu
+ENV DEBIAN_FRONTEND=noninteractive
+WORKDIR /opt/bnn
+COPY scripts/install-deps.sh scripts/install-deps.sh
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends make \
+    && bash scripts/install-deps.sh \
+    && rm -rf /var/lib/apt/lists/*
+COPY . .
+RUN make build && ln -s /opt/bnn/build/src/bnn /usr/local/bin/bnn
+WORKDIR /runs
+ENTRYPOINT ["bnn"]
+CMD ["--help"]
+
+# ------------------------------------------------------- CUDA build stage
+FROM nvidia/cuda:${CUDA_VERSION}-cudnn-devel-ubuntu24.04 AS cuda-build
+ARG TORCH_INDEX
+ARG TORCH_VERSION
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
+        cmake g++ make pkg-config python3 python3-venv \
+        libcxxopts-dev libfmt-dev libspdlog-dev libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev \
+        libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev \
+    && rm -rf /var/lib/apt/lists/*
+RUN python3 -m venv /opt/torch \
+    && /opt/torch/bin/pip install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
+WORKDIR /opt/bnn
+COPY . .
+RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBNN_BUILD_TESTS=OFF \
+        -DCMAKE_PREFIX_PATH="$(/opt/torch/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
+    && cmake --build build -j"$(nproc)" --target bnn \
+    && mkdir -p /opt/bnn-dist/lib \
+    && cp build/src/bnn /opt/bnn-dist/ \
+    && cp -P /opt/torch/lib/python3*/site-packages/torch/lib/*.so* /opt/bnn-dist/lib/ \
+    && cp -P /opt/torch/lib/python3*/site-packages/nvidia/*/lib/*.so* /opt/bnn-dist/lib/
+
+# ------------------------------------------------------- CUDA runtime (default)
+# The CUDA libraries LibTorch was built against (cuBLAS, cuDNN, NCCL, ...) come
+# with the wheel's nvidia-* packages and are copied above, so the base image
+# needs only the driver interface.
+FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04 AS cuda
+ENV DEBIAN_FRONTEND=noninteractive
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends \
+        libfmt9 libspdlog1.12 libyaml-cpp0.8 zlib1g libgomp1 \
+        libopencv-core406t64 libopencv-imgproc406t64 libopencv-imgcodecs406t64 \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=cuda-build /opt/bnn-dist /opt/bnn
+COPY configs /opt/bnn/configs
+ENV LD_LIBRARY_PATH=/opt/bnn/lib
+RUN ln -s /opt/bnn/bnn /usr/local/bin/bnn
+WORKDIR /runs
+ENTRYPOINT ["bnn"]
+CMD ["--help"]

@@ -1,0 +1,59 @@
+// The container and cluster files stay in step with the code: the Dockerfile's
+// CPU target runs CI's own install and build steps, and the Slurm and
+// Kubernetes files run existing configs with the member index of their
+// scheduler.
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include "src/io/atomic_file.h"
+
+namespace {
+
+const std::filesystem::path kSource = BNN_SOURCE_DIR;
+
+std::string read(const std::filesystem::path& relative) { return bnn::io::read_file(kSource / relative); }
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+TEST(Deploy, DockerfileCpuTargetRunsTheCiSteps) {
+  const std::string docker = read("Dockerfile");
+  const auto cpu = docker.find("FROM debian:bookworm AS cpu");
+  ASSERT_NE(cpu, std::string::npos);
+  const std::string stage = docker.substr(cpu, docker.find("\nFROM ", cpu + 1) - cpu);
+  EXPECT_TRUE(contains(stage, "bash scripts/install-deps.sh")) << stage;
+  EXPECT_TRUE(contains(stage, "make build")) << stage;
+  EXPECT_TRUE(contains(stage, "ENTRYPOINT [\"bnn\"]")) << stage;
+  // CI: `make test`, whose prerequisites are the same deps and build targets.
+  EXPECT_TRUE(contains(read(".ci/run"), "make test"));
+  const std::string makefile = read("Makefile");
+  EXPECT_TRUE(contains(makefile, "build: deps")) << makefile;
+  EXPECT_TRUE(contains(makefile, "test: build")) << makefile;
+  EXPECT_TRUE(contains(makefile, "deps:\n\tbash scripts/install-deps.sh")) << makefile;
+  // The default target (the last stage) is the CUDA image.
+  EXPECT_EQ(docker.rfind("\nFROM "), docker.find("FROM nvidia/cuda:${CUDA_VERSION}-base-ubuntu24.04 AS cuda") - 1);
+}
+
+TEST(Deploy, KubernetesIndexedJobRunsOneMemberPerIndex) {
+  const YAML::Node job = YAML::LoadFile((kSource / "deploy/k8s/bnn-job.yaml").string());
+  EXPECT_EQ(job["kind"].as<std::string>(), "Job");
+  EXPECT_EQ(job["spec"]["completionMode"].as<std::string>(), "Indexed");
+  const YAML::Node container = job["spec"]["template"]["spec"]["containers"][0];
+  const std::string command = container["args"][0].as<std::string>();
+  EXPECT_TRUE(contains(command, "--members \"$JOB_COMPLETION_INDEX\"")) << command;
+  const std::string prefix = "--config /opt/bnn/";
+  const auto at = command.find(prefix);
+  ASSERT_NE(at, std::string::npos) << command;
+  const std::string config = command.substr(at + prefix.size(), command.find(' ', at + prefix.size()) - at - prefix.size());
+  EXPECT_TRUE(std::filesystem::exists(kSource / config)) << config;
+}
+
+TEST(Deploy, SlurmArrayTaskIsTheMember) {
+  const std::string script = read("deploy/slurm/bnn.sbatch");
+  EXPECT_TRUE(contains(script, "--members \"${SLURM_ARRAY_TASK_ID:?run as an array job}\"")) << script;
+  EXPECT_EQ(std::system(("bash -n " + (kSource / "deploy/slurm/bnn.sbatch").string()).c_str()), 0);
+}
+
+}  // namespace
