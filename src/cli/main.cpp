@@ -1,4 +1,4 @@
-// The bnn command line: run, models, version.
+// The bnn command line: run, evaluate, models, version.
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -10,6 +10,7 @@
 
 #include "models/registry.h"
 #include "src/config/config.h"
+#include "src/pipeline/evaluate.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/threads.h"
 
@@ -20,6 +21,8 @@ constexpr const char* kUsage = R"(bnn — Bayesian neural network ensembles (Ada
 Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
           [--device auto|cpu|cuda|cuda:N] [--threads N] [--seed S]
+  bnn evaluate RUN_DIR [RUN_DIR...] [--out DIR] [--burn-in N] [--thin K]
+               [--members LIST] [--no-figures]
   bnn models      list the models with input shape, classes and parameter count
   bnn version     LibTorch version, CUDA availability, threads
   bnn COMMAND --help
@@ -93,10 +96,14 @@ int cmd_run(int argc, char** argv) {
 
 int cmd_evaluate(int argc, char** argv) {
   cxxopts::Options opts("bnn evaluate", "Merge the finished members of run directories into ensemble tables.");
-  opts.add_options()("o,out", "Where to write metrics.json/.csv/.txt (default: the run directory, if only one)",
-                     cxxopts::value<std::string>())("dirs", "Run directories",
-                                                    cxxopts::value<std::vector<std::string>>())("h,help",
-                                                                                                "Show this help");
+  opts.add_options()("o,out", "Where to write metrics, uncertainty.json, report.md and figures/ (default: the run "
+                     "directory, if only one)", cxxopts::value<std::string>())(
+      "burn-in", "Burn-in in epochs (>= the run's sampler.burn_in): recompute the Bayesian ensemble from the stored "
+      "samples", cxxopts::value<int64_t>())(
+      "thin", "Keep every K-th stored sample after burn-in: recompute the Bayesian ensemble", cxxopts::value<int64_t>())(
+      "members", "Members to evaluate: 3, 0-3, 0,2,5-7 (default every finished member)", cxxopts::value<std::string>())(
+      "no-figures", "Do not draw figures (they need gnuplot)")(
+      "dirs", "Run directories", cxxopts::value<std::vector<std::string>>())("h,help", "Show this help");
   opts.parse_positional({"dirs"});
   opts.positional_help("RUN_DIR [RUN_DIR...]");
   const auto args = opts.parse(argc, argv);
@@ -111,8 +118,17 @@ int cmd_evaluate(int argc, char** argv) {
     throw bnn::config::ConfigError("bnn evaluate with several run directories needs --out DIR for the merged tables");
   }
   const std::filesystem::path out = args.count("out") ? std::filesystem::path(args["out"].as<std::string>()) : dirs[0];
+  bnn::pipeline::EvaluateOptions options;
+  if (args.count("burn-in")) options.burn_in = args["burn-in"].as<int64_t>();
+  if (args.count("thin")) options.thin = args["thin"].as<int64_t>();
+  if (args.count("members")) {
+    const auto config = bnn::config::load_config(dirs[0] / "config.yaml", {});
+    options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
+  }
+  options.figures = args.count("no-figures") == 0;
   bnn::runtime::configure_threads(0);
-  fmt::print("{}", bnn::evaluation::to_table(bnn::pipeline::evaluate_runs(dirs, out)));
+  fmt::print("{}", bnn::evaluation::to_table(bnn::pipeline::evaluate_runs(dirs, out, options)));
+  fmt::print("report: {}\n", (out / "report.md").string());
   return 0;
 }
 

@@ -64,6 +64,8 @@ class Member {
   }
 
   int64_t samples() const { return samples_; }
+  int64_t batches_per_epoch() const { return partition_.num_batches(); }
+  int64_t thin_steps() const { return cfg_.sampler.thin == 0 ? partition_.num_batches() : cfg_.sampler.thin; }
   uint64_t seed() const { return seed_; }
 
  private:
@@ -186,7 +188,7 @@ class Member {
   void sampling_phase() {
     const auto& s = cfg_.sampler;
     const int64_t n = partition_.num_batches();
-    const int64_t thin = s.thin == 0 ? n : s.thin;
+    const int64_t thin = thin_steps();
     const int64_t burn_steps = s.burn_in * n;
     torch::Tensor anchor = flat_->values().clone();
     auto sampler = samplers::make_sampler(s.name, *oracle_, anchor, sampler_options(),
@@ -264,6 +266,9 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     outcome.ok = true;
     status["status"] = "done";
     status["samples"] = member.samples();
+    // What `bnn evaluate --burn-in/--thin` needs to select stored samples.
+    status["batches_per_epoch"] = member.batches_per_epoch();
+    status["thin_steps"] = member.thin_steps();
   } catch (const NonFiniteError& e) {
     outcome.message = e.what();
   } catch (const c10::Error& e) {

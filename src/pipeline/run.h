@@ -7,8 +7,10 @@
 //   <run>/member_NNN/          adam_probs.npy, swa_probs.npy, bayes_probs.npy
 //                              (float32 N x K), samples/step_XXXXXXXX.npy (float16
 //                              test probabilities of each retained sample),
-//                              trace.csv, status.json (written last)
-//   <run>/metrics.json, metrics.csv, metrics.txt
+//                              trace.csv, status.json (written last; with
+//                              batches_per_epoch and thin_steps)
+//   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md,
+//   <run>/figures/     outputs of `bnn evaluate` (src/pipeline/evaluate.h)
 // Members selected with --members may run as separate processes (or hosts
 // sharing the directory); each run evaluates whatever members have finished.
 #pragma once
@@ -43,16 +45,11 @@ int run(const config::Config& config, const RunOptions& options);
 // Member directories of `run_dir` whose status.json says "done", sorted.
 std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir);
 
-// Builds the ensemble tables from the finished members in `run_dir` and writes
-// metrics.json, metrics.csv and metrics.txt there. Returns the rows.
-std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);
+// Members of one run may use different devices and thread counts; every
+// other key must agree.
+bool same_experiment(config::Config a, const config::Config& b);
 
-// `bnn evaluate`: merges the finished members of several run directories of
-// one experiment (members run as separate processes or on other hosts),
-// ordered by member index, and writes the tables to `out_dir`. Directories
-// with different configurations (run.device and run.threads aside) or test
-// labels, or a member finished in two of them, are ConfigErrors.
-std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
-                                                   const std::filesystem::path& out_dir);
+// `bnn evaluate` of `run_dir` into itself with default options (evaluate.h).
+std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);
 
 }  // namespace bnn::pipeline
