@@ -44,7 +44,7 @@ class Member {
         seed_(samplers::derive_seed(cfg_.run.seed, static_cast<uint64_t>(index))),
         dir_(member_dir(ctx.run_dir, index)),
         partition_(ctx.data.train, cfg_.data.batch_size, samplers::derive_seed(seed_, kPartitionStream)),
-        model_(models::make_model(model_spec(), samplers::derive_seed(seed_, kInitStream))),
+        model_(models::make_model(model_spec(cfg_, ctx.data), samplers::derive_seed(seed_, kInitStream))),
         order_gen_(samplers::make_generator(torch::kCPU, samplers::derive_seed(seed_, kOptimizerOrderStream))) {
     model_->to(ctx.device);
     flat_ = std::make_unique<models::FlatParameters>(*model_);
@@ -56,9 +56,12 @@ class Member {
     spdlog::info("member {}: seed {}, {} ({} parameters), {} batches of {}", index_, seed_, model_->pretty_string(),
                  flat_->numel(), partition_.num_batches(), partition_.batch_size());
     torch::optim::Adam adam(model_->parameters(), torch::optim::AdamOptions(cfg_.adam.lr));
+    io::write_npy(dir_ / "init_weights.npy", flat_->values());
     adam_phase(adam);
+    io::write_npy(dir_ / "adam_weights.npy", flat_->values());
     io::write_npy(dir_ / "adam_probs.npy", predict());
     swa_phase(adam);
+    io::write_npy(dir_ / "swa_weights.npy", flat_->values());
     io::write_npy(dir_ / "swa_probs.npy", predict());
     sampling_phase();
   }
@@ -69,16 +72,6 @@ class Member {
   uint64_t seed() const { return seed_; }
 
  private:
-  models::ModelSpec model_spec() const {
-    models::ModelSpec spec;
-    spec.name = cfg_.model.name;
-    spec.input_shape = ctx_.data.input_shape;
-    spec.num_classes = ctx_.data.num_classes;
-    spec.hidden = cfg_.model.hidden;
-    spec.batch_norm = cfg_.model.batch_norm;
-    return spec;
-  }
-
   // Note [BatchNorm]: recalibrate on the first K training batches, predict.
   torch::Tensor predict() {
     models::recalibrate_batch_norm(*model_, partition_.first_batches(cfg_.evaluation.bn_batches).images);
@@ -247,6 +240,16 @@ void write_status(const std::filesystem::path& dir, const nlohmann::json& status
 }
 
 }  // namespace
+
+models::ModelSpec model_spec(const config::Config& config, const data_loaders::Dataset& data) {
+  models::ModelSpec spec;
+  spec.name = config.model.name;
+  spec.input_shape = data.input_shape;
+  spec.num_classes = data.num_classes;
+  spec.hidden = config.model.hidden;
+  spec.batch_norm = config.model.batch_norm;
+  return spec;
+}
 
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index) {
   return run_dir / fmt::format("member_{:03d}", index);

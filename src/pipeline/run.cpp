@@ -59,8 +59,6 @@ torch::Device resolve_device(const std::string& name) {
   return device;
 }
 
-namespace {
-
 // data.dataset is one of the config's choices (src/config/config.cpp), so
 // every name that reaches here has a branch.
 data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device) {
@@ -79,8 +77,6 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
   o.test_limit = config.data.test_limit;
   return data_loaders::load_fashion_mnist(o, device);
 }
-
-}  // namespace
 
 bool same_experiment(config::Config a, const config::Config& b) {
   a.run.device = b.run.device;

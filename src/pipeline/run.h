@@ -7,6 +7,7 @@
 //   <run>/member_NNN/          adam_probs.npy, swa_probs.npy, bayes_probs.npy
 //                              (float32 N x K), samples/step_XXXXXXXX.npy (float16
 //                              test probabilities of each retained sample),
+//                              {init,adam,swa}_weights.npy (flat parameters),
 //                              trace.csv, status.json (written last; with
 //                              batches_per_epoch and thin_steps)
 //   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md,
@@ -21,6 +22,7 @@
 
 #include <torch/torch.h>
 
+#include "data_loaders/dataset.h"
 #include "src/config/config.h"
 #include "src/evaluation/ensemble.h"
 
@@ -37,6 +39,9 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
 // "auto" -> cuda if available else cpu. Throws ConfigError for an
 // unavailable device.
 torch::Device resolve_device(const std::string& name);
+
+// The data set of `config` (data.*) on `device`.
+data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device);
 
 // Returns the process exit code: 0 if every selected member finished, 3 if
 // some failed (their diagnostics are logged; metrics are still written).
