@@ -180,7 +180,9 @@ void loss_traces(const FigureInputs& in, const std::filesystem::path& dir, std::
   std::string members;
   for (const LossTrace& t : in.traces) {
     fmt::format_to(std::back_inserter(data), "# {}\n", t.member);
-    for (size_t e = 0; e < t.loss.size(); ++e) fmt::format_to(std::back_inserter(data), "{} {:.10g}\n", e + 1, t.loss[e]);
+    for (size_t e = 0; e < t.loss.size(); ++e) {
+      fmt::format_to(std::back_inserter(data), "{} {:.10g}\n", e + 1, t.loss[e]);
+    }
     data += "\n\n";
     members += (members.empty() ? "" : " ") + t.member;
   }
@@ -197,8 +199,8 @@ void loss_traces(const FigureInputs& in, const std::filesystem::path& dir, std::
     if (e > 0 && phases[e] == phases[e - 1]) continue;
     const double x = static_cast<double>(e) + 0.5;
     if (e > 0) {
-      fmt::format_to(std::back_inserter(body), "set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lc rgb 'gray40'\n",
-                     x);
+      fmt::format_to(std::back_inserter(body),
+                     "set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lc rgb 'gray40'\n", x);
     }
     fmt::format_to(std::back_inserter(body), "set label '{}' at {}, graph 0.96 left offset 0.5,0 tc rgb 'gray40'\n",
                    phases[e], x);
