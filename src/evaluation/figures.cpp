@@ -190,8 +190,8 @@ void loss_traces(const FigureInputs& in, const std::filesystem::path& dir, std::
   std::string body = fmt::format(
       "members = \"{}\"\nset title 'Training loss per member (mean cross-entropy per example)'\n"
       "set xlabel 'epoch (Adam, then SWA, then sampling)'\nset ylabel 'training loss'\nset grid\n"
-      "set key outside right\n",
-      members);
+      "set key outside right\nset xrange [0.5:{}]\n",
+      members, static_cast<double>(in.traces.front().loss.size()) + 0.5);
   // Phase boundaries of the first member (every member runs the same schedule),
   // each phase named where it starts.
   const auto& phases = in.traces.front().phase;
