@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "src/config/config.h"
+#include "src/evaluation/diagnostics.h"
 #include "src/evaluation/figures.h"
 #include "src/evaluation/uncertainty.h"
 #include "src/io/atomic_file.h"
@@ -72,6 +73,7 @@ struct MemberData {
   torch::Tensor adam, swa, bayes;
   evaluation::MixtureAccumulator bayes_draws;  // its selected samples (empty if none stored)
   int64_t samples = 0;
+  evaluation::LossTrace trace;
 };
 
 struct Selection {
@@ -87,6 +89,7 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   m.dir = dir;
   m.adam = io::read_npy(dir / "adam_probs.npy");
   m.swa = io::read_npy(dir / "swa_probs.npy");
+  m.trace = read_trace(dir);
   const auto stored = stored_samples(dir);
   if (selection.recompute && stored.empty()) {
     throw ConfigError(fmt::format("{} has no stored samples (evaluation.save_sample_probs was false?): --burn-in "
@@ -159,6 +162,40 @@ std::string confusion_table(const evaluation::UncertaintySummary& s) {
   return out;
 }
 
+// Split R-hat and ESS need at least this many draws (diagnostics.h).
+constexpr size_t kMinDiagnosticDraws = 4;
+
+std::string diagnostics_section(const std::vector<MemberData>& members, int64_t burn_in) {
+  std::string out = fmt::format(
+      "\n## Sampling diagnostics\n\n"
+      "Per member, the training loss of each sampling epoch after the burn-in of {} epoch(s), taken as one "
+      "chain: split R-hat (near 1 when its two halves agree; above 1.1 the chain still drifts) and the effective "
+      "sample size of its mean (src/evaluation/diagnostics.h; at least {} epochs needed). Members start from "
+      "different SWA points, so no R-hat is taken across members.\n\n"
+      "| member | epochs | split R-hat | ESS |\n|:---|---:|---:|---:|\n",
+      burn_in, kMinDiagnosticDraws);
+  for (const MemberData& m : members) {
+    std::vector<double> losses;
+    int64_t epoch = 0;
+    for (size_t e = 0; e < m.trace.phase.size(); ++e) {
+      if (m.trace.phase[e] == "sample" && ++epoch > burn_in) losses.push_back(m.trace.loss[e]);
+    }
+    std::string rhat = "–", ess = "–";
+    if (losses.size() >= kMinDiagnosticDraws) {
+      const torch::Tensor chain =
+          torch::tensor(losses, torch::kDouble).reshape({1, static_cast<int64_t>(losses.size())});
+      try {
+        rhat = fmt::format("{:.4f}", evaluation::split_rhat(chain));
+        ess = fmt::format("{:.1f}", evaluation::effective_sample_size(chain));
+      } catch (const c10::Error&) {
+        rhat = ess = "constant loss";
+      }
+    }
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", m.trace.member, losses.size(), rhat, ess);
+  }
+  return out;
+}
+
 std::string report(const std::vector<std::filesystem::path>& run_dirs, const config::Config& config,
                    const Selection& selection, const std::vector<MemberData>& members,
                    const std::vector<evaluation::EnsembleRow>& rows,
@@ -206,6 +243,8 @@ std::string report(const std::vector<std::filesystem::path>& run_dirs, const con
   out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(summaries);
   out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
          confusion_table(summaries.at("bayes"));
+
+  out += diagnostics_section(members, selection.burn_in.value_or(config.sampler.burn_in));
 
   out += "\n## Figures\n\n";
   if (!figures_requested) return out + "Not drawn (--no-figures).\n";
@@ -351,7 +390,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     inputs.rows = rows;
     inputs.labels = labels;
     inputs.ensemble_probs = {{"adam", mix_adam.mean()}, {"swa", mix_swa.mean()}, {"bayes", mix_bayes.mean()}};
-    for (const MemberData& m : members) inputs.traces.push_back(read_trace(m.dir));
+    for (const MemberData& m : members) inputs.traces.push_back(m.trace);
     figures = evaluation::draw_figures(inputs, out_dir / "figures");
     if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);
   }

@@ -9,7 +9,8 @@
 //                      the full ensemble's entropy, per-class accuracy and the
 //                      confusion matrix
 //   figures/           PNG and SVG figures, their data and gnuplot script
-//   report.md          all of the above as one document
+//   report.md          all of the above as one document, with split R-hat and
+//                      ESS of each member's sampling-phase training loss
 //
 // Note [Burn-in and thinning at evaluation]: a run keeps sample s (the global
 // sampler step count, the XXXXXXXX of samples/step_XXXXXXXX.npy) when

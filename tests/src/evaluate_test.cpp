@@ -91,7 +91,8 @@ TEST(Evaluate, WritesReportUncertaintyAndFigures) {
 
   const std::string report = bnn::io::read_file(out / "report.md");
   for (const char* text : {"# bnn evaluation report", "## Ensemble metrics", "| 2 | 1 | bayes |",
-                           "mutual information", "## Confusion matrix", "## Figures"}) {
+                           "mutual information", "## Confusion matrix", "## Sampling diagnostics",
+                           "| member_000 | 2 | – | – |", "## Figures"}) {
     EXPECT_NE(report.find(text), std::string::npos) << text << "\n" << report;
   }
   if (std::system("gnuplot --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot not installed";
@@ -134,6 +135,23 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   EXPECT_EQ(u["methods"]["bayes"]["draws"], 1);
   EXPECT_EQ(read_json(late / "metrics.json")["ensembles"].size(), 3u);  // size 1 for 3 methods
   std::filesystem::remove_all(direct);
+}
+
+TEST(Evaluate, SamplingDiagnosticsPerMember) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  // Six sampling epochs after one of burn-in: five loss draws per member.
+  const auto run = kWork / ("longer_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(run);
+  ASSERT_EQ(bnn_cli("run --config " + kTiny + " --out " + run.string() +
+                    " --members 0 --threads 1 --set sampler.epochs=6")
+                .code,
+            0);
+  const std::string report = bnn::io::read_file(run / "report.md");
+  const auto row = report.find("| member_000 | 5 | ");
+  ASSERT_NE(row, std::string::npos) << report;
+  const std::string line = report.substr(row, report.find('\n', row) - row);
+  EXPECT_EQ(line.find("–"), std::string::npos) << line;  // numbers, not placeholders
+  std::filesystem::remove_all(run);
 }
 
 TEST(Evaluate, BadSelectionsAreClearErrors) {
