@@ -13,6 +13,7 @@ packages=(
   dataset-fashion-mnist
   libopenblas0-pthread
   python3 python3-numpy
+  gnuplot-nox
 )
 
 sudo_cmd=()

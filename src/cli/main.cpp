@@ -1,4 +1,4 @@
-// The bnn command line: run, models, version.
+// The bnn command line: run, evaluate, hessian, models, version.
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -11,6 +11,8 @@
 #include "models/registry.h"
 #include "src/cli/bias_command.h"
 #include "src/config/config.h"
+#include "src/pipeline/evaluate.h"
+#include "src/pipeline/hessian_points.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/threads.h"
 
@@ -22,6 +24,9 @@ Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
           [--device auto|cpu|cuda|cuda:N | --devices all|cuda:0,cuda:1] [--threads N] [--seed S]
   bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N]
+  bnn evaluate RUN_DIR [RUN_DIR...] [--out DIR] [--burn-in N] [--thin K]
+               [--members LIST] [--no-figures]
+  bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K]
   bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
                   Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
   bnn samplers    list the samplers
@@ -121,10 +126,15 @@ int cmd_run(int argc, char** argv) {
 
 int cmd_evaluate(int argc, char** argv) {
   cxxopts::Options opts("bnn evaluate", "Merge the finished members of run directories into ensemble tables.");
-  opts.add_options()("o,out", "Where to write metrics.json/.csv/.txt (default: the run directory, if only one)",
-                     cxxopts::value<std::string>())("dirs", "Run directories",
-                                                    cxxopts::value<std::vector<std::string>>())("h,help",
-                                                                                                "Show this help");
+  opts.add_options()("o,out", "Where to write metrics, uncertainty.json, report.md and figures/ (default: the run "
+                     "directory, if only one)", cxxopts::value<std::string>())(
+      "burn-in", "Burn-in in epochs (>= the run's sampler.burn_in): recompute the Bayesian ensemble from the stored "
+      "samples", cxxopts::value<int64_t>())(
+      "thin", "Keep every K-th stored sample after burn-in: recompute the Bayesian ensemble",
+      cxxopts::value<int64_t>())(
+      "members", "Members to evaluate: 3, 0-3, 0,2,5-7 (default every finished member)", cxxopts::value<std::string>())(
+      "no-figures", "Do not draw figures (they need gnuplot)")(
+      "dirs", "Run directories", cxxopts::value<std::vector<std::string>>())("h,help", "Show this help");
   opts.parse_positional({"dirs"});
   opts.positional_help("RUN_DIR [RUN_DIR...]");
   const auto args = opts.parse(argc, argv);
@@ -139,8 +149,60 @@ int cmd_evaluate(int argc, char** argv) {
     throw bnn::config::ConfigError("bnn evaluate with several run directories needs --out DIR for the merged tables");
   }
   const std::filesystem::path out = args.count("out") ? std::filesystem::path(args["out"].as<std::string>()) : dirs[0];
+  bnn::pipeline::EvaluateOptions options;
+  if (args.count("burn-in")) options.burn_in = args["burn-in"].as<int64_t>();
+  if (args.count("thin")) options.thin = args["thin"].as<int64_t>();
+  if (args.count("members")) {
+    const auto config = bnn::config::load_config(dirs[0] / "config.yaml", {});
+    options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
+  }
+  options.figures = args.count("no-figures") == 0;
   bnn::runtime::configure_threads(0);
-  fmt::print("{}", bnn::evaluation::to_table(bnn::pipeline::evaluate_runs(dirs, out)));
+  fmt::print("{}", bnn::evaluation::to_table(bnn::pipeline::evaluate_runs(dirs, out, options)));
+  fmt::print("report: {}\n", (out / "report.md").string());
+  return 0;
+}
+
+int cmd_hessian(int argc, char** argv) {
+  cxxopts::Options opts("bnn hessian",
+                        "Hessian spectral norm of the log-posterior by power iteration on Hessian-vector products, "
+                        "at a member's initialisation, Adam, SWA and perturbed SWA points (paper appendix D.2).");
+  opts.add_options()("checkpoint", "Member directory of a finished run, e.g. runs/demo/member_000",
+                     cxxopts::value<std::string>())(
+      "examples", "First N training examples (default 0: all)", cxxopts::value<int64_t>()->default_value("0"))(
+      "iterations", "Power iterations at most", cxxopts::value<int64_t>()->default_value("100"))(
+      "tolerance", "Relative change of ||Hv|| that stops the iteration",
+      cxxopts::value<double>()->default_value("1e-4"))(
+      "seed", "Seed of the start vector and the perturbation", cxxopts::value<uint64_t>()->default_value("0"))(
+      "device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))(
+      "threads", "CPU threads (default all cores)", cxxopts::value<int64_t>()->default_value("0"))("h,help",
+                                                                                                  "Show this help");
+  const auto args = opts.parse(argc, argv);
+  if (args.count("help")) {
+    fmt::print("{}", opts.help());
+    return 0;
+  }
+  if (!args.unmatched().empty()) {
+    throw bnn::config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
+  }
+  if (!args.count("checkpoint")) {
+    throw bnn::config::ConfigError("bnn hessian needs --checkpoint MEMBER_DIR (see bnn hessian --help)");
+  }
+  bnn::pipeline::HessianOptions options;
+  options.member_dir = args["checkpoint"].as<std::string>();
+  options.examples = args["examples"].as<int64_t>();
+  options.power.max_iterations = args["iterations"].as<int64_t>();
+  options.power.tolerance = args["tolerance"].as<double>();
+  options.seed = args["seed"].as<uint64_t>();
+  options.device = args["device"].as<std::string>();
+  bnn::runtime::configure_threads(static_cast<int>(args["threads"].as<int64_t>()));
+  const auto points = bnn::pipeline::hessian_at_checkpoints(options);
+  fmt::print("{:<14} {:>14} {:>14} {:>14} {:>10}\n", "point", "spectral_norm", "rayleigh", "localized", "iterations");
+  for (const auto& p : points) {
+    fmt::print("{:<14} {:>14.6g} {:>14.6g} {:>14.6g} {:>10}{}\n", p.point, p.estimate.spectral_norm,
+               p.estimate.rayleigh, p.localized, p.estimate.iterations, p.estimate.converged ? "" : " (not converged)");
+  }
+  fmt::print("written: {}\n", (options.member_dir / "hessian.json").string());
   return 0;
 }
 
@@ -157,9 +219,13 @@ int main(int argc, char** argv) {
     if (command == "models") return cmd_models();
     if (command == "run") return cmd_run(argc - 1, argv + 1);
     if (command == "evaluate") return cmd_evaluate(argc - 1, argv + 1);
+    if (command == "hessian") return cmd_hessian(argc - 1, argv + 1);
     if (command == "bias") return bnn::cli::cmd_bias(argc - 1, argv + 1);
     if (command == "samplers") return bnn::cli::cmd_samplers();
-    fmt::print(stderr, "bnn: error: unknown command '{}' (commands: run, evaluate, bias, samplers, models, version; see bnn --help)\n", command);
+    fmt::print(stderr,
+               "bnn: error: unknown command '{}' (commands: run, evaluate, hessian, bias, samplers, models, version; "
+               "see bnn --help)\n",
+               command);
     return 2;
   } catch (const c10::Error& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());

@@ -168,4 +168,28 @@ std::string to_table(const std::vector<EnsembleRow>& rows) {
   return out;
 }
 
+std::string to_markdown(const std::vector<EnsembleRow>& rows) {
+  std::string out = "| size | groups | method |";
+  std::string rule = "|---:|---:|:---|";
+  for (const MetricField& field : kFields) {
+    fmt::format_to(std::back_inserter(out), " {} |", field.name);
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  std::vector<const EnsembleRow*> ordered;
+  for (const EnsembleRow& row : rows) ordered.push_back(&row);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const EnsembleRow* a, const EnsembleRow* b) { return a->size < b->size; });
+  for (const EnsembleRow* r : ordered) {
+    const EnsembleRow& row = *r;
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {} |", row.size, row.groups, row.method);
+    for (const MetricField& field : kFields) {
+      const Summary& s = row.*field.summary;
+      fmt::format_to(std::back_inserter(out), " {:.4f} ± {:.4f} |", s.mean, s.std);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
 }  // namespace bnn::evaluation

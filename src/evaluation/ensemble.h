@@ -53,4 +53,8 @@ std::string to_csv(const std::vector<EnsembleRow>& rows);
 // their order of appearance one under the other, metrics as mean±std with 4 decimals.
 std::string to_table(const std::vector<EnsembleRow>& rows);
 
+// A GitHub-flavoured Markdown table: rows grouped by ensemble size (ascending),
+// methods in their order of appearance; columns size, groups, method and every metric as mean ± std with 4 decimals.
+std::string to_markdown(const std::vector<EnsembleRow>& rows);
+
 }  // namespace bnn::evaluation

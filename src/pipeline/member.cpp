@@ -73,7 +73,7 @@ class Member {
         seed_(samplers::derive_seed(cfg_.run.seed, static_cast<uint64_t>(index))),
         dir_(member_dir(ctx.run_dir, index)),
         partition_(ctx.data.train, cfg_.data.batch_size, samplers::derive_seed(seed_, kPartitionStream)),
-        model_(models::make_model(model_spec(), samplers::derive_seed(seed_, kInitStream))),
+        model_(models::make_model(model_spec(cfg_, ctx.data), samplers::derive_seed(seed_, kInitStream))),
         order_gen_(samplers::make_generator(torch::kCPU, samplers::derive_seed(seed_, kOptimizerOrderStream))),
         kill_at_step_(fault_injection_step()) {
     model_->to(ctx.device);
@@ -87,14 +87,20 @@ class Member {
                  flat_->numel(), partition_.num_batches(), partition_.batch_size());
     torch::optim::Adam adam(model_->parameters(), torch::optim::AdamOptions(cfg_.adam.lr));
     Position at{Phase::kAdam, 0};
-    if (std::filesystem::exists(checkpoint_path())) at = restore(adam);
+    if (std::filesystem::exists(checkpoint_path())) {
+      at = restore(adam);
+    } else {
+      io::write_npy(dir_ / "init_weights.npy", flat_->values());
+    }
     if (at.phase == Phase::kAdam) {
       adam_phase(adam, at.epochs_done);
+      io::write_npy(dir_ / "adam_weights.npy", flat_->values());
       io::write_npy(dir_ / "adam_probs.npy", predict());
       at = {Phase::kSwa, 0};
     }
     if (at.phase == Phase::kSwa) {
       swa_phase(adam, at.epochs_done);
+      io::write_npy(dir_ / "swa_weights.npy", flat_->values());
       io::write_npy(dir_ / "swa_probs.npy", predict());
       at = {Phase::kSample, 0};
     }
@@ -108,19 +114,11 @@ class Member {
   }
 
   int64_t samples() const { return samples_; }
+  int64_t batches_per_epoch() const { return partition_.num_batches(); }
+  int64_t thin_steps() const { return cfg_.sampler.thin == 0 ? partition_.num_batches() : cfg_.sampler.thin; }
   uint64_t seed() const { return seed_; }
 
  private:
-  models::ModelSpec model_spec() const {
-    models::ModelSpec spec;
-    spec.name = cfg_.model.name;
-    spec.input_shape = ctx_.data.input_shape;
-    spec.num_classes = ctx_.data.num_classes;
-    spec.hidden = cfg_.model.hidden;
-    spec.batch_norm = cfg_.model.batch_norm;
-    return spec;
-  }
-
   // Note [BatchNorm]: recalibrate on the first K training batches, predict.
   torch::Tensor predict() {
     models::recalibrate_batch_norm(*model_, partition_.first_batches(cfg_.evaluation.bn_batches).inputs());
@@ -244,7 +242,7 @@ class Member {
   void sampling_phase(int64_t first_epoch) {
     const auto& s = cfg_.sampler;
     const int64_t n = partition_.num_batches();
-    const int64_t thin = s.thin == 0 ? n : s.thin;
+    const int64_t thin = thin_steps();
     const int64_t burn_steps = s.burn_in * n;
     if (first_epoch == 0) {
       anchor_ = flat_->values().clone();
@@ -407,6 +405,16 @@ void write_status(const std::filesystem::path& dir, const nlohmann::json& status
 
 }  // namespace
 
+models::ModelSpec model_spec(const config::Config& config, const data_loaders::Dataset& data) {
+  models::ModelSpec spec;
+  spec.name = config.model.name;
+  spec.input_shape = data.input_shape;
+  spec.num_classes = data.num_classes;
+  spec.hidden = config.model.hidden;
+  spec.batch_norm = config.model.batch_norm;
+  return spec;
+}
+
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index) {
   return run_dir / fmt::format("member_{:03d}", index);
 }
@@ -425,6 +433,9 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     outcome.ok = true;
     status["status"] = "done";
     status["samples"] = member.samples();
+    // What `bnn evaluate --burn-in/--thin` needs to select stored samples.
+    status["batches_per_epoch"] = member.batches_per_epoch();
+    status["thin_steps"] = member.thin_steps();
     status["seconds"] = seconds_since(start);
     write_status(dir, status);
     member.discard_checkpoint();

@@ -2,7 +2,9 @@
 //   Adam (lr decaying linearly to 0) -> SWA (constant lr, average of every
 //   iterate) = x* -> sampler around x*; after burn-in, one sample every `thin`
 //   steps: BatchNorm recalibration, test prediction, running average.
-// Outputs go to <run_dir>/member_NNN/ (Note [Run directory] in run.h); the
+// Outputs go to <run_dir>/member_NNN/ (Note [Run directory] in run.h), among
+// them the flat parameters (models::FlatParameters order, float32) at
+// initialisation, after Adam and at x*: init_, adam_ and swa_weights.npy; the
 // status file is written last, so a member without one did not finish. A
 // member checkpoints at every epoch end and resumes from its checkpoint when
 // run again (Note [Member checkpoints] in member.cpp).
@@ -14,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "data_loaders/dataset.h"
+#include "models/registry.h"
 #include "src/config/config.h"
 
 namespace bnn::pipeline {
@@ -32,6 +35,9 @@ struct MemberOutcome {
 };
 
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index);
+
+// The model a member of `config` trains on `data`.
+models::ModelSpec model_spec(const config::Config& config, const data_loaders::Dataset& data);
 
 // Runs member `index`, from its checkpoint if one exists. Never throws for a
 // failure of the member itself (non-finite loss or parameters, a numerical

@@ -20,6 +20,7 @@
 #include "data_loaders/image_folder.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "src/pipeline/evaluate.h"
 #include "src/pipeline/member.h"
 
 namespace bnn::pipeline {
@@ -73,6 +74,8 @@ namespace {
 int64_t image_side(const config::DataConfig& data, int64_t default_side) {
   return data.image_size == 0 ? default_side : data.image_size;
 }
+
+}  // namespace
 
 // data.dataset is one of the config's choices (src/config/config.cpp), so
 // every name that reaches here has a branch. Image decoding uses run.threads
@@ -129,16 +132,12 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
   return data_loaders::load_fashion_mnist(o, device);
 }
 
-// Members of one run may use different devices, thread counts and
-// checkpointing; every other key must agree.
 bool same_experiment(config::Config a, const config::Config& b) {
   a.run.device = b.run.device;
   a.run.threads = b.run.threads;
   a.run.checkpoint = b.run.checkpoint;
   return config::to_yaml(a) == config::to_yaml(b);
 }
-
-}  // namespace
 
 std::vector<std::string> parse_device_list(const std::string& text) {
   std::vector<std::string> out;
@@ -253,68 +252,6 @@ std::vector<std::filesystem::path> finished_members(const std::filesystem::path&
 
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir) {
   return evaluate_runs({run_dir}, run_dir);
-}
-
-namespace {
-
-void require_file(const std::filesystem::path& path, const std::string& what) {
-  if (!std::filesystem::exists(path)) {
-    throw config::ConfigError(fmt::format("{} is not a bnn run directory: {} missing", path.parent_path().string(),
-                                          what));
-  }
-}
-
-}  // namespace
-
-std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
-                                                   const std::filesystem::path& out_dir) {
-  TORCH_CHECK(!run_dirs.empty(), "evaluate needs at least one run directory");
-  const auto& first = run_dirs.front();
-  require_file(first / "config.yaml", "config.yaml");
-  require_file(first / "labels.npy", "labels.npy");
-  const config::Config config = config::load_config(first / "config.yaml", {});
-  const torch::Tensor labels = io::read_npy(first / "labels.npy");
-  // Members from every directory, ordered by member index so that merging
-  // partial runs gives exactly the table of the full run.
-  std::map<std::string, std::filesystem::path> members;
-  for (const auto& dir : run_dirs) {
-    require_file(dir / "config.yaml", "config.yaml");
-    require_file(dir / "labels.npy", "labels.npy");
-    if (!same_experiment(config::load_config(dir / "config.yaml", {}), config)) {
-      throw config::ConfigError(fmt::format("{} and {} hold different configurations; only members of one "
-                                            "experiment can be merged",
-                                            first.string(), dir.string()));
-    }
-    if (!io::read_npy(dir / "labels.npy").equal(labels)) {
-      throw config::ConfigError(
-          fmt::format("{} and {} were evaluated on different test sets", first.string(), dir.string()));
-    }
-    for (const auto& d : finished_members(dir)) {
-      const auto [it, inserted] = members.emplace(d.filename().string(), d);
-      if (!inserted) {
-        throw config::ConfigError(fmt::format("{} is finished in both {} and {}; merge each member once",
-                                              d.filename().string(), it->second.parent_path().string(),
-                                              dir.string()));
-      }
-    }
-  }
-  std::vector<torch::Tensor> adam, swa, bayes;
-  for (const auto& [name, d] : members) {
-    adam.push_back(io::read_npy(d / "adam_probs.npy"));
-    swa.push_back(io::read_npy(d / "swa_probs.npy"));
-    bayes.push_back(io::read_npy(d / "bayes_probs.npy"));
-  }
-  TORCH_CHECK(!adam.empty(), "no finished members in ", first.string(), ": nothing to evaluate");
-  std::vector<evaluation::EnsembleRow> rows;
-  for (auto [method, probs] : {std::pair{"adam", &adam}, std::pair{"swa", &swa}, std::pair{"bayes", &bayes}}) {
-    auto part = evaluation::ensemble_table(method, *probs, labels);
-    rows.insert(rows.end(), part.begin(), part.end());
-  }
-  std::filesystem::create_directories(out_dir);
-  io::write_file_atomically(out_dir / "metrics.json", evaluation::to_json(rows).dump(2) + "\n");
-  io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
-  io::write_file_atomically(out_dir / "metrics.txt", evaluation::to_table(rows));
-  return rows;
 }
 
 }  // namespace bnn::pipeline

@@ -7,8 +7,11 @@
 //   <run>/member_NNN/          adam_probs.npy, swa_probs.npy, bayes_probs.npy
 //                              (float32 N x K), samples/step_XXXXXXXX.npy (float16
 //                              test probabilities of each retained sample),
-//                              trace.csv, status.json (written last)
-//   <run>/metrics.json, metrics.csv, metrics.txt
+//                              {init,adam,swa}_weights.npy (flat parameters),
+//                              trace.csv, status.json (written last; with
+//                              batches_per_epoch and thin_steps)
+//   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md,
+//   <run>/figures/     outputs of `bnn evaluate` (src/pipeline/evaluate.h)
 // Members selected with --members may run as separate processes (or hosts
 // sharing the directory); each run evaluates whatever members have finished.
 #pragma once
@@ -19,6 +22,7 @@
 
 #include <torch/torch.h>
 
+#include "data_loaders/dataset.h"
 #include "src/config/config.h"
 #include "src/evaluation/ensemble.h"
 
@@ -44,6 +48,9 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
 // unavailable device.
 torch::Device resolve_device(const std::string& name);
 
+// The data set of `config` (data.*) on `device`.
+data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device);
+
 // Runs the selected members (on several devices at once with
 // options.devices; the dataset is loaded once per distinct device). Returns
 // the process exit code: 0 if every selected member finished, 3 if some
@@ -53,16 +60,11 @@ int run(const config::Config& config, const RunOptions& options);
 // Member directories of `run_dir` whose status.json says "done", sorted.
 std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir);
 
-// Builds the ensemble tables from the finished members in `run_dir` and writes
-// metrics.json, metrics.csv and metrics.txt there. Returns the rows.
-std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);
+// Members of one run may use different devices, thread counts and
+// checkpointing; every other key must agree.
+bool same_experiment(config::Config a, const config::Config& b);
 
-// `bnn evaluate`: merges the finished members of several run directories of
-// one experiment (members run as separate processes or on other hosts),
-// ordered by member index, and writes the tables to `out_dir`. Directories
-// with different configurations (run.device, run.threads and run.checkpoint aside) or test
-// labels, or a member finished in two of them, are ConfigErrors.
-std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
-                                                   const std::filesystem::path& out_dir);
+// `bnn evaluate` of `run_dir` into itself with default options (evaluate.h).
+std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);
 
 }  // namespace bnn::pipeline

@@ -1,0 +1,291 @@
+#include "src/evaluation/figures.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "src/io/atomic_file.h"
+
+namespace bnn::evaluation {
+namespace {
+
+struct Point {
+  double value;
+  bool outcome;
+};
+
+std::vector<ReliabilityBin> bin_points(const std::vector<Point>& points, int64_t bins) {
+  TORCH_CHECK(bins >= 1, "reliability diagrams need at least one bin, got ", bins);
+  std::vector<ReliabilityBin> out(bins);
+  for (int64_t b = 0; b < bins; ++b) {
+    out[b].lower = static_cast<double>(b) / static_cast<double>(bins);
+    out[b].upper = static_cast<double>(b + 1) / static_cast<double>(bins);
+  }
+  for (const Point& p : points) {
+    // Bin b holds (b/B, (b+1)/B], as in ece(); 0 joins the first bin.
+    const auto b = std::clamp(static_cast<int64_t>(std::ceil(p.value * static_cast<double>(bins))) - 1,
+                              int64_t{0}, bins - 1);
+    out[b].count += 1;
+    out[b].confidence += p.value;
+    out[b].frequency += p.outcome ? 1.0 : 0.0;
+  }
+  for (ReliabilityBin& bin : out) {
+    if (bin.count == 0) continue;
+    bin.confidence /= static_cast<double>(bin.count);
+    bin.frequency /= static_cast<double>(bin.count);
+  }
+  return out;
+}
+
+// probs and labels as CPU double / int64, checked by the metrics' own rules.
+std::pair<torch::Tensor, torch::Tensor> checked(const torch::Tensor& probs, const torch::Tensor& labels) {
+  accuracy(probs, labels);  // throws on malformed inputs (Note [Metric conventions])
+  return {probs.detach().to(torch::kCPU, torch::kDouble).contiguous(),
+          labels.detach().to(torch::kCPU, torch::kLong).contiguous()};
+}
+
+// Finds gnuplot: $BNN_GNUPLOT if set, else `gnuplot` on PATH. Empty if absent.
+std::string find_gnuplot() {
+  if (const char* env = std::getenv("BNN_GNUPLOT"); env != nullptr && *env != '\0') {
+    return ::access(env, X_OK) == 0 ? std::string(env) : std::string();
+  }
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path == nullptr ? "" : path);
+  std::string d;
+  while (std::getline(dirs, d, ':')) {
+    const auto candidate = std::filesystem::path(d.empty() ? "." : d) / "gnuplot";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return "";
+}
+
+std::string quoted(const std::string& text) { return "'" + text + "'"; }
+
+// Runs `command`, capturing stdout and stderr. Returns the exit status (-1 if
+// it could not be started).
+int run_captured(const std::string& command, std::string& output) {
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Every figure is drawn twice, once per terminal, from the same body.
+struct Terminal {
+  const char* extension;
+  const char* setting;
+};
+constexpr Terminal kTerminals[] = {
+    {"png", "pngcairo noenhanced font 'sans,10'"},
+    {"svg", "svg noenhanced dynamic font 'sans,10'"},
+};
+
+void add_figure(std::string& script, const std::string& name, int width, int height, const std::string& body) {
+  for (const Terminal& t : kTerminals) {
+    fmt::format_to(std::back_inserter(script), "reset\nset terminal {} size {},{}\nset output '{}.{}'.suffix\n",
+                   t.setting, width, height, name, t.extension);
+    script += body;
+    script += "unset multiplot\nunset output\n\n";
+  }
+}
+
+std::string method_words(const FigureInputs& in) {
+  std::string words;
+  for (const auto& [method, probs] : in.ensemble_probs) words += (words.empty() ? "" : " ") + method;
+  return words;
+}
+
+void metrics_vs_size(const FigureInputs& in, const std::filesystem::path& dir, std::string& script) {
+  std::string data = "# one block per method: size, then mean and std of accuracy, nll, ace, rps\n";
+  int64_t max_size = 1;
+  for (const auto& [method, probs] : in.ensemble_probs) {
+    fmt::format_to(std::back_inserter(data), "# {}\n", method);
+    for (const EnsembleRow& r : in.rows) {
+      if (r.method != method) continue;
+      max_size = std::max(max_size, r.size);
+      fmt::format_to(std::back_inserter(data), "{} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g}\n",
+                     r.size, r.accuracy.mean, r.accuracy.std, r.nll.mean, r.nll.std, r.ace.mean, r.ace.std,
+                     r.rps.mean, r.rps.std);
+    }
+    data += "\n\n";
+  }
+  io::write_file_atomically(dir / "data" / "metrics_vs_size.dat", data);
+  std::string body = fmt::format(
+      "methods = \"{}\"\n"
+      "set multiplot layout 2,2 title 'Metrics against ensemble size (mean and std over groups)'\n"
+      "set logscale x 2\nset xrange [0.7:{}]\nset xlabel 'ensemble size'\nset key top right\nset grid\n",
+      method_words(in), static_cast<double>(max_size) * 1.4);
+  const char* titles[] = {"accuracy", "NLL", "ACE", "RPS"};
+  for (int m = 0; m < 4; ++m) {
+    fmt::format_to(std::back_inserter(body),
+                   "set title '{0}'\nset ylabel '{0}'\n"
+                   "plot for [i=1:words(methods)] 'data/metrics_vs_size.dat' index (i-1) using 1:{1}:{2} "
+                   "with yerrorlines lw 2 pt 7 title word(methods, i)\n",
+                   titles[m], 2 + 2 * m, 3 + 2 * m);
+  }
+  add_figure(script, "metrics_vs_size", 1000, 760, body);
+}
+
+void write_bins(std::string& data, const std::vector<ReliabilityBin>& bins) {
+  bool any = false;
+  for (const ReliabilityBin& b : bins) {
+    if (b.count == 0) continue;
+    any = true;
+    fmt::format_to(std::back_inserter(data), "{:.10g} {:.10g} {} {:.10g} {:.10g}\n", (b.lower + b.upper) / 2,
+                   b.upper - b.lower, b.count, b.confidence, b.frequency);
+  }
+  TORCH_INTERNAL_ASSERT(any, "reliability diagram without points");
+  data += "\n\n";
+}
+
+void reliability(const FigureInputs& in, const std::filesystem::path& dir, std::string& script,
+                 std::vector<std::string>& names) {
+  for (const auto& [method, probs] : in.ensemble_probs) {
+    const std::string name = "reliability_" + method;
+    std::string data = "# index 0 top-label, index 1 class-wise: bin centre, width, count, confidence, frequency\n";
+    write_bins(data, top_label_reliability(probs, in.labels));
+    write_bins(data, classwise_reliability(probs, in.labels));
+    io::write_file_atomically(dir / "data" / (name + ".dat"), data);
+    std::string body = fmt::format(
+        "set multiplot layout 1,2 title 'Reliability of the {0} ensemble'\n"
+        "set xrange [0:1]\nset yrange [0:1]\nset size ratio 1\nset grid\nset key top left\n"
+        "set style fill solid 0.5 border -1\nset xlabel 'predicted probability'\nset ylabel 'observed frequency'\n",
+        method);
+    const char* panels[] = {"top-label (confidence of the predicted class)", "class-wise (every class)"};
+    for (int i = 0; i < 2; ++i) {
+      fmt::format_to(std::back_inserter(body),
+                     "set title '{0}'\n"
+                     "plot 'data/{1}.dat' index {2} using 1:5:2 with boxes lc rgb '#4477aa' title 'observed', "
+                     "'' index {2} using 1:4 with points pt 7 lc rgb '#ee6677' title 'mean confidence', "
+                     "x with lines dt 2 lc rgb 'black' title 'calibrated'\n",
+                     panels[i], name, i);
+    }
+    add_figure(script, name, 1000, 520, body);
+    names.push_back(name);
+  }
+}
+
+void loss_traces(const FigureInputs& in, const std::filesystem::path& dir, std::string& script) {
+  std::string data = "# one block per member: epoch (counted across phases), training loss\n";
+  std::string members;
+  for (const LossTrace& t : in.traces) {
+    fmt::format_to(std::back_inserter(data), "# {}\n", t.member);
+    for (size_t e = 0; e < t.loss.size(); ++e) {
+      fmt::format_to(std::back_inserter(data), "{} {:.10g}\n", e + 1, t.loss[e]);
+    }
+    data += "\n\n";
+    members += (members.empty() ? "" : " ") + t.member;
+  }
+  io::write_file_atomically(dir / "data" / "loss_traces.dat", data);
+  std::string body = fmt::format(
+      "members = \"{}\"\nset title 'Training loss per member (mean cross-entropy per example)'\n"
+      "set xlabel 'epoch (Adam, then SWA, then sampling)'\nset ylabel 'training loss'\nset grid\n"
+      "set key outside right\nset xrange [0.5:{}]\n",
+      members, static_cast<double>(in.traces.front().loss.size()) + 0.5);
+  // Phase boundaries of the first member (every member runs the same schedule),
+  // each phase named where it starts.
+  const auto& phases = in.traces.front().phase;
+  for (size_t e = 0; e < phases.size(); ++e) {
+    if (e > 0 && phases[e] == phases[e - 1]) continue;
+    const double x = static_cast<double>(e) + 0.5;
+    if (e > 0) {
+      fmt::format_to(std::back_inserter(body),
+                     "set arrow from {0}, graph 0 to {0}, graph 1 nohead dt 2 lc rgb 'gray40'\n", x);
+    }
+    fmt::format_to(std::back_inserter(body), "set label '{}' at {}, graph 0.96 left offset 0.5,0 tc rgb 'gray40'\n",
+                   phases[e], x);
+  }
+  body += "plot for [i=1:words(members)] 'data/loss_traces.dat' index (i-1) using 1:2 with linespoints pt 7 ps 0.5 "
+          "title word(members, i)\n";
+  add_figure(script, "loss_traces", 1000, 560, body);
+}
+
+}  // namespace
+
+std::vector<ReliabilityBin> top_label_reliability(const torch::Tensor& probs, const torch::Tensor& labels,
+                                                  int64_t bins) {
+  const auto [p, y] = checked(probs, labels);
+  const auto n = p.size(0);
+  const auto confidence = p.max(/*dim=*/1);
+  const torch::Tensor conf = std::get<0>(confidence).contiguous();
+  // argmax with ties to the lowest index, as accuracy() counts it.
+  const torch::Tensor predicted = p.argmax(/*dim=*/1).contiguous();
+  std::vector<Point> points;
+  points.reserve(n);
+  for (int64_t i = 0; i < n; ++i) {
+    points.push_back({conf.data_ptr<double>()[i], predicted.data_ptr<int64_t>()[i] == y.data_ptr<int64_t>()[i]});
+  }
+  return bin_points(points, bins);
+}
+
+std::vector<ReliabilityBin> classwise_reliability(const torch::Tensor& probs, const torch::Tensor& labels,
+                                                  int64_t bins) {
+  const auto [p, y] = checked(probs, labels);
+  const auto n = p.size(0), k = p.size(1);
+  std::vector<Point> points;
+  points.reserve(n * k);
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t c = 0; c < k; ++c) points.push_back({p.data_ptr<double>()[i * k + c], y.data_ptr<int64_t>()[i] == c});
+  }
+  return bin_points(points, bins);
+}
+
+FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir) {
+  TORCH_CHECK(!inputs.ensemble_probs.empty() && !inputs.traces.empty(), "figures need ensembles and loss traces");
+  std::filesystem::create_directories(dir / "data");
+  FigureOutcome outcome;
+  std::string script =
+      "# Drawn by bnn evaluate (src/evaluation/figures.h); rerun with `gnuplot figures.gp` in this folder.\n"
+      "if (!exists('suffix')) suffix = ''\n\n";
+  std::vector<std::string> names = {"metrics_vs_size"};
+  metrics_vs_size(inputs, dir, script);
+  reliability(inputs, dir, script, names);
+  names.push_back("loss_traces");
+  loss_traces(inputs, dir, script);
+  io::write_file_atomically(dir / "figures.gp", script);
+
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty()) {
+    outcome.error = "gnuplot not found (install the Debian package gnuplot-nox, e.g. with scripts/install-deps.sh, "
+                    "or set BNN_GNUPLOT)";
+    return outcome;
+  }
+  const std::string where = std::filesystem::absolute(dir).string();
+  if (where.find('\'') != std::string::npos || gnuplot.find('\'') != std::string::npos) {
+    outcome.error = "cannot run gnuplot on a path with a single quote: " + where;
+    return outcome;
+  }
+  std::string output;
+  const int status = run_captured(fmt::format("cd {} && {} -e \"suffix='.tmp'\" figures.gp", quoted(where),
+                                              quoted(gnuplot)), output);
+  io::write_file_atomically(dir / "gnuplot.log", output);
+  if (status != 0) {
+    outcome.error = fmt::format("gnuplot failed (exit status {}); see {}", status, (dir / "gnuplot.log").string());
+    return outcome;
+  }
+  for (const std::string& name : names) {
+    for (const Terminal& t : kTerminals) {
+      const auto file = dir / fmt::format("{}.{}", name, t.extension);
+      std::error_code ec;
+      std::filesystem::rename(file.string() + ".tmp", file, ec);
+      if (ec) {
+        outcome.error = fmt::format("gnuplot did not write {}: {}", file.string(), ec.message());
+        return outcome;
+      }
+    }
+  }
+  outcome.figures = names;
+  return outcome;
+}
+
+}  // namespace bnn::evaluation

@@ -1,0 +1,74 @@
+// Figures of an evaluation, PNG and SVG, drawn by gnuplot (Debian package
+// gnuplot-nox, installed by scripts/install-deps.sh; its pngcairo and svg
+// terminals need no display):
+//   metrics_vs_size       accuracy, NLL, ACE and RPS against ensemble size for
+//                         every method, mean +- std over groups (paper Figs. 4-6)
+//   reliability_<method>  top-label and class-wise reliability diagrams of the
+//                         method's full ensemble
+//   loss_traces           training loss per member and epoch across the Adam,
+//                         SWA and sampling phases, phase boundaries marked
+// Note [Figures]: the numbers go to figures/data/*.dat and the drawing
+// instructions to figures/figures.gp (both written atomically, so a user can
+// restyle and rerun `gnuplot figures.gp` in figures/); gnuplot then writes each
+// image to a temporary name that is renamed into place once it succeeded. The
+// program is `gnuplot` on PATH, or $BNN_GNUPLOT. Without it nothing is drawn and
+// draw_figures() says why: figures are an extra, never a reason to lose metrics.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "src/evaluation/ensemble.h"
+#include "src/evaluation/metrics.h"
+
+namespace bnn::evaluation {
+
+struct ReliabilityBin {
+  double lower = 0, upper = 0;  // (lower, upper]; the first bin also holds 0
+  int64_t count = 0;
+  double confidence = 0;  // mean predicted probability in the bin (0 if empty)
+  double frequency = 0;   // mean outcome in the bin (0 if empty)
+};
+
+// Top-label: one point per example, (max_k p_ik, 1{argmax_k p_ik = y_i}), in the
+// equal-width bins of ece() (so sum_b count_b / N |frequency_b - confidence_b| is
+// the ECE).
+std::vector<ReliabilityBin> top_label_reliability(const torch::Tensor& probs, const torch::Tensor& labels,
+                                                  int64_t bins = kEceBins);
+
+// Class-wise: one point per example and class, (p_ik, 1{y_i = k}), pooled over
+// classes, in the same equal-width bins.
+std::vector<ReliabilityBin> classwise_reliability(const torch::Tensor& probs, const torch::Tensor& labels,
+                                                  int64_t bins = kEceBins);
+
+// One member's trace.csv: the training loss of each epoch, in order.
+struct LossTrace {
+  std::string member;  // e.g. "member_000"
+  std::vector<std::string> phase;  // "adam", "swa", "sample" per epoch
+  std::vector<double> loss;
+};
+
+struct FigureInputs {
+  std::vector<EnsembleRow> rows;
+  // Per method, in display order: the full ensemble's mean probabilities.
+  std::vector<std::pair<std::string, torch::Tensor>> ensemble_probs;
+  torch::Tensor labels;
+  std::vector<LossTrace> traces;
+};
+
+struct FigureOutcome {
+  std::vector<std::string> figures;  // base names drawn, each as .png and .svg
+  std::string error;                 // empty on success; else why nothing was drawn
+};
+
+// Writes the data and script of Note [Figures] under `dir` and runs gnuplot.
+// Returns the figures drawn, or the reason none were (gnuplot missing or
+// failing); throws only when the data files themselves cannot be written.
+FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir);
+
+}  // namespace bnn::evaluation

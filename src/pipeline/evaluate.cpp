@@ -1,0 +1,402 @@
+#include "src/pipeline/evaluate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "src/config/config.h"
+#include "src/evaluation/diagnostics.h"
+#include "src/evaluation/figures.h"
+#include "src/evaluation/uncertainty.h"
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "src/pipeline/member.h"
+#include "src/pipeline/run.h"
+
+namespace bnn::pipeline {
+namespace {
+
+using config::ConfigError;
+
+const char* const kMethods[] = {"adam", "swa", "bayes"};
+
+void require_file(const std::filesystem::path& path, const std::string& what) {
+  if (!std::filesystem::exists(path)) {
+    throw ConfigError(fmt::format("{} is not a bnn run directory: {} missing", path.parent_path().string(), what));
+  }
+}
+
+// The stored samples of a member, (step, file) sorted by step.
+std::vector<std::pair<int64_t, std::filesystem::path>> stored_samples(const std::filesystem::path& member) {
+  std::vector<std::pair<int64_t, std::filesystem::path>> out;
+  const auto dir = member / "samples";
+  if (!std::filesystem::exists(dir)) return out;
+  const std::regex name("^step_(\\d+)\\.npy$");
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string file = entry.path().filename().string();
+    std::smatch m;
+    if (std::regex_match(file, m, name)) out.emplace_back(std::stoll(m[1]), entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+evaluation::LossTrace read_trace(const std::filesystem::path& member) {
+  evaluation::LossTrace trace;
+  trace.member = member.filename().string();
+  std::istringstream in(io::read_file(member / "trace.csv"));
+  std::string line;
+  std::getline(in, line);  // header: phase,epoch,loss,test_accuracy,lr_or_h,seconds
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string phase, epoch, loss;
+    if (!std::getline(fields, phase, ',') || !std::getline(fields, epoch, ',') || !std::getline(fields, loss, ',')) {
+      throw ConfigError(fmt::format("{}: malformed line '{}'", (member / "trace.csv").string(), line));
+    }
+    trace.phase.push_back(phase);
+    trace.loss.push_back(std::stod(loss));
+  }
+  return trace;
+}
+
+// What evaluation used of one member.
+struct MemberData {
+  std::filesystem::path dir;
+  torch::Tensor adam, swa, bayes;
+  evaluation::MixtureAccumulator bayes_draws;  // its selected samples (empty if none stored)
+  int64_t samples = 0;
+  evaluation::LossTrace trace;
+};
+
+struct Selection {
+  std::vector<std::string> members;
+  std::optional<int64_t> burn_in;
+  int64_t thin = 1;
+  bool recompute = false;       // Bayesian ensembles from stored samples
+  bool draws_are_samples = true;  // Bayesian uncertainty over samples (else over members)
+};
+
+MemberData load_member(const std::filesystem::path& dir, const config::Config& config, const Selection& selection) {
+  MemberData m;
+  m.dir = dir;
+  m.adam = io::read_npy(dir / "adam_probs.npy");
+  m.swa = io::read_npy(dir / "swa_probs.npy");
+  m.trace = read_trace(dir);
+  const auto stored = stored_samples(dir);
+  if (selection.recompute && stored.empty()) {
+    throw ConfigError(fmt::format("{} has no stored samples (evaluation.save_sample_probs was false?): --burn-in "
+                                  "and --thin need them",
+                                  dir.string()));
+  }
+  int64_t burn_in_steps = 0;
+  if (selection.burn_in) {
+    const auto status = nlohmann::json::parse(io::read_file(dir / "status.json"));
+    if (!status.contains("batches_per_epoch")) {
+      throw ConfigError(fmt::format("{}/status.json does not record batches_per_epoch (written by an older bnn): "
+                                    "--burn-in cannot be applied",
+                                    dir.string()));
+    }
+    burn_in_steps = *selection.burn_in * status["batches_per_epoch"].get<int64_t>();
+  }
+  std::vector<int64_t> steps;
+  for (const auto& [step, file] : stored) steps.push_back(step);
+  const auto keep = select_sample_steps(steps, burn_in_steps, selection.thin);
+  if (selection.recompute && keep.empty()) {
+    throw ConfigError(fmt::format("--burn-in {} and --thin {} keep none of the {} stored samples of {}",
+                                  selection.burn_in.value_or(config.sampler.burn_in), selection.thin, stored.size(),
+                                  dir.string()));
+  }
+  size_t next = 0;
+  for (const auto& [step, file] : stored) {
+    if (next == keep.size() || step != keep[next]) continue;
+    m.bayes_draws.add(io::read_npy(file));
+    ++next;
+  }
+  m.samples = static_cast<int64_t>(keep.size());
+  m.bayes = selection.recompute ? m.bayes_draws.mean().to(torch::kFloat) : io::read_npy(dir / "bayes_probs.npy");
+  return m;
+}
+
+std::string class_table(const std::map<std::string, evaluation::UncertaintySummary>& summaries) {
+  std::string out = "| class |";
+  std::string rule = "|---:|";
+  for (const char* method : kMethods) {
+    out += fmt::format(" {} |", method);
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  const size_t k = summaries.at("bayes").per_class_accuracy.size();
+  for (size_t c = 0; c < k; ++c) {
+    out += fmt::format("| {} |", c);
+    for (const char* method : kMethods) {
+      const double a = summaries.at(method).per_class_accuracy[c];
+      out += std::isnan(a) ? " – |" : fmt::format(" {:.4f} |", a);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string confusion_table(const evaluation::UncertaintySummary& s) {
+  const size_t k = s.confusion.size();
+  std::string out = "| true \\ predicted |";
+  std::string rule = "|---:|";
+  for (size_t c = 0; c < k; ++c) {
+    out += fmt::format(" {} |", c);
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  for (size_t t = 0; t < k; ++t) {
+    out += fmt::format("| **{}** |", t);
+    for (size_t p = 0; p < k; ++p) out += fmt::format(" {} |", s.confusion[t][p]);
+    out += '\n';
+  }
+  return out;
+}
+
+// Split R-hat and ESS need at least this many draws (diagnostics.h).
+constexpr size_t kMinDiagnosticDraws = 4;
+
+std::string diagnostics_section(const std::vector<MemberData>& members, int64_t burn_in) {
+  std::string out = fmt::format(
+      "\n## Sampling diagnostics\n\n"
+      "Per member, the training loss of each sampling epoch after the burn-in of {} epoch(s), taken as one "
+      "chain: split R-hat (near 1 when its two halves agree; above 1.1 the chain still drifts) and the effective "
+      "sample size of its mean (src/evaluation/diagnostics.h; at least {} epochs needed). Members start from "
+      "different SWA points, so no R-hat is taken across members.\n\n"
+      "| member | epochs | split R-hat | ESS |\n|:---|---:|---:|---:|\n",
+      burn_in, kMinDiagnosticDraws);
+  for (const MemberData& m : members) {
+    std::vector<double> losses;
+    int64_t epoch = 0;
+    for (size_t e = 0; e < m.trace.phase.size(); ++e) {
+      if (m.trace.phase[e] == "sample" && ++epoch > burn_in) losses.push_back(m.trace.loss[e]);
+    }
+    std::string rhat = "–", ess = "–";
+    if (losses.size() >= kMinDiagnosticDraws) {
+      const torch::Tensor chain =
+          torch::tensor(losses, torch::kDouble).reshape({1, static_cast<int64_t>(losses.size())});
+      try {
+        rhat = fmt::format("{:.4f}", evaluation::split_rhat(chain));
+        ess = fmt::format("{:.1f}", evaluation::effective_sample_size(chain));
+      } catch (const c10::Error&) {
+        rhat = ess = "constant loss";
+      }
+    }
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", m.trace.member, losses.size(), rhat, ess);
+  }
+  return out;
+}
+
+std::string report(const std::vector<std::filesystem::path>& run_dirs, const config::Config& config,
+                   const Selection& selection, const std::vector<MemberData>& members,
+                   const std::vector<evaluation::EnsembleRow>& rows,
+                   const std::map<std::string, evaluation::UncertaintySummary>& summaries,
+                   const evaluation::FigureOutcome& figures, bool figures_requested) {
+  std::string out = "# bnn evaluation report\n\n";
+  std::string dirs;
+  for (const auto& d : run_dirs) dirs += (dirs.empty() ? "" : ", ") + fmt::format("`{}`", d.string());
+  int64_t samples = 0;
+  for (const auto& m : members) samples += m.samples;
+  fmt::format_to(std::back_inserter(out),
+                 "- Run directories: {}\n- Experiment: model `{}` on `{}`, sampler `{}` (h = {}), {} sampling "
+                 "epochs\n- Members: {} ({})\n- Test examples: {}\n",
+                 dirs, config.model.name, config.data.dataset, config.sampler.name, config.sampler.step_size,
+                 config.sampler.epochs, members.size(), fmt::join(selection.members, ", "),
+                 members.front().adam.size(0));
+  if (selection.recompute) {
+    fmt::format_to(std::back_inserter(out),
+                   "- Bayesian ensemble: recomputed from the stored float16 samples after a burn-in of {} "
+                   "epoch(s), every {} stored sample(s): {} samples in all\n",
+                   selection.burn_in.value_or(config.sampler.burn_in), selection.thin, samples);
+  } else {
+    fmt::format_to(std::back_inserter(out),
+                   "- Bayesian ensemble: each member's bayes_probs.npy (samples after the run's burn-in of {} "
+                   "epoch(s); {} stored samples in all)\n",
+                   config.sampler.burn_in, samples);
+  }
+  out += "\n## Ensemble metrics\n\nMean ± standard deviation over disjoint groups of members "
+         "(DESIGN.md §5; the same numbers as metrics.csv).\n\n";
+  out += evaluation::to_markdown(rows);
+
+  fmt::format_to(std::back_inserter(out),
+                 "\n## Uncertainty of the full ensemble ({} members)\n\n"
+                 "Means over test examples of the predictive entropy H(p̄), the expected entropy of the draws "
+                 "and their difference, the mutual information (epistemic part). Draws are members for Adam and "
+                 "SWA, and {} for the Bayesian ensemble (uncertainty.json).\n\n"
+                 "| method | draws | accuracy | predictive entropy | expected entropy | mutual information |\n"
+                 "|:---|---:|---:|---:|---:|---:|\n",
+                 members.size(), selection.draws_are_samples ? "every retained sample of every member" : "members");
+  for (const char* method : kMethods) {
+    const auto& s = summaries.at(method);
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", method, s.draws,
+                   s.accuracy, s.predictive_entropy, s.expected_entropy, s.mutual_information);
+  }
+  out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(summaries);
+  out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
+         confusion_table(summaries.at("bayes"));
+
+  out += diagnostics_section(members, selection.burn_in.value_or(config.sampler.burn_in));
+
+  out += "\n## Figures\n\n";
+  if (!figures_requested) return out + "Not drawn (--no-figures).\n";
+  if (!figures.error.empty()) return out + fmt::format("Not drawn: {}.\n", figures.error);
+  for (const auto& name : figures.figures) {
+    fmt::format_to(std::back_inserter(out), "![{0}](figures/{0}.png)\n\n[{0}.svg](figures/{0}.svg)\n\n", name);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int64_t burn_in_steps, int64_t thin) {
+  TORCH_CHECK(thin >= 1, "thin must be at least 1, got ", thin);
+  TORCH_CHECK(std::is_sorted(stored.begin(), stored.end()), "stored sample steps must be sorted");
+  std::vector<int64_t> out;
+  int64_t after = 0;
+  for (const int64_t step : stored) {
+    if (step <= burn_in_steps) continue;
+    if (++after % thin == 0) out.push_back(step);
+  }
+  return out;
+}
+
+std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
+                                                   const std::filesystem::path& out_dir,
+                                                   const EvaluateOptions& options) {
+  TORCH_CHECK(!run_dirs.empty(), "evaluate needs at least one run directory");
+  const auto& first = run_dirs.front();
+  require_file(first / "config.yaml", "config.yaml");
+  require_file(first / "labels.npy", "labels.npy");
+  const config::Config config = config::load_config(first / "config.yaml", {});
+  const torch::Tensor labels = io::read_npy(first / "labels.npy");
+  // Members from every directory, ordered by member index so that merging
+  // partial runs gives exactly the table of the full run.
+  std::map<std::string, std::filesystem::path> found;
+  for (const auto& dir : run_dirs) {
+    require_file(dir / "config.yaml", "config.yaml");
+    require_file(dir / "labels.npy", "labels.npy");
+    if (!same_experiment(config::load_config(dir / "config.yaml", {}), config)) {
+      throw ConfigError(fmt::format("{} and {} hold different configurations; only members of one "
+                                    "experiment can be merged",
+                                    first.string(), dir.string()));
+    }
+    if (!io::read_npy(dir / "labels.npy").equal(labels)) {
+      throw ConfigError(fmt::format("{} and {} were evaluated on different test sets", first.string(), dir.string()));
+    }
+    for (const auto& d : finished_members(dir)) {
+      const auto [it, inserted] = found.emplace(d.filename().string(), d);
+      if (!inserted) {
+        throw ConfigError(fmt::format("{} is finished in both {} and {}; merge each member once",
+                                      d.filename().string(), it->second.parent_path().string(), dir.string()));
+      }
+    }
+  }
+  TORCH_CHECK(!found.empty(), "no finished members in ", first.string(), ": nothing to evaluate");
+
+  Selection selection;
+  if (options.burn_in) {
+    if (*options.burn_in < config.sampler.burn_in || *options.burn_in >= config.sampler.epochs) {
+      throw ConfigError(fmt::format("--burn-in {} must be at least the run's sampler.burn_in {} (earlier samples "
+                                    "were not stored) and less than sampler.epochs {}",
+                                    *options.burn_in, config.sampler.burn_in, config.sampler.epochs));
+    }
+    selection.burn_in = options.burn_in;
+  }
+  if (options.thin) {
+    if (*options.thin < 1) throw ConfigError(fmt::format("--thin {} must be at least 1", *options.thin));
+    selection.thin = *options.thin;
+  }
+  selection.recompute = options.burn_in.has_value() || options.thin.has_value();
+  std::map<std::string, std::filesystem::path> chosen;
+  if (options.members.empty()) {
+    chosen = found;
+  } else {
+    for (const int64_t index : options.members) {
+      const std::string name = member_dir("", index).string();
+      const auto it = found.find(name);
+      if (it == found.end()) {
+        throw ConfigError(fmt::format("--members selects {}, which is not finished in any of the run directories",
+                                      name));
+      }
+      chosen.insert(*it);
+    }
+  }
+
+  std::vector<MemberData> members;
+  for (const auto& [name, dir] : chosen) {
+    selection.members.push_back(name);
+    members.push_back(load_member(dir, config, selection));
+  }
+  selection.draws_are_samples = std::all_of(members.begin(), members.end(),
+                                            [](const MemberData& m) { return m.samples > 0; });
+
+  std::vector<torch::Tensor> adam, swa, bayes;
+  evaluation::MixtureAccumulator mix_adam, mix_swa, mix_bayes;
+  int64_t bayes_draws = 0;
+  for (const MemberData& m : members) {
+    adam.push_back(m.adam);
+    swa.push_back(m.swa);
+    bayes.push_back(m.bayes);
+    mix_adam.add(m.adam);
+    mix_swa.add(m.swa);
+    // Members weigh equally, whatever their sample counts (as in bayes_probs.npy).
+    if (selection.draws_are_samples) {
+      mix_bayes.add(m.bayes_draws);
+      bayes_draws += m.samples;
+    } else {
+      mix_bayes.add(m.bayes);
+      ++bayes_draws;
+    }
+  }
+  std::vector<evaluation::EnsembleRow> rows;
+  for (auto [method, probs] : {std::pair{"adam", &adam}, std::pair{"swa", &swa}, std::pair{"bayes", &bayes}}) {
+    auto part = evaluation::ensemble_table(method, *probs, labels);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  std::filesystem::create_directories(out_dir);
+  io::write_file_atomically(out_dir / "metrics.json", evaluation::to_json(rows).dump(2) + "\n");
+  io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
+  io::write_file_atomically(out_dir / "metrics.txt", evaluation::to_table(rows));
+
+  const auto count = static_cast<int64_t>(members.size());
+  std::map<std::string, evaluation::UncertaintySummary> summaries = {
+      {"adam", evaluation::summarize_uncertainty(mix_adam, count, labels)},
+      {"swa", evaluation::summarize_uncertainty(mix_swa, count, labels)},
+      {"bayes", evaluation::summarize_uncertainty(mix_bayes, bayes_draws, labels)},
+  };
+  nlohmann::json uncertainty = {
+      {"selection",
+       {{"members", selection.members},
+        {"burn_in_epochs", selection.burn_in.value_or(config.sampler.burn_in)},
+        {"thin", selection.thin},
+        {"bayes_probabilities", selection.recompute ? "stored samples" : "bayes_probs.npy"},
+        {"bayes_draws", selection.draws_are_samples ? "samples" : "members"}}},
+      {"methods", nlohmann::json::object()}};
+  for (const char* method : kMethods) uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
+  io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
+
+  evaluation::FigureOutcome figures;
+  if (options.figures) {
+    evaluation::FigureInputs inputs;
+    inputs.rows = rows;
+    inputs.labels = labels;
+    inputs.ensemble_probs = {{"adam", mix_adam.mean()}, {"swa", mix_swa.mean()}, {"bayes", mix_bayes.mean()}};
+    for (const MemberData& m : members) inputs.traces.push_back(m.trace);
+    figures = evaluation::draw_figures(inputs, out_dir / "figures");
+    if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);
+  }
+  io::write_file_atomically(out_dir / "report.md", report(run_dirs, config, selection, members, rows, summaries,
+                                                          figures, options.figures));
+  return rows;
+}
+
+}  // namespace bnn::pipeline

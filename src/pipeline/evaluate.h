@@ -1,0 +1,62 @@
+// `bnn evaluate`: the finished members of one experiment, from one or several
+// run directories, scored as ensembles (src/evaluation/ensemble.h), with the
+// uncertainty decomposition (src/evaluation/uncertainty.h), figures
+// (src/evaluation/figures.h) and a Markdown report.
+//
+// Outputs in the output directory, each written atomically:
+//   metrics.json, metrics.csv, metrics.txt   ensemble tables (sizes 1, 2, 4, ..)
+//   uncertainty.json   the selection used, and per method the decomposition of
+//                      the full ensemble's entropy, per-class accuracy and the
+//                      confusion matrix
+//   figures/           PNG and SVG figures, their data and gnuplot script
+//   report.md          all of the above as one document, with split R-hat and
+//                      ESS of each member's sampling-phase training loss
+//
+// Note [Burn-in and thinning at evaluation]: a run keeps sample s (the global
+// sampler step count, the XXXXXXXX of samples/step_XXXXXXXX.npy) when
+// s > sampler.burn_in * N_m and s - sampler.burn_in * N_m is a multiple of the
+// run's thinning t (sampler.thin steps, or N_m for thin 0). By default the
+// Bayesian ensemble is bayes_probs.npy, the running mean the member kept in
+// float32 over exactly those samples. With --burn-in B (epochs, as
+// sampler.burn_in) or --thin K (a multiple of the run's thinning) it is
+// recomputed from the stored float16 samples: those with s > B * N_m are kept,
+// and of them the K-th, 2K-th, ... So evaluation can only discard more samples
+// than the run did (B >= sampler.burn_in, K >= 1), and the result is exactly
+// the sample set a run with sampler.burn_in = B and sampler.thin = K t would
+// have averaged whenever t divides N_m (always so for the default t = N_m), up
+// to float16 rounding of each sample's probabilities.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "src/evaluation/ensemble.h"
+
+namespace bnn::pipeline {
+
+struct EvaluateOptions {
+  std::optional<int64_t> burn_in;  // epochs; unset = the run's sampler.burn_in
+  std::optional<int64_t> thin;     // keep every K-th stored sample; unset = all
+  std::vector<int64_t> members;    // member indices; empty = every finished member
+  bool figures = true;             // draw figures (needs gnuplot; see figures.h)
+};
+
+// Steps of the stored samples that evaluation keeps (Note [Burn-in and thinning
+// at evaluation]): those > burn_in_steps, then the thin-th, 2 thin-th, ... of
+// them, in increasing order. `stored` must be sorted.
+std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int64_t burn_in_steps, int64_t thin);
+
+// Merges the finished members of `run_dirs` (ordered by member index), selects
+// members and samples as `options` say, and writes the outputs listed above to
+// `out_dir`. Directories with different configurations (run.device and
+// run.threads aside) or test labels, a member finished in two of them, a
+// selected member finished in none, or a burn-in/thinning that keeps no sample
+// of some member are ConfigErrors. A failure to draw figures is logged as a
+// warning and recorded in report.md; the metrics are written first either way.
+std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
+                                                   const std::filesystem::path& out_dir,
+                                                   const EvaluateOptions& options = {});
+
+}  // namespace bnn::pipeline

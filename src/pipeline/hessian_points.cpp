@@ -1,0 +1,114 @@
+#include "src/pipeline/hessian_points.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include "models/flat_parameters.h"
+#include "models/registry.h"
+#include "samplers/random.h"
+#include "src/config/config.h"
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "src/pipeline/member.h"
+#include "src/pipeline/run.h"
+
+namespace bnn::pipeline {
+namespace {
+
+// Streams of the --seed (Note [RNG streams] in samplers/random.h).
+constexpr uint64_t kPowerStream = 0;
+constexpr uint64_t kPerturbationStream = 1;
+
+torch::Tensor read_weights(const std::filesystem::path& dir, const std::string& point, int64_t numel) {
+  const auto path = dir / (point + "_weights.npy");
+  if (!std::filesystem::exists(path)) {
+    throw config::ConfigError(fmt::format("{} missing: the member was run by an older bnn or has not finished Adam "
+                                          "and SWA",
+                                          path.string()));
+  }
+  const torch::Tensor w = io::read_npy(path);
+  if (w.dim() != 1 || w.numel() != numel) {
+    throw config::ConfigError(fmt::format("{} holds shape ({}) but the model has {} parameters", path.string(),
+                                          fmt::join(w.sizes(), ", "), numel));
+  }
+  return w;
+}
+
+}  // namespace
+
+std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) {
+  const auto& dir = options.member_dir;
+  const auto run_dir = std::filesystem::absolute(dir).parent_path();
+  if (!std::filesystem::exists(run_dir / "config.yaml")) {
+    throw config::ConfigError(fmt::format("{} is not a member directory of a bnn run: {} missing", dir.string(),
+                                          (run_dir / "config.yaml").string()));
+  }
+  const config::Config config = config::load_config(run_dir / "config.yaml", {});
+  const torch::Device device = resolve_device(options.device);
+  const data_loaders::Dataset data = load_dataset(config, device);
+  if (options.examples < 0 || options.examples > data.train.size()) {
+    throw config::ConfigError(fmt::format("--examples {} must be between 0 (all) and the {} training examples",
+                                          options.examples, data.train.size()));
+  }
+  const int64_t n = options.examples == 0 ? data.train.size() : options.examples;
+  const torch::Tensor images = data.train.images.slice(0, 0, n);
+  const torch::Tensor labels = data.train.labels.slice(0, 0, n);
+
+  auto model = models::make_model(model_spec(config, data), /*seed=*/0);
+  model->to(device);
+  model->train();
+  models::FlatParameters flat(*model);
+  const auto hvp = evaluation::log_posterior_hvp(*model, images, labels, config.prior.precision);
+  const double localization = std::isinf(config.sampler.rho) ? 0.0 : 1.0 / (config.sampler.rho * config.sampler.rho);
+
+  const torch::Tensor swa = read_weights(dir, "swa", flat.numel()).to(device, torch::kFloat);
+  auto noise_gen = samplers::make_generator(device, samplers::derive_seed(options.seed, kPerturbationStream));
+  const double rho = std::isinf(config.sampler.rho) ? 0.0 : config.sampler.rho;
+  const std::vector<std::pair<std::string, torch::Tensor>> points = {
+      {"init", read_weights(dir, "init", flat.numel())},
+      {"adam", read_weights(dir, "adam", flat.numel())},
+      {"swa", swa},
+      {"swa_perturbed", swa + rho * torch::randn(swa.sizes(), noise_gen, swa.options())},
+  };
+  std::vector<HessianPoint> out;
+  for (const auto& [name, weights] : points) {
+    {
+      torch::NoGradGuard no_grad;
+      flat.values().copy_(weights);
+    }
+    // The same start vector at every point, so points differ only by x.
+    auto power_gen = samplers::make_generator(device, samplers::derive_seed(options.seed, kPowerStream));
+    HessianPoint p;
+    p.point = name;
+    p.estimate = evaluation::hessian_spectral_norm(hvp, flat.numel(), options.power, power_gen,
+                                                   flat.values().options());
+    p.localized = p.estimate.rayleigh + localization;
+    spdlog::info("hessian at {:<13}: spectral norm {:.6g}  (rayleigh {:.6g}, {} iterations{})", name,
+                 p.estimate.spectral_norm, p.estimate.rayleigh, p.estimate.iterations,
+                 p.estimate.converged ? "" : ", not converged");
+    out.push_back(p);
+  }
+  nlohmann::json report = to_json(out);
+  report["examples"] = n;
+  report["localization"] = localization;
+  io::write_file_atomically(dir / "hessian.json", report.dump(2) + "\n");
+  return out;
+}
+
+nlohmann::json to_json(const std::vector<HessianPoint>& points) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const HessianPoint& p : points) {
+    list.push_back({{"point", p.point},
+                    {"spectral_norm", p.estimate.spectral_norm},
+                    {"rayleigh", p.estimate.rayleigh},
+                    {"localized", p.localized},
+                    {"iterations", p.estimate.iterations},
+                    {"converged", p.estimate.converged}});
+  }
+  return {{"points", list}};
+}
+
+}  // namespace bnn::pipeline

@@ -1,0 +1,44 @@
+// `bnn hessian --checkpoint MEMBER_DIR`: the Hessian spectral norm of the
+// log-posterior (src/evaluation/hessian.h; paper appendix D.2) at the points of
+// one finished member's path: random initialisation, after Adam, at the SWA
+// point x*, and at x* + rho xi with xi ~ N(0, I) (a typical start of a chain).
+//
+// The potential is f(x) = sum_i CE_i(x) + (lambda / 2) ||x_w||^2 over the first
+// `examples` training examples (all when 0), with the model in train mode
+// (BatchNorm with batch statistics, as while sampling). The localized
+// potential of the sampler adds (1 / (2 rho^2)) ||x - x*||^2, whose Hessian is
+// I / rho^2: its eigenvalues are those of f shifted by 1 / rho^2, reported as
+// `localized` (the Rayleigh quotient plus 1 / rho^2).
+// Results go to MEMBER_DIR/hessian.json (atomically) and are returned.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/evaluation/hessian.h"
+
+namespace bnn::pipeline {
+
+struct HessianOptions {
+  std::filesystem::path member_dir;  // <run>/member_NNN with *_weights.npy
+  int64_t examples = 0;              // first N training examples; 0 = all
+  evaluation::PowerIterationOptions power;
+  uint64_t seed = 0;                 // power-iteration start and the perturbation
+  std::string device = "auto";
+};
+
+struct HessianPoint {
+  std::string point;  // "init", "adam", "swa", "swa_perturbed"
+  evaluation::SpectralNormEstimate estimate;
+  double localized = 0;  // estimate.rayleigh + 1 / rho^2
+};
+
+std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options);
+
+nlohmann::json to_json(const std::vector<HessianPoint>& points);
+
+}  // namespace bnn::pipeline

@@ -1,0 +1,122 @@
+// Tests for src/evaluation/figures.h: reliability bins against the ECE, and the
+// figures as decodable PNG and SVG files (or a stated reason, without gnuplot).
+#include "src/evaluation/figures.h"
+
+#include <cstdlib>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "src/evaluation/metrics.h"
+#include "tests/support/figure_files.h"
+#include "tests/support/temp_dir.h"
+
+namespace bnn::evaluation {
+namespace {
+
+torch::Tensor synthetic_probs(int64_t n, int64_t k, double sharpness) {
+  const torch::Tensor grid = torch::arange(n * k, torch::kDouble).reshape({n, k});
+  return torch::softmax(torch::sin(grid * 0.37) * sharpness, /*dim=*/1);
+}
+
+torch::Tensor synthetic_labels(int64_t n, int64_t k) { return torch::remainder(torch::arange(n, torch::kLong) * 7, k); }
+
+TEST(Reliability, TopLabelBinsGiveTheEce) {
+  const torch::Tensor p = synthetic_probs(500, 10, 3.0), y = synthetic_labels(500, 10);
+  const auto bins = top_label_reliability(p, y);
+  ASSERT_EQ(static_cast<int64_t>(bins.size()), kEceBins);
+  double from_bins = 0;
+  int64_t total = 0;
+  for (const auto& b : bins) {
+    from_bins += static_cast<double>(b.count) / 500.0 * std::abs(b.frequency - b.confidence);
+    total += b.count;
+    if (b.count > 0) {
+      EXPECT_GT(b.confidence, b.lower);
+      EXPECT_LE(b.confidence, b.upper + 1e-12);
+    }
+  }
+  EXPECT_EQ(total, 500);
+  EXPECT_NEAR(from_bins, ece(p, y), 1e-12);
+}
+
+TEST(Reliability, ClasswisePoolsEveryClass) {
+  const torch::Tensor p = synthetic_probs(300, 4, 2.0), y = synthetic_labels(300, 4);
+  const auto bins = classwise_reliability(p, y, /*bins=*/10);
+  int64_t total = 0;
+  double hits = 0, confidence = 0;
+  for (const auto& b : bins) {
+    total += b.count;
+    hits += b.frequency * static_cast<double>(b.count);
+    confidence += b.confidence * static_cast<double>(b.count);
+  }
+  EXPECT_EQ(total, 300 * 4);
+  EXPECT_NEAR(hits, 300.0, 1e-9);        // one true class per example
+  EXPECT_NEAR(confidence, 300.0, 1e-9);  // rows sum to one
+}
+
+FigureInputs synthetic_inputs() {
+  FigureInputs in;
+  in.labels = synthetic_labels(200, 10);
+  const std::vector<torch::Tensor> members = {synthetic_probs(200, 10, 2.0), synthetic_probs(200, 10, 4.0)};
+  for (const char* method : {"adam", "swa", "bayes"}) {
+    auto rows = ensemble_table(method, members, in.labels);
+    in.rows.insert(in.rows.end(), rows.begin(), rows.end());
+    in.ensemble_probs.emplace_back(method, (members[0] + members[1]) / 2);
+  }
+  for (int m = 0; m < 2; ++m) {
+    LossTrace t;
+    t.member = "member_00" + std::to_string(m);
+    t.phase = {"adam", "adam", "swa", "sample", "sample", "sample"};
+    t.loss = {1.0 + m, 0.6, 0.5, 0.45, 0.47, 0.46};
+    in.traces.push_back(t);
+  }
+  return in;
+}
+
+bool has_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
+
+TEST(Figures, PngAndSvgFilesDecode) {
+  if (!has_gnuplot()) GTEST_SKIP() << "gnuplot not installed (scripts/install-deps.sh installs gnuplot-nox)";
+  const auto dir = testing::unique_temp_dir("bnn_figures_test");
+  const FigureOutcome outcome = draw_figures(synthetic_inputs(), dir);
+  ASSERT_TRUE(outcome.error.empty()) << outcome.error;
+  const std::vector<std::string> expected = {"metrics_vs_size", "reliability_adam", "reliability_swa",
+                                             "reliability_bayes", "loss_traces"};
+  EXPECT_EQ(outcome.figures, expected);
+  for (const auto& name : expected) {
+    const testing::PngSize size = testing::decode_png(dir / (name + ".png"));
+    EXPECT_GE(size.width, 500u) << name;
+    EXPECT_GE(size.height, 300u) << name;
+    EXPECT_TRUE(testing::is_svg(dir / (name + ".svg"))) << name;
+    EXPECT_FALSE(std::filesystem::exists(dir / (name + ".png.tmp"))) << name;
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "figures.gp"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "data" / "reliability_bayes.dat"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Figures, MissingGnuplotIsAReasonNotACrash) {
+  const auto dir = testing::unique_temp_dir("bnn_figures_test");
+  ::setenv("BNN_GNUPLOT", "/no/such/gnuplot", 1);
+  const FigureOutcome outcome = draw_figures(synthetic_inputs(), dir);
+  ::unsetenv("BNN_GNUPLOT");
+  EXPECT_TRUE(outcome.figures.empty());
+  EXPECT_NE(outcome.error.find("gnuplot not found"), std::string::npos) << outcome.error;
+  // The data and the script are there to draw by hand later.
+  EXPECT_TRUE(std::filesystem::exists(dir / "figures.gp"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "data" / "metrics_vs_size.dat"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ImageCheck, RejectsWhatIsNotAnImage) {
+  const auto dir = testing::unique_temp_dir("bnn_figures_test");
+  io::write_file_atomically(dir / "fake.png", "\x89PNG\r\n\x1a\nnot really");
+  io::write_file_atomically(dir / "fake.svg", "<html><svg></html>");
+  EXPECT_THROW(testing::decode_png(dir / "fake.png"), std::runtime_error);
+  EXPECT_FALSE(testing::is_svg(dir / "fake.svg"));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace bnn::evaluation

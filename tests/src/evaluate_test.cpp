@@ -1,0 +1,189 @@
+// `bnn evaluate` as a user runs it on a tiny run: report, uncertainty.json and
+// figures; --burn-in / --thin recompute the Bayesian ensemble from the stored
+// samples; --members selects members; a missing gnuplot loses no metrics.
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "src/pipeline/evaluate.h"
+#include "tests/support/figure_files.h"
+#include "tests/support/run_bnn.h"
+
+namespace {
+
+const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
+const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_evaluate_test";
+const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+
+using Result = bnn::testing::CommandResult;
+
+Result bnn_cli(const std::string& args) {
+  std::filesystem::create_directories(kWork);
+  static int calls = 0;
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
+}
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+  return nlohmann::json::parse(bnn::io::read_file(path));
+}
+
+// The bayes row of ensemble size 1 in metrics.json.
+nlohmann::json bayes_size1(const std::filesystem::path& dir) {
+  const nlohmann::json metrics = read_json(dir / "metrics.json");
+  for (const auto& row : metrics["ensembles"]) {
+    if (row["method"] == "bayes" && row["size"] == 1) return row;
+  }
+  return {};
+}
+
+// One tiny run shared by the tests of this file (made once per process).
+const std::filesystem::path& tiny_run() {
+  static const std::filesystem::path dir = [] {
+    const auto d = kWork / ("tiny_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(d);
+    const Result r = bnn_cli("run --config " + kTiny + " --out " + d.string() + " --threads 1");
+    EXPECT_EQ(r.code, 0) << r.output;
+    return d;
+  }();
+  return dir;
+}
+
+TEST(SelectSampleSteps, BurnInThenEveryKth) {
+  using bnn::pipeline::select_sample_steps;
+  const std::vector<int64_t> stored = {20, 30, 40, 50, 60};
+  EXPECT_EQ(select_sample_steps(stored, 0, 1), stored);
+  EXPECT_EQ(select_sample_steps(stored, 30, 1), (std::vector<int64_t>{40, 50, 60}));
+  EXPECT_EQ(select_sample_steps(stored, 0, 2), (std::vector<int64_t>{30, 50}));
+  EXPECT_EQ(select_sample_steps(stored, 20, 3), (std::vector<int64_t>{50}));
+  EXPECT_TRUE(select_sample_steps(stored, 60, 1).empty());
+}
+
+TEST(Evaluate, WritesReportUncertaintyAndFigures) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto& run = tiny_run();
+  const auto out = kWork / "report_out";
+  std::filesystem::remove_all(out);
+  const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  // Without options the tables are those `bnn run` wrote.
+  EXPECT_EQ(bnn::io::read_file(out / "metrics.json"), bnn::io::read_file(run / "metrics.json"));
+
+  const auto u = read_json(out / "uncertainty.json");
+  EXPECT_EQ(u["selection"]["members"], (std::vector<std::string>{"member_000", "member_001"}));
+  EXPECT_EQ(u["selection"]["bayes_probabilities"], "bayes_probs.npy");
+  for (const char* method : {"adam", "swa", "bayes"}) {
+    const auto& m = u["methods"][method];
+    EXPECT_GE(m["mutual_information"].get<double>(), 0.0) << method;
+    EXPECT_NEAR(m["predictive_entropy"].get<double>(),
+                m["expected_entropy"].get<double>() + m["mutual_information"].get<double>(), 1e-9)
+        << method;
+    EXPECT_EQ(m["confusion_matrix"].size(), 10u);
+    EXPECT_EQ(m["per_class_accuracy"].size(), 10u);
+  }
+  EXPECT_EQ(u["methods"]["bayes"]["draws"], 4);  // 2 members x 2 retained samples
+  EXPECT_GT(u["methods"]["bayes"]["mutual_information"].get<double>(), 0.0);
+
+  const std::string report = bnn::io::read_file(out / "report.md");
+  for (const char* text : {"# bnn evaluation report", "## Ensemble metrics", "| 2 | 1 | bayes |",
+                           "mutual information", "## Confusion matrix", "## Sampling diagnostics",
+                           "| member_000 | 2 | – | – |", "## Figures"}) {
+    EXPECT_NE(report.find(text), std::string::npos) << text << "\n" << report;
+  }
+  if (std::system("gnuplot --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "gnuplot not installed";
+  for (const char* name : {"metrics_vs_size", "reliability_adam", "reliability_swa", "reliability_bayes",
+                           "loss_traces"}) {
+    EXPECT_NO_THROW(bnn::testing::decode_png(out / "figures" / (std::string(name) + ".png"))) << name;
+    EXPECT_TRUE(bnn::testing::is_svg(out / "figures" / (std::string(name) + ".svg"))) << name;
+    EXPECT_NE(report.find(std::string("](figures/") + name + ".png)"), std::string::npos) << name;
+  }
+}
+
+TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto& run = tiny_run();
+  // --thin 1 keeps every stored sample: the run's own ensemble up to float16.
+  const auto all = kWork / "thin1";
+  ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + all.string() + " --thin 1 --no-figures").code, 0);
+  EXPECT_NEAR(bayes_size1(all)["nll"]["mean"].get<double>(), bayes_size1(run)["nll"]["mean"].get<double>(), 2e-3);
+  EXPECT_EQ(read_json(all / "uncertainty.json")["selection"]["bayes_probabilities"], "stored samples");
+
+  // --burn-in 2 on a run with burn-in 1 equals a run made with burn-in 2 (the
+  // trajectory does not depend on burn-in), up to float16 rounding.
+  const auto late = kWork / "burn2";
+  ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + late.string() + " --burn-in 2 --members 0 --no-figures")
+                .code,
+            0);
+  const auto direct = kWork / ("burn2_run_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(direct);
+  ASSERT_EQ(bnn_cli("run --config " + kTiny + " --out " + direct.string() +
+                    " --members 0 --threads 1 --set sampler.burn_in=2")
+                .code,
+            0);
+  for (const char* metric : {"accuracy", "nll", "rps"}) {
+    EXPECT_NEAR(bayes_size1(late)[metric]["mean"].get<double>(), bayes_size1(direct)[metric]["mean"].get<double>(),
+                2e-3)
+        << metric;
+  }
+  const auto u = read_json(late / "uncertainty.json");
+  EXPECT_EQ(u["selection"]["members"], (std::vector<std::string>{"member_000"}));
+  EXPECT_EQ(u["methods"]["bayes"]["draws"], 1);
+  EXPECT_EQ(read_json(late / "metrics.json")["ensembles"].size(), 3u);  // size 1 for 3 methods
+  std::filesystem::remove_all(direct);
+}
+
+TEST(Evaluate, SamplingDiagnosticsPerMember) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  // Six sampling epochs after one of burn-in: five loss draws per member.
+  const auto run = kWork / ("longer_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(run);
+  ASSERT_EQ(bnn_cli("run --config " + kTiny + " --out " + run.string() +
+                    " --members 0 --threads 1 --set sampler.epochs=6")
+                .code,
+            0);
+  const std::string report = bnn::io::read_file(run / "report.md");
+  const auto row = report.find("| member_000 | 5 | ");
+  ASSERT_NE(row, std::string::npos) << report;
+  const std::string line = report.substr(row, report.find('\n', row) - row);
+  EXPECT_EQ(line.find("–"), std::string::npos) << line;  // numbers, not placeholders
+  std::filesystem::remove_all(run);
+}
+
+TEST(Evaluate, BadSelectionsAreClearErrors) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const std::string run = tiny_run().string(), out = " --out " + (kWork / "bad").string() + " --no-figures";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--burn-in 0", "--burn-in 0 must be at least the run's sampler.burn_in 1"},
+      {"--burn-in 3", "less than sampler.epochs 3"},
+      {"--thin 3", "keep none of the 2 stored samples"},
+      {"--thin 0", "--thin 0 must be at least 1"},
+      {"--members 5", "--members: '5' selects members outside 0-1"},
+  };
+  for (const auto& [args, text] : cases) {
+    const Result r = bnn_cli("evaluate " + run + out + " " + args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(text), std::string::npos) << args << "\n" << r.output;
+  }
+}
+
+TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto& run = tiny_run();
+  const auto out = kWork / "no_gnuplot";
+  std::filesystem::remove_all(out);
+  ::setenv("BNN_GNUPLOT", "/no/such/gnuplot", 1);
+  const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string());
+  ::unsetenv("BNN_GNUPLOT");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("figures not drawn: gnuplot not found"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out / "metrics.json"));
+  EXPECT_TRUE(std::filesystem::exists(out / "uncertainty.json"));
+  EXPECT_NE(bnn::io::read_file(out / "report.md").find("Not drawn: gnuplot not found"), std::string::npos);
+}
+
+}  // namespace

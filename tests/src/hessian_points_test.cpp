@@ -1,0 +1,75 @@
+// `bnn hessian --checkpoint` on a tiny run: the saved weights are the member's
+// (they reproduce its SWA predictions), and the four points of appendix D.2
+// get finite spectral norms in hessian.json.
+#include <unistd.h>
+
+#include <cmath>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "models/flat_parameters.h"
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "src/pipeline/member.h"
+#include "src/pipeline/run.h"
+#include "tests/support/run_bnn.h"
+
+namespace {
+
+const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
+const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_hessian_test";
+const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+
+bnn::testing::CommandResult bnn_cli(const std::string& args) {
+  std::filesystem::create_directories(kWork);
+  static int calls = 0;
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
+}
+
+TEST(HessianCli, FourPointsOfATinyRun) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto run = kWork / ("tiny_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(run);
+  const auto r = bnn_cli("run --config " + kTiny + " --out " + run.string() + " --members 0 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto member = run / "member_000";
+
+  // swa_weights.npy is x*: loaded into a fresh model it predicts swa_probs.npy.
+  const auto config = bnn::config::load_config(run / "config.yaml", {});
+  const auto data = bnn::pipeline::load_dataset(config, torch::kCPU);
+  auto model = bnn::models::make_model(bnn::pipeline::model_spec(config, data), /*seed=*/0);
+  bnn::models::FlatParameters flat(*model);
+  {
+    torch::NoGradGuard no_grad;
+    flat.values().copy_(bnn::io::read_npy(member / "swa_weights.npy"));
+  }
+  const torch::Tensor probs = bnn::models::predict_probabilities(*model, data.test.images);
+  EXPECT_TRUE(torch::allclose(probs, bnn::io::read_npy(member / "swa_probs.npy"), /*rtol=*/1e-5, /*atol=*/1e-6));
+
+  const auto h = bnn_cli("hessian --checkpoint " + member.string() + " --examples 200 --iterations 30 --threads 1");
+  ASSERT_EQ(h.code, 0) << h.output;
+  const auto report = nlohmann::json::parse(bnn::io::read_file(member / "hessian.json"));
+  EXPECT_EQ(report["examples"], 200);
+  EXPECT_NEAR(report["localization"].get<double>(), 50.0, 1e-9);  // 1 / rho^2, rho = 50^(-1/2)
+  std::vector<std::string> names;
+  for (const auto& p : report["points"]) {
+    names.push_back(p["point"]);
+    const double norm = p["spectral_norm"].get<double>();
+    EXPECT_TRUE(std::isfinite(norm) && norm > 0) << p;
+    EXPECT_LE(std::abs(p["rayleigh"].get<double>()), norm * (1 + 1e-4)) << p;
+    EXPECT_NEAR(p["localized"].get<double>(), p["rayleigh"].get<double>() + 50.0, 1e-6) << p;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"init", "adam", "swa", "swa_perturbed"}));
+  EXPECT_NE(h.output.find("swa_perturbed"), std::string::npos) << h.output;
+  std::filesystem::remove_all(run);
+}
+
+TEST(HessianCli, MissingCheckpointIsAClearError) {
+  const auto r = bnn_cli("hessian --checkpoint /no/such/run/member_000");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("is not a member directory of a bnn run"), std::string::npos) << r.output;
+}
+
+}  // namespace
