@@ -40,6 +40,26 @@ class GradientOracle {
   // evaluate(b), which also overwrites gradient(); oracles override it with a
   // forward pass only.
   virtual torch::Tensor loss(int64_t b) { return evaluate(b); }
+
+  // Optional: per-example gradients, for samplers that estimate the
+  // covariance of the minibatch gradient (NOGIN, samplers/nogin.h).
+  virtual bool has_per_example_gradients() const { return false; }
+
+  // Like evaluate(b) (gradient() is overwritten with the batch sum and the
+  // summed batch loss is returned), and also fills per_example_gradients()
+  // with one row per example of batch b: row i = grad CE_i(x), so the rows sum
+  // to gradient(). The default throws: the oracle has no per-example gradients.
+  virtual torch::Tensor evaluate_per_example(int64_t b) {
+    (void)b;
+    TORCH_CHECK(false, "this gradient oracle has no per-example gradients (has_per_example_gradients() is "
+                       "false); samplers that need them (nogin) cannot run on it");
+  }
+
+  // N_b x d rows written by the last evaluate_per_example(). The buffer is the
+  // oracle's scratch: a caller may overwrite it until the next call.
+  virtual torch::Tensor per_example_gradients() {
+    TORCH_CHECK(false, "this gradient oracle has no per-example gradients");
+  }
 };
 
 }  // namespace bnn::samplers

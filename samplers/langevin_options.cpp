@@ -24,6 +24,14 @@ std::string to_string(GradientEstimator e) {
 
 std::string to_string(AnchorGradients a) { return a == AnchorGradients::kStored ? "stored" : "recomputed"; }
 
+NoiseCovariance parse_noise_covariance(const std::string& name) {
+  if (name == "diagonal") return NoiseCovariance::kDiagonal;
+  if (name == "low_rank") return NoiseCovariance::kLowRank;
+  TORCH_CHECK(false, "unknown noise covariance '", name, "'; valid: diagonal, low_rank");
+}
+
+std::string to_string(NoiseCovariance c) { return c == NoiseCovariance::kDiagonal ? "diagonal" : "low_rank"; }
+
 void LangevinOptions::validate() const {
   TORCH_CHECK(step_size_ > 0 && std::isfinite(step_size_), "step_size h must be positive and finite, got ",
               step_size_);

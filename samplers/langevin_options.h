@@ -35,10 +35,19 @@ enum class AnchorGradients {
   kRecomputed,  // one extra backward per step at x*, no memory
 };
 
+// How NOGIN (samplers/nogin.h) estimates the covariance of the minibatch
+// gradient from the batch's per-example gradients.
+enum class NoiseCovariance {
+  kDiagonal,  // per-coordinate sample variances: O(N_b d) per step
+  kLowRank,   // the full rank <= N_b - 1 sample covariance, by Woodbury: O(N_b^2 d)
+};
+
 GradientEstimator parse_gradient_estimator(const std::string& name);  // "plain", "control_variate"
 AnchorGradients parse_anchor_gradients(const std::string& name);      // "stored", "recomputed"
 std::string to_string(GradientEstimator e);
 std::string to_string(AnchorGradients a);
+NoiseCovariance parse_noise_covariance(const std::string& name);  // "diagonal", "low_rank"
+std::string to_string(NoiseCovariance c);
 
 struct LangevinOptions {
   explicit LangevinOptions(double step_size) : step_size_(step_size) {}
@@ -62,6 +71,8 @@ struct LangevinOptions {
   TORCH_ARG(int64_t, cycle_length) = 0;
   // OBABO: steps per Metropolis-Hastings block; 0 = unadjusted.
   TORCH_ARG(int64_t, mh_block) = 0;
+  // NOGIN: the gradient-noise covariance estimate; other samplers ignore it.
+  TORCH_ARG(NoiseCovariance, noise_covariance) = NoiseCovariance::kDiagonal;
 
   // TORCH_ARG leaves the section private.
  public:

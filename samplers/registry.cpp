@@ -7,6 +7,7 @@
 
 #include "samplers/baoab.h"
 #include "samplers/euler_maruyama.h"
+#include "samplers/nogin.h"
 #include "samplers/obabo.h"
 #include "samplers/sgld.h"
 #include "samplers/sgnht.h"
@@ -52,6 +53,8 @@ const std::vector<Entry>& entries() {
       {"sgnht", K::kReshuffle, factory<Sgnht>(), "SGNHT, Nose-Hoover thermostat"},
       {"obabo", K::kReshuffle, factory<Obabo>(), "OBABO (GGMC), Metropolis-Hastings with mh_block > 0", false,
        true},
+      {"nogin", K::kWithReplacement, factory<Nogin>(),
+       "NOGIN, ABOBA with the gradient-noise covariance in the friction (needs per-example gradients)"},
   };
   return table;
 }

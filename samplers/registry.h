@@ -15,9 +15,12 @@
 //   sgld        overdamped Euler-Maruyama (sgld.h)  rr
 //   sgnht       Nose-Hoover thermostat (sgnht.h)    rr
 //   obabo       OBABO / GGMC, optional MH (obabo.h) rr
+//   nogin       ABOBA, noise-corrected friction (nogin.h)  iid          O(h^2)
 //
 // "sghmc" and "em_rr" are the same sampler: SGHMC as usually implemented, in
-// epochs of reshuffled batches. The batch order can be overridden by options.
+// epochs of reshuffled batches. nogin draws batches with replacement, as its
+// covariance estimate assumes (a random batch per step). The batch order can be
+// overridden by options.
 #pragma once
 
 #include <memory>

@@ -59,23 +59,46 @@ torch::Tensor StochasticGradient::potential() {
 }
 
 const torch::Tensor& StochasticGradient::evaluate(int64_t b, torch::Tensor* loss) {
+  return evaluate_impl(b, nullptr, loss);
+}
+
+const torch::Tensor& StochasticGradient::evaluate_per_example(int64_t b, torch::Tensor& rows, torch::Tensor* loss) {
+  return evaluate_impl(b, &rows, loss);
+}
+
+const torch::Tensor& StochasticGradient::evaluate_impl(int64_t b, torch::Tensor* rows, torch::Tensor* loss) {
   torch::NoGradGuard no_grad;
   torch::Tensor x = oracle_.parameters();
-  if (estimator_ == GradientEstimator::kControlVariate && anchor_mode_ == AnchorGradients::kRecomputed) {
-    // g*_b at x*: swap x* in, evaluate, fold -N_m g*_b into force_, swap back.
+  const bool control_variate = estimator_ == GradientEstimator::kControlVariate;
+  const bool recomputed = control_variate && anchor_mode_ == AnchorGradients::kRecomputed;
+  if (recomputed || (control_variate && rows)) {
+    // At x*: g*_b (recomputed anchors) and the per-example anchor rows (rows
+    // requested); swap x* in, evaluate, swap back.
+    if (!saved_x_.defined()) saved_x_ = torch::empty_like(x);
     saved_x_.copy_(x);
     x.copy_(anchor_);
-    oracle_.evaluate(b);
+    if (rows) {
+      oracle_.evaluate_per_example(b);
+      const torch::Tensor anchor_rows = oracle_.per_example_gradients();
+      if (!anchor_rows_.defined() || !anchor_rows_.sizes().equals(anchor_rows.sizes())) {
+        anchor_rows_ = torch::empty_like(anchor_rows);
+      }
+      anchor_rows_.copy_(anchor_rows);
+    } else {
+      oracle_.evaluate(b);
+    }
     x.copy_(saved_x_);
-    torch::mul_out(force_, diag_, x);
-    force_.sub_(oracle_.gradient(), data_scale_);
-  } else {
-    torch::mul_out(force_, diag_, x);
   }
-  torch::Tensor l = oracle_.evaluate(b);
+  torch::mul_out(force_, diag_, x);
+  if (recomputed) force_.sub_(oracle_.gradient(), data_scale_);
+  torch::Tensor l = rows ? oracle_.evaluate_per_example(b) : oracle_.evaluate(b);
   if (loss) *loss = l;
   force_.add_(oracle_.gradient(), data_scale_).sub_(offset_);
   if (anchor_grads_.defined()) force_.sub_(anchor_grads_[b], data_scale_);
+  if (rows) {
+    *rows = oracle_.per_example_gradients();
+    if (control_variate) rows->sub_(anchor_rows_);
+  }
   return force_;
 }
 

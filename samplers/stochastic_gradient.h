@@ -30,6 +30,13 @@ class StochasticGradient {
   // cross-entropy (0-dim, on device).
   const torch::Tensor& evaluate(int64_t b, torch::Tensor* loss = nullptr);
 
+  // Like evaluate(), from the oracle's per-example gradients, and sets `rows`
+  // to the N_b x d per-example terms of the data part of G before the factor
+  // N_m / T: row i = grad CE_i(x) (plain) or grad CE_i(x) - grad CE_i(x*)
+  // (control variate, one more per-example pass at x* every call). `rows` is
+  // the oracle's scratch buffer; the caller may modify it until the next call.
+  const torch::Tensor& evaluate_per_example(int64_t b, torch::Tensor& rows, torch::Tensor* loss = nullptr);
+
   // The exact potential f(x)/T at the oracle's current parameters, over every
   // batch (one forward pass per batch, no gradient): what a Metropolis-Hastings
   // correction needs. 0-dim double tensor on the parameters' device.
@@ -55,7 +62,10 @@ class StochasticGradient {
   torch::Tensor diag_;    // (lambda m + 1/rho^2) / T
   torch::Tensor offset_;  // (x*/rho^2 - S*) / T  (S* only with the control variate)
   torch::Tensor anchor_grads_;  // N_m x d, stored control variate only
-  torch::Tensor saved_x_;       // recomputed control variate only
+  const torch::Tensor& evaluate_impl(int64_t b, torch::Tensor* rows, torch::Tensor* loss);
+
+  torch::Tensor saved_x_;       // recomputed control variate, or per-example control variate
+  torch::Tensor anchor_rows_;   // per-example gradients at x* (control variate with rows only)
   torch::Tensor force_;
 };
 

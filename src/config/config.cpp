@@ -247,6 +247,9 @@ std::vector<Field> fields(Config& c) {
               "csghmc only: steps per cosine step-size cycle; 0 = auto (4 epochs)."),
       integer("sampler.mh_block", c.sampler.mh_block, "0", 0, kBig,
               "obabo only: steps per Metropolis-Hastings block (exact potential at block ends); 0 = none."),
+      text("sampler.nogin_covariance", c.sampler.nogin_covariance, "diagonal", {"diagonal", "low_rank"},
+           "nogin only: gradient-noise covariance from the batch's per-example gradients (N_b backward passes "
+           "per step); diagonal (O(N_b d)) or low_rank (whole sample covariance by Woodbury, O(N_b^2 d))."),
       integer("evaluation.bn_batches", c.evaluation.bn_batches, "20", 1, kBig,
               "K: training batches used for the BatchNorm recalibration pass before each prediction."),
       boolean("evaluation.save_sample_probs", c.evaluation.save_sample_probs, "true",

@@ -71,6 +71,7 @@ struct SamplerConfig {
   int64_t anchor_memory_mb = 0;
   int64_t cycle_length = 0;  // csghmc: steps per cycle; 0 = auto (4 epochs)
   int64_t mh_block = 0;      // obabo: steps per Metropolis-Hastings block; 0 = none
+  std::string nogin_covariance;  // nogin: diagonal | low_rank
 };
 
 struct EvaluationConfig {

@@ -79,7 +79,9 @@ BiasRow run_one(const BiasOptions& o, const std::string& name, double h, uint64_
 std::vector<std::string> default_bias_samplers() {
   std::vector<std::string> names;
   for (const auto& n : samplers::sampler_names()) {
-    if (n != "csghmc" && n != "sghmc") names.push_back(n);  // sghmc is em_rr under another name
+    // sghmc is em_rr under another name; nogin needs per-example gradients,
+    // which the two-point target (one example per batch) does not have.
+    if (n != "csghmc" && n != "sghmc" && n != "nogin") names.push_back(n);
   }
   return names;
 }
@@ -92,6 +94,11 @@ void validate(const BiasOptions& o) {
     }
     if (s == "csghmc") {
       throw std::invalid_argument("bnn bias: csghmc cycles its step size, so it has no bias at a fixed h");
+    }
+    if (s == "nogin") {
+      throw std::invalid_argument(
+          "bnn bias: nogin estimates the gradient-noise covariance from per-example gradients, and the "
+          "two-point target has one example per batch");
     }
   }
   if (o.step_sizes.empty()) throw std::invalid_argument("bnn bias: no step sizes given");

@@ -221,6 +221,7 @@ class Member {
     if (s.order != "auto") o.order(samplers::parse_batch_order(s.order));
     if (s.name == "csghmc") o.cycle_length(s.cycle_length > 0 ? s.cycle_length : 4 * partition_.num_batches());
     o.mh_block(s.mh_block);
+    o.noise_covariance(samplers::parse_noise_covariance(s.nogin_covariance));
     o.estimator(samplers::parse_gradient_estimator(s.gradient));
     if (s.anchor_gradients == "auto") {
       const double bytes = static_cast<double>(partition_.num_batches()) * flat_->numel() * 4.0;

@@ -20,6 +20,26 @@ torch::Tensor ModelOracle::evaluate(int64_t b) {
   return loss.detach();
 }
 
+torch::Tensor ModelOracle::evaluate_per_example(int64_t b) {
+  const data_loaders::Split batch = partition_.batch(b);
+  model_.train();
+  torch::AutoGradMode grad_mode(/*enabled=*/true);
+  const torch::Tensor losses = torch::nn::functional::cross_entropy(
+      model_.forward(batch.inputs()), batch.labels,
+      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+  const int64_t n = losses.size(0);
+  torch::Tensor grads = flat_.grads();
+  if (!rows_.defined() || rows_.size(0) != n) rows_ = torch::empty({n, grads.numel()}, grads.options());
+  for (int64_t i = 0; i < n; ++i) {
+    flat_.zero_grad();
+    losses[i].backward({}, /*retain_graph=*/i + 1 < n);
+    rows_[i].copy_(grads);
+  }
+  torch::NoGradGuard no_grad;
+  at::sum_out(grads, rows_, {0});
+  return losses.detach().sum();
+}
+
 torch::Tensor ModelOracle::loss(int64_t b) {
   const data_loaders::Split batch = partition_.batch(b);
   model_.train();

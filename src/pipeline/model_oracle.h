@@ -24,10 +24,22 @@ class ModelOracle : public samplers::GradientOracle {
   // Forward only, in train mode like evaluate() (the same batch statistics).
   torch::Tensor loss(int64_t b) override;
 
+  // Per-example gradients (for nogin): one forward pass of the whole batch in
+  // train mode, then one backward pass per example (retaining the graph), each
+  // copied into a preallocated N_b x d buffer. The rows are the gradients of
+  // each example's cross-entropy with the batch's BatchNorm statistics, so they
+  // sum exactly to evaluate()'s gradient. Correct but slow: N_b backward passes
+  // per evaluation (about N_b times a step of the other samplers) and N_b * d
+  // floats of memory.
+  bool has_per_example_gradients() const override { return true; }
+  torch::Tensor evaluate_per_example(int64_t b) override;
+  torch::Tensor per_example_gradients() override { return rows_; }
+
  private:
   models::Classifier& model_;
   models::FlatParameters& flat_;
   const data_loaders::Partition& partition_;
+  torch::Tensor rows_;  // N_b x d, allocated on the first evaluate_per_example()
 };
 
 }  // namespace bnn::pipeline

@@ -6,6 +6,8 @@
 // localization 1/rho^2 around x*, the target is Gaussian with
 //   precision P = sum_b a_b + lambda mask + 1/rho^2,
 //   mean      = (sum_b a_b m_b + x*/rho^2) / P.
+// Per-example gradients (for NOGIN): each batch holds two identical examples,
+// rows g_b / 2, so the estimated gradient-noise covariance is zero.
 #pragma once
 
 #include <vector>
@@ -32,6 +34,13 @@ class QuadraticOracle : public samplers::GradientOracle {
     torch::sub_out(g_, x_, m_[b]).mul_(a_[b]);
     return torch::zeros({}, torch::kDouble);
   }
+  bool has_per_example_gradients() const override { return true; }
+  torch::Tensor evaluate_per_example(int64_t b) override {
+    torch::Tensor l = evaluate(b);
+    rows_ = g_.div(2).unsqueeze(0).repeat({2, 1});
+    return l;
+  }
+  torch::Tensor per_example_gradients() override { return rows_; }
   // sum over coordinates of (a_b / 2) (x - m_b)^2, so that sum_b loss(b) is U.
   torch::Tensor loss(int64_t b) override { return (x_ - m_[b]).pow(2).sum() * (a_[b] / 2); }
 
@@ -49,7 +58,7 @@ class QuadraticOracle : public samplers::GradientOracle {
 
  private:
   std::vector<double> a_, m_;
-  torch::Tensor mask_, x_, g_;
+  torch::Tensor mask_, x_, g_, rows_;
   int64_t evaluations_ = 0;
 };
 

@@ -118,6 +118,9 @@ TEST(BiasOptions, ErrorsNameTheOption) {
   EXPECT_EQ(error(o), "bnn bias: unknown sampler 'nuts'");
   o.samplers = {"csghmc"};
   EXPECT_NE(error(o).find("csghmc cycles its step size"), std::string::npos);
+  o.samplers = {"nogin"};
+  EXPECT_NE(error(o).find("nogin estimates the gradient-noise covariance from per-example gradients"),
+            std::string::npos);
   o = BiasOptions();
   o.step_sizes = {0.1, -0.1};
   EXPECT_EQ(error(o), "bnn bias: step size -0.1 must be positive and finite");

@@ -65,7 +65,9 @@ TEST(Config, ErrorsNameTheKeyAndValue) {
                "config key 'data.batch_size': invalid value 'abc': expected an integer");
   expect_error([] { load_config("", {"sampler.name=hmc"}); },
                "config key 'sampler.name': invalid value 'hmc': valid: sms_ubu, sg_ubu, ubu_rr, sms_baoab, sg_baoab, baoab_rr, sghmc, "
-               "sg_em, em_rr, sms_em, csghmc, sgld, sgnht, obabo");
+               "sg_em, em_rr, sms_em, csghmc, sgld, sgnht, obabo, nogin");
+  expect_error([] { load_config("", {"sampler.nogin_covariance=full"}); },
+               "config key 'sampler.nogin_covariance': invalid value 'full': valid: diagonal, low_rank");
   expect_error([] { load_config("", {"sampler.burn_in=40"}); }, "'sampler.burn_in': invalid value '40': must be less");
   expect_error([] { load_config("", {"sampler.rho=0.5", "sampler.rho_max=0.1"}); },
                "config key 'sampler.rho_max': invalid value '0.1': must be at least sampler.rho (0.5)");

@@ -119,6 +119,20 @@ TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
   EXPECT_TRUE(std::filesystem::exists(out / "member_000" / "swa_probs.npy"));
 }
 
+// nogin on a network: per-example gradients from the model oracle, the
+// covariance variant taken from sampler.nogin_covariance.
+TEST(EndToEnd, NoginRunsOnANetwork) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto out = kWork / "nogin";
+  std::filesystem::remove_all(out);
+  const Result r = bnn("run --config " + kTiny + " --out " + out.string() +
+                       " --members 0 --threads 1 --set sampler.name=nogin --set sampler.nogin_covariance=low_rank");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("Nogin(h=0.001"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("covariance=low_rank)"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(out / "member_000" / "bayes_probs.npy"));
+}
+
 TEST(EndToEnd, BadInputIsOneClearLine) {
   struct Case {
     std::string args, text;

@@ -38,5 +38,38 @@ TEST(ModelOracle, BatchGradientsSumToTheFullDataGradient) {
   EXPECT_TRUE(torch::allclose(sum, flat.grads(), 1e-4, 1e-5));
 }
 
+// Per-example rows (for nogin): row i is the gradient of example i's loss
+// alone (checked against a single-example backward for a model without
+// BatchNorm), and the rows sum to evaluate()'s batch gradient.
+TEST(ModelOracle, PerExampleGradientsSumToTheBatchGradient) {
+  data_loaders::Split train;
+  train.images = torch::randn({12, 1, 28, 28});
+  train.labels = torch::randint(10, {12}, torch::kLong);
+  const data_loaders::Partition partition(train, /*batch_size=*/6, /*seed=*/1);
+  models::ModelSpec spec;
+  spec.hidden = {8};
+  auto model = models::make_model(spec, 2);
+  models::FlatParameters flat(*model);
+  ModelOracle oracle(*model, flat, partition);
+  ASSERT_TRUE(oracle.has_per_example_gradients());
+
+  const double batch_loss = oracle.evaluate(1).item<double>();
+  const torch::Tensor batch_grad = oracle.gradient().clone();
+  const double loss = oracle.evaluate_per_example(1).item<double>();
+  const torch::Tensor rows = oracle.per_example_gradients().clone();
+  ASSERT_EQ(rows.size(0), 6);
+  ASSERT_EQ(rows.size(1), flat.numel());
+  EXPECT_NEAR(loss, batch_loss, 1e-4);
+  EXPECT_TRUE(torch::allclose(oracle.gradient(), batch_grad, 1e-4, 1e-6));
+  EXPECT_TRUE(torch::allclose(rows.sum(0), batch_grad, 1e-4, 1e-6));
+
+  const data_loaders::Split batch = partition.batch(1);
+  flat.zero_grad();
+  torch::nn::functional::cross_entropy(model->forward(batch.images.narrow(0, 2, 1)), batch.labels.narrow(0, 2, 1),
+                                       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+      .backward();
+  EXPECT_TRUE(torch::allclose(rows[2], flat.grads(), 1e-4, 1e-6));
+}
+
 }  // namespace
 }  // namespace bnn::pipeline
