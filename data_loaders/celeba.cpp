@@ -163,14 +163,7 @@ Dataset load_celeba(const CelebaOptions& options, torch::Device device) {
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", "the CelebA test partition",
                                     decode);
 
-  const ChannelStats stats = channel_stats(train.images);
-  Dataset dataset;
-  dataset.name = "celeba";
-  dataset.train = uint8_split(train.images, train.labels, stats, device);
-  dataset.test = uint8_split(test.images, test.labels, stats, device);
-  dataset.num_classes = kCelebaNumClasses;
-  dataset.input_shape = {3, options.side, options.side};
-  return dataset;
+  return uint8_dataset("celeba", train, test, kCelebaNumClasses, device);
 }
 
 }  // namespace bnn::data_loaders

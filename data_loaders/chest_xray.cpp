@@ -48,14 +48,7 @@ Dataset load_chest_xray(const ChestXrayOptions& options, torch::Device device) {
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", (options.dir / "test").string(),
                                     decode);
 
-  const ChannelStats stats = channel_stats(train.images);
-  Dataset dataset;
-  dataset.name = "chest_xray";
-  dataset.train = uint8_split(train.images, train.labels, stats, device);
-  dataset.test = uint8_split(test.images, test.labels, stats, device);
-  dataset.num_classes = kChestXrayNumClasses;
-  dataset.input_shape = {1, options.side, options.side};
-  return dataset;
+  return uint8_dataset("chest_xray", train, test, kChestXrayNumClasses, device);
 }
 
 }  // namespace bnn::data_loaders

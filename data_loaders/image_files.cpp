@@ -367,4 +367,17 @@ DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, c
   return out;
 }
 
+Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
+                      int64_t num_classes, torch::Device device) {
+  const ChannelStats stats = channel_stats(train.images);
+  Dataset dataset;
+  dataset.name = name;
+  dataset.train = uint8_split(train.images, train.labels, stats, device);
+  dataset.test = uint8_split(test.images, test.labels, stats, device);
+  dataset.num_classes = num_classes;
+  const auto shape = train.images.sizes();
+  dataset.input_shape = {shape[1], shape[2], shape[3]};
+  return dataset;
+}
+
 }  // namespace bnn::data_loaders

@@ -46,6 +46,8 @@
 #include <string>
 #include <vector>
 
+#include "data_loaders/dataset.h"
+
 namespace bnn::data_loaders {
 
 struct ImageFile {
@@ -107,5 +109,11 @@ std::vector<ImageFile> interleave_classes(const std::vector<std::vector<ImageFil
 // "<where>: empty split: all <n> image files are unreadable (the first <file>)".
 DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, const std::string& limit_option,
                            const std::string& where, const ImageDecodeOptions& options);
+
+// The Dataset `name` of decoded splits, kept as uint8 on `device` and
+// standardized with the training split's per-channel statistics (Note [Pixel
+// storage] in dataset.h); input shape C x H x W of the training images.
+Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
+                      int64_t num_classes, torch::Device device);
 
 }  // namespace bnn::data_loaders

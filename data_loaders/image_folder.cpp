@@ -92,14 +92,7 @@ Dataset load_image_folder(const ImageFolderOptions& options, torch::Device devic
   DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, "test_limit",
                                            "the test split of " + options.dir.string(), decode);
 
-  const ChannelStats stats = channel_stats(train_images.images);
-  Dataset dataset;
-  dataset.name = "image_folder";
-  dataset.train = uint8_split(train_images.images, train_images.labels, stats, device);
-  dataset.test = uint8_split(test_images.images, test_images.labels, stats, device);
-  dataset.num_classes = static_cast<int64_t>(classes.size());
-  dataset.input_shape = {options.channels, options.side, options.side};
-  return dataset;
+  return uint8_dataset("image_folder", train_images, test_images, static_cast<int64_t>(classes.size()), device);
 }
 
 }  // namespace bnn::data_loaders
