@@ -44,7 +44,7 @@ torch::Tensor ModelOracle::loss(int64_t b) {
   const data_loaders::Split batch = partition_.batch(b);
   model_.train();
   torch::NoGradGuard no_grad;
-  return torch::nn::functional::cross_entropy(model_.forward(batch.images), batch.labels,
+  return torch::nn::functional::cross_entropy(model_.forward(batch.inputs()), batch.labels,
                                               torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
 }
 
