@@ -43,10 +43,11 @@ void check_labels(const torch::Tensor& labels, const fs::path& path) {
 // double through a 256-entry table. A chain of float32 tensor ops would round
 // at every step and could differ between devices; the table gives the same,
 // correctly rounded value everywhere, at the cost of one pass on the host.
-torch::Tensor standardize(const torch::Tensor& pixels) {
+// With standardize false, the float nearest p / 255 instead.
+torch::Tensor standardize(const torch::Tensor& pixels, bool standardize) {
   std::array<float, 256> table{};
   for (int p = 0; p < 256; ++p) {
-    table[p] = static_cast<float>((p / 255.0 - kFashionMnistMean) / kFashionMnistStd);
+    table[p] = static_cast<float>(standardize ? (p / 255.0 - kFashionMnistMean) / kFashionMnistStd : p / 255.0);
   }
   const torch::Tensor source = pixels.contiguous();
   torch::Tensor result = torch::empty(source.sizes(), torch::kFloat32);
@@ -66,7 +67,7 @@ torch::Tensor apply_limit(const torch::Tensor& data, int64_t limit, const char* 
 }
 
 Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
-                 const char* limit_option, torch::Device device) {
+                 const char* limit_option, bool standardized, torch::Device device) {
   const fs::path image_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   const fs::path label_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
   torch::Tensor images = read_idx_images(image_path, kFashionMnistRows, kFashionMnistCols);
@@ -81,7 +82,7 @@ Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
   labels = apply_limit(labels, limit, limit_option, label_path);
 
   Split split;
-  split.images = standardize(images).unsqueeze(1).to(device);
+  split.images = standardize(images, standardized).unsqueeze(1).to(device);
   split.labels = labels.to(torch::kInt64).to(device);
   return split;
 }
@@ -93,8 +94,8 @@ Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device dev
   require_directory(options.dir, "Fashion-MNIST");
   Dataset dataset;
   dataset.name = "fashion_mnist";
-  dataset.train = load_split(options.dir, "train", options.train_limit, "train_limit", device);
-  dataset.test = load_split(options.dir, "t10k", options.test_limit, "test_limit", device);
+  dataset.train = load_split(options.dir, "train", options.train_limit, "train_limit", options.standardize, device);
+  dataset.test = load_split(options.dir, "t10k", options.test_limit, "test_limit", options.standardize, device);
   dataset.num_classes = kFashionMnistNumClasses;
   dataset.input_shape = {1, kFashionMnistRows, kFashionMnistCols};
   return dataset;

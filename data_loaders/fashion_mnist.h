@@ -8,7 +8,8 @@
 // When both forms exist the plain one is read, since it needs no decompression.
 //
 // Pixels become float32 (p / 255 - kFashionMnistMean) / kFashionMnistStd, the
-// normalization of the reference code, evaluated in double and rounded once,
+// normalization of the reference code (or p / 255 with standardize false),
+// evaluated in double and rounded once,
 // so the values are identical on every device. Every problem with the files (missing,
 // corrupt, truncated, mismatched counts, labels outside [0, 9]) is an error
 // naming the file and the offending value.
@@ -40,6 +41,8 @@ struct FashionMnistOptions {
   // fewer). Meant for quick runs and tests.
   int64_t train_limit = 0;
   int64_t test_limit = 0;
+  // false: pixels become the float nearest p / 255, in [0, 1], unstandardized.
+  bool standardize = true;
 };
 
 Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device device);

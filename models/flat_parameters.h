@@ -22,6 +22,8 @@ class FlatParameters {
   torch::Tensor& grads() { return grads_; }
   // 1 for parameters whose name does not end in "bias" (the prior's x_w).
   const torch::Tensor& prior_mask() const { return prior_mask_; }
+  // Puts the prior on every parameter, biases included (prior.biases).
+  void include_biases_in_prior() { prior_mask_.fill_(1.0); }
   int64_t numel() const { return values_.numel(); }
   void zero_grad() { grads_.zero_(); }
 

@@ -32,6 +32,7 @@ PaperCnnFactory cnn() {
 const std::vector<Entry>& entries() {
   static const std::vector<Entry> table = {
       {"mlp", {1, 28, 28}, 10, 0, nullptr},
+      {"logistic", {1, 28, 28}, 10, 0, nullptr},  // multinomial logistic regression: the mlp without hidden layers
       {"fmnist_cnn", {1, 28, 28}, 10, 32, cnn<FmnistCnn>()},
       {"chest_xray_cnn", {1, 180, 180}, 2, 32, cnn<ChestXrayCnn>()},
       {"celeba_cnn", {3, 64, 64}, 2, 16, cnn<CelebaCnn>()},
@@ -86,11 +87,12 @@ std::shared_ptr<Classifier> make_model(const ModelSpec& spec, uint64_t seed) {
   std::lock_guard<std::mutex> lock(construction);
   torch::manual_seed(seed);
   if (!entry.make_cnn) {
+    const bool logistic = entry.name == "logistic";
     MlpOptions o;
     o.input_shape = spec.input_shape;
-    o.hidden = spec.hidden;
+    o.hidden = logistic ? std::vector<int64_t>{} : spec.hidden;
     o.num_classes = spec.num_classes;
-    o.batch_norm = spec.batch_norm;
+    o.batch_norm = logistic ? false : spec.batch_norm;
     return std::make_shared<Mlp>(o);
   }
   return make_paper_cnn(entry, spec);

@@ -211,14 +211,30 @@ std::vector<Field> fields(Config& c) {
              "image_folder without train/ and test/ folders: fraction of each class used for training "
              "(the class is shuffled with run.seed first)."),
       integer("data.channels", c.data.channels, "3", 1, 3, "image_folder: 1 = grayscale, 3 = RGB."),
+      boolean("data.standardize", c.data.standardize, "true",
+              "fashion_mnist: standardize pixels with the data set's mean and std (as the reference code); false "
+              "keeps them in [0, 1] (the logistic-regression experiment; other data sets are always "
+              "standardized)."),
       text("model.name", c.model.name, "fmnist_cnn", models::model_names(), "Architecture (see `bnn models`)."),
       int_list("model.hidden", c.model.hidden, "[256, 256]", 1, "Hidden widths of the mlp."),
       boolean("model.batch_norm", c.model.batch_norm, "false", "BatchNorm1d after each mlp hidden layer."),
       number("prior.precision", c.prior.precision, "1.0", at_least(0),
-             "lambda: Gaussian prior precision on weights (not biases)."),
-      integer("adam.epochs", c.adam.epochs, "15", 1, kBig, "T_train: Adam epochs, lr decaying linearly to 0."),
+             "lambda: Gaussian prior precision on weights (and on biases when prior.biases is true)."),
+      boolean("prior.biases", c.prior.biases, "false",
+              "Put the prior on biases too, i.e. on every parameter (the logistic-regression experiment does, "
+              "which makes its potential strongly convex)."),
+      text("map.optimizer", c.map.optimizer, "none", {"none", "lbfgs"},
+           "How x* is found: none = Adam then SWA; lbfgs = the MAP point by full-batch L-BFGS (strong Wolfe "
+           "line search), replacing Adam and SWA (set adam.epochs and swa.epochs to 0)."),
+      integer("map.iterations", c.map.iterations, "500", 1, kBig, "L-BFGS iterations at most."),
+      number("map.tolerance", c.map.tolerance, "1e-5", positive(),
+             "L-BFGS stops when the largest gradient component of f / N_D is at most this."),
+      integer("map.history", c.map.history, "20", 1, 1000, "L-BFGS memory: correction pairs kept."),
+      integer("adam.epochs", c.adam.epochs, "15", 0, kBig,
+              "T_train: Adam epochs, lr decaying linearly to 0 (0 only with map.optimizer lbfgs)."),
       number("adam.lr", c.adam.lr, "0.01", positive(), "Initial Adam learning rate."),
-      integer("swa.epochs", c.swa.epochs, "5", 1, kBig, "T_swa: epochs of Adam at constant lr, every iterate averaged."),
+      integer("swa.epochs", c.swa.epochs, "5", 0, kBig,
+              "T_swa: epochs of Adam at constant lr, every iterate averaged (0 only with map.optimizer lbfgs)."),
       number("swa.lr", c.swa.lr, "0.001", positive(), "SWA-phase Adam learning rate."),
       text("sampler.name", c.sampler.name, "sms_ubu", samplers::sampler_names(),
            "Posterior sampler (`bnn samplers` describes each)."),
@@ -371,6 +387,11 @@ void validate_data(DataConfig& d) {
                                   "class is the test split)",
                                   d.split_ratio));
   }
+  if (!d.standardize && d.dataset != "fashion_mnist") {
+    throw ConfigError(fmt::format("config key 'data.standardize': invalid value 'false': only fashion_mnist can keep "
+                                  "pixels in [0, 1]; {} is always standardized",
+                                  d.dataset));
+  }
   if (d.channels != 1 && d.channels != 3) {
     throw ConfigError(
         fmt::format("config key 'data.channels': invalid value '{}': must be 1 (grayscale) or 3 (RGB)", d.channels));
@@ -381,6 +402,20 @@ void validate_data(DataConfig& d) {
 
 void validate_and_resolve(Config& c) {
   validate_data(c.data);
+  if (c.map.optimizer == "lbfgs" && (c.adam.epochs != 0 || c.swa.epochs != 0)) {
+    throw ConfigError(fmt::format("config key 'map.optimizer': lbfgs finds x* itself and replaces Adam and SWA; "
+                                  "set adam.epochs and swa.epochs to 0 (they are {} and {})",
+                                  c.adam.epochs, c.swa.epochs));
+  }
+  if (c.map.optimizer == "none") {
+    for (const auto& [key, epochs] : {std::pair{"adam.epochs", c.adam.epochs}, std::pair{"swa.epochs", c.swa.epochs}}) {
+      if (epochs < 1) {
+        throw ConfigError(fmt::format("config key '{}': invalid value '{}': must be at least 1 (x* comes from Adam "
+                                      "then SWA unless map.optimizer is lbfgs)",
+                                      key, epochs));
+      }
+    }
+  }
   auto& s = c.sampler;
   if (s.burn_in >= s.epochs) {
     throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "

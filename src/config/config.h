@@ -33,6 +33,7 @@ struct DataConfig {
   std::vector<int64_t> augment_copies;  // chest_xray: per class NORMAL, PNEUMONIA
   double split_ratio = 0;               // image_folder without split folders
   int64_t channels = 0;                 // image_folder: 1 or 3
+  bool standardize = true;              // fashion_mnist: false = pixels in [0, 1]
 };
 
 struct ModelConfig {
@@ -43,6 +44,17 @@ struct ModelConfig {
 
 struct PriorConfig {
   double precision = 0;  // lambda
+  bool biases = false;   // prior on biases too (all parameters)
+};
+
+// How x* is found: Adam then SWA (optimizer "none"), or the maximum a
+// posteriori point by full-batch L-BFGS (optimizer "lbfgs"), which replaces
+// the Adam and SWA phases (both must then have 0 epochs).
+struct MapConfig {
+  std::string optimizer;   // none | lbfgs
+  int64_t iterations = 0;  // L-BFGS iterations at most
+  double tolerance = 0;    // stop when max |grad| of f / N_D is at most this
+  int64_t history = 0;     // L-BFGS memory (pairs of vectors)
 };
 
 struct AdamConfig {
@@ -91,6 +103,7 @@ struct Config {
   DataConfig data;
   ModelConfig model;
   PriorConfig prior;
+  MapConfig map;
   AdamConfig adam;
   SwaConfig swa;
   SamplerConfig sampler;

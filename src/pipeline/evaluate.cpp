@@ -26,7 +26,12 @@ namespace {
 
 using config::ConfigError;
 
-const char* const kMethods[] = {"adam", "swa", "bayes"};
+// The ensemble methods of a run: its point estimates (member.h), then "bayes".
+std::vector<std::string> methods_of(const config::Config& config) {
+  std::vector<std::string> methods = point_estimates(config);
+  methods.push_back("bayes");
+  return methods;
+}
 
 void require_file(const std::filesystem::path& path, const std::string& what) {
   if (!std::filesystem::exists(path)) {
@@ -70,7 +75,8 @@ evaluation::LossTrace read_trace(const std::filesystem::path& member) {
 // What evaluation used of one member.
 struct MemberData {
   std::filesystem::path dir;
-  torch::Tensor adam, swa, bayes;
+  std::map<std::string, torch::Tensor> point;  // point estimate -> its test probabilities
+  torch::Tensor bayes;
   evaluation::MixtureAccumulator bayes_draws;  // its selected samples (empty if none stored)
   int64_t samples = 0;
   evaluation::LossTrace trace;
@@ -87,8 +93,9 @@ struct Selection {
 MemberData load_member(const std::filesystem::path& dir, const config::Config& config, const Selection& selection) {
   MemberData m;
   m.dir = dir;
-  m.adam = io::read_npy(dir / "adam_probs.npy");
-  m.swa = io::read_npy(dir / "swa_probs.npy");
+  for (const std::string& method : point_estimates(config)) {
+    m.point[method] = io::read_npy(dir / (method + "_probs.npy"));
+  }
   m.trace = read_trace(dir);
   const auto stored = stored_samples(dir);
   if (selection.recompute && stored.empty()) {
@@ -125,10 +132,11 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   return m;
 }
 
-std::string class_table(const std::map<std::string, evaluation::UncertaintySummary>& summaries) {
+std::string class_table(const std::vector<std::string>& methods,
+                        const std::map<std::string, evaluation::UncertaintySummary>& summaries) {
   std::string out = "| class |";
   std::string rule = "|---:|";
-  for (const char* method : kMethods) {
+  for (const std::string& method : methods) {
     out += fmt::format(" {} |", method);
     rule += "---:|";
   }
@@ -136,7 +144,7 @@ std::string class_table(const std::map<std::string, evaluation::UncertaintySumma
   const size_t k = summaries.at("bayes").per_class_accuracy.size();
   for (size_t c = 0; c < k; ++c) {
     out += fmt::format("| {} |", c);
-    for (const char* method : kMethods) {
+    for (const std::string& method : methods) {
       const double a = summaries.at(method).per_class_accuracy[c];
       out += std::isnan(a) ? " – |" : fmt::format(" {:.4f} |", a);
     }
@@ -211,7 +219,7 @@ std::string report(const std::vector<std::filesystem::path>& run_dirs, const con
                  "epochs\n- Members: {} ({})\n- Test examples: {}\n",
                  dirs, config.model.name, config.data.dataset, config.sampler.name, config.sampler.step_size,
                  config.sampler.epochs, members.size(), fmt::join(selection.members, ", "),
-                 members.front().adam.size(0));
+                 members.front().bayes.size(0));
   if (selection.recompute) {
     fmt::format_to(std::back_inserter(out),
                    "- Bayesian ensemble: recomputed from the stored float16 samples after a burn-in of {} "
@@ -230,17 +238,18 @@ std::string report(const std::vector<std::filesystem::path>& run_dirs, const con
   fmt::format_to(std::back_inserter(out),
                  "\n## Uncertainty of the full ensemble ({} members)\n\n"
                  "Means over test examples of the predictive entropy H(p̄), the expected entropy of the draws "
-                 "and their difference, the mutual information (epistemic part). Draws are members for Adam and "
-                 "SWA, and {} for the Bayesian ensemble (uncertainty.json).\n\n"
+                 "and their difference, the mutual information (epistemic part). Draws are members for the point "
+                 "estimates ({}), and {} for the Bayesian ensemble (uncertainty.json).\n\n"
                  "| method | draws | accuracy | predictive entropy | expected entropy | mutual information |\n"
                  "|:---|---:|---:|---:|---:|---:|\n",
-                 members.size(), selection.draws_are_samples ? "every retained sample of every member" : "members");
-  for (const char* method : kMethods) {
+                 members.size(), fmt::join(point_estimates(config), ", "),
+                 selection.draws_are_samples ? "every retained sample of every member" : "members");
+  for (const std::string& method : methods_of(config)) {
     const auto& s = summaries.at(method);
     fmt::format_to(std::back_inserter(out), "| {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", method, s.draws,
                    s.accuracy, s.predictive_entropy, s.expected_entropy, s.mutual_information);
   }
-  out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(summaries);
+  out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(methods_of(config), summaries);
   out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
          confusion_table(summaries.at("bayes"));
 
@@ -339,15 +348,17 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   selection.draws_are_samples = std::all_of(members.begin(), members.end(),
                                             [](const MemberData& m) { return m.samples > 0; });
 
-  std::vector<torch::Tensor> adam, swa, bayes;
-  evaluation::MixtureAccumulator mix_adam, mix_swa, mix_bayes;
+  const std::vector<std::string> points = point_estimates(config);
+  std::map<std::string, std::vector<torch::Tensor>> probs;  // method -> per member
+  std::map<std::string, evaluation::MixtureAccumulator> mix;
   int64_t bayes_draws = 0;
   for (const MemberData& m : members) {
-    adam.push_back(m.adam);
-    swa.push_back(m.swa);
-    bayes.push_back(m.bayes);
-    mix_adam.add(m.adam);
-    mix_swa.add(m.swa);
+    for (const std::string& method : points) {
+      probs[method].push_back(m.point.at(method));
+      mix[method].add(m.point.at(method));
+    }
+    probs["bayes"].push_back(m.bayes);
+    evaluation::MixtureAccumulator& mix_bayes = mix["bayes"];
     // Members weigh equally, whatever their sample counts (as in bayes_probs.npy).
     if (selection.draws_are_samples) {
       mix_bayes.add(m.bayes_draws);
@@ -358,8 +369,8 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     }
   }
   std::vector<evaluation::EnsembleRow> rows;
-  for (auto [method, probs] : {std::pair{"adam", &adam}, std::pair{"swa", &swa}, std::pair{"bayes", &bayes}}) {
-    auto part = evaluation::ensemble_table(method, *probs, labels);
+  for (const std::string& method : methods_of(config)) {
+    auto part = evaluation::ensemble_table(method, probs.at(method), labels);
     rows.insert(rows.end(), part.begin(), part.end());
   }
   std::filesystem::create_directories(out_dir);
@@ -368,11 +379,11 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   io::write_file_atomically(out_dir / "metrics.txt", evaluation::to_table(rows));
 
   const auto count = static_cast<int64_t>(members.size());
-  std::map<std::string, evaluation::UncertaintySummary> summaries = {
-      {"adam", evaluation::summarize_uncertainty(mix_adam, count, labels)},
-      {"swa", evaluation::summarize_uncertainty(mix_swa, count, labels)},
-      {"bayes", evaluation::summarize_uncertainty(mix_bayes, bayes_draws, labels)},
-  };
+  std::map<std::string, evaluation::UncertaintySummary> summaries;
+  for (const std::string& method : points) {
+    summaries[method] = evaluation::summarize_uncertainty(mix.at(method), count, labels);
+  }
+  summaries["bayes"] = evaluation::summarize_uncertainty(mix.at("bayes"), bayes_draws, labels);
   nlohmann::json uncertainty = {
       {"selection",
        {{"members", selection.members},
@@ -381,7 +392,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
         {"bayes_probabilities", selection.recompute ? "stored samples" : "bayes_probs.npy"},
         {"bayes_draws", selection.draws_are_samples ? "samples" : "members"}}},
       {"methods", nlohmann::json::object()}};
-  for (const char* method : kMethods) uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
+  for (const std::string& method : methods_of(config)) uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
   io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
 
   evaluation::FigureOutcome figures;
@@ -389,7 +400,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     evaluation::FigureInputs inputs;
     inputs.rows = rows;
     inputs.labels = labels;
-    inputs.ensemble_probs = {{"adam", mix_adam.mean()}, {"swa", mix_swa.mean()}, {"bayes", mix_bayes.mean()}};
+    for (const std::string& method : methods_of(config)) inputs.ensemble_probs.emplace_back(method, mix.at(method).mean());
     for (const MemberData& m : members) inputs.traces.push_back(m.trace);
     figures = evaluation::draw_figures(inputs, out_dir / "figures");
     if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);

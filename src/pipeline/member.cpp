@@ -16,6 +16,7 @@
 #include "samplers/registry.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "src/pipeline/map_estimate.h"
 #include "src/pipeline/model_oracle.h"
 #include "src/pipeline/progress.h"
 
@@ -35,13 +36,14 @@ class NonFiniteError : public std::runtime_error {
 
 using Clock = std::chrono::steady_clock;
 
-enum class Phase : int64_t { kAdam = 0, kSwa = 1, kSample = 2 };
+enum class Phase : int64_t { kAdam = 0, kSwa = 1, kSample = 2, kMap = 3 };
 
 const char* phase_name(Phase p) {
   switch (p) {
     case Phase::kAdam: return "adam";
     case Phase::kSwa: return "swa";
     case Phase::kSample: return "sampling";
+    case Phase::kMap: return "map";
   }
   throw std::runtime_error("checkpoint: unknown phase");
 }
@@ -78,6 +80,7 @@ class Member {
         kill_at_step_(fault_injection_step()) {
     model_->to(ctx.device);
     flat_ = std::make_unique<models::FlatParameters>(*model_);
+    if (cfg_.prior.biases) flat_->include_biases_in_prior();
     oracle_ = std::make_unique<ModelOracle>(*model_, *flat_, partition_);
     std::filesystem::create_directories(dir_ / "samples");
   }
@@ -86,11 +89,17 @@ class Member {
     spdlog::info("member {}: seed {}, {} ({} parameters), {} batches of {}", index_, seed_, model_->pretty_string(),
                  flat_->numel(), partition_.num_batches(), partition_.batch_size());
     torch::optim::Adam adam(model_->parameters(), torch::optim::AdamOptions(cfg_.adam.lr));
-    Position at{Phase::kAdam, 0};
+    Position at{cfg_.map.optimizer == "lbfgs" ? Phase::kMap : Phase::kAdam, 0};
     if (std::filesystem::exists(checkpoint_path())) {
       at = restore(adam);
     } else {
       io::write_npy(dir_ / "init_weights.npy", flat_->values());
+    }
+    if (at.phase == Phase::kMap) {  // no checkpoint inside: a killed L-BFGS reruns (deterministically)
+      map_phase();
+      io::write_npy(dir_ / "map_weights.npy", flat_->values());
+      io::write_npy(dir_ / "map_probs.npy", predict());
+      at = {Phase::kSample, 0};
     }
     if (at.phase == Phase::kAdam) {
       adam_phase(adam, at.epochs_done);
@@ -121,10 +130,7 @@ class Member {
  private:
   // Note [BatchNorm]: recalibrate on the first K training batches, predict.
   torch::Tensor predict() {
-    models::recalibrate_batch_norm(*model_, partition_.first_batches(cfg_.evaluation.bn_batches).inputs());
-    const data_loaders::Split& test = ctx_.data.test;
-    return models::predict_probabilities(*model_, test.size(),
-                                         [&test](int64_t start, int64_t n) { return test.slice(start, n).inputs(); });
+    return predict_test_probabilities(*model_, partition_, ctx_.data.test, cfg_.evaluation.bn_batches);
   }
 
   double accuracy(const torch::Tensor& probs) const {
@@ -189,6 +195,24 @@ class Member {
     }
   }
 
+  // x* = the MAP point by full-batch L-BFGS (src/pipeline/map_estimate.h).
+  void map_phase() {
+    const auto start = Clock::now();
+    spdlog::info("member {}: L-BFGS to the MAP point over {} examples (at most {} iterations, tolerance {})",
+                 index_, partition_.num_examples(), cfg_.map.iterations, cfg_.map.tolerance);
+    const MapResult r =
+        find_map(*oracle_, model_->parameters(), partition_.num_examples(), cfg_.prior.precision, cfg_.map);
+    check_finite("map", 0, r.objective);
+    if (!r.converged) {
+      spdlog::warn("member {}: L-BFGS stopped after {} evaluations with max |grad| {:.3g} above map.tolerance {}; "
+                   "raise map.iterations or the tolerance",
+                   index_, r.evaluations, r.max_gradient, cfg_.map.tolerance);
+    }
+    spdlog::info("member {}: MAP after {} full-data evaluations: F = {:.6f}, mean loss {:.6f}, max |grad| {:.3g}",
+                 index_, r.evaluations, r.objective, r.mean_loss, r.max_gradient);
+    log_epoch("map", 0, 1, r.mean_loss, accuracy(predict()), 0.0, start);
+  }
+
   // SWA: x* = equal-weight average of every iterate; the model is left at x*.
   void swa_phase(torch::optim::Adam& adam, int64_t first_epoch) {
     const int64_t epochs = cfg_.swa.epochs;
@@ -214,24 +238,7 @@ class Member {
   }
 
   samplers::LangevinOptions sampler_options() const {
-    const auto& s = cfg_.sampler;
-    samplers::LangevinOptions o(s.step_size);
-    o.friction(*s.friction).rho(s.rho).rho_max(*s.rho_max).prior_precision(cfg_.prior.precision);
-    o.temperature(s.temperature);
-    if (s.order != "auto") o.order(samplers::parse_batch_order(s.order));
-    if (s.name == "csghmc") o.cycle_length(s.cycle_length > 0 ? s.cycle_length : 4 * partition_.num_batches());
-    o.mh_block(s.mh_block);
-    o.noise_covariance(samplers::parse_noise_covariance(s.nogin_covariance));
-    o.estimator(samplers::parse_gradient_estimator(s.gradient));
-    if (s.anchor_gradients == "auto") {
-      const double bytes = static_cast<double>(partition_.num_batches()) * flat_->numel() * 4.0;
-      o.anchor_gradients(bytes <= cfg_.sampler.anchor_memory_mb * 1024.0 * 1024.0
-                             ? samplers::AnchorGradients::kStored
-                             : samplers::AnchorGradients::kRecomputed);
-    } else {
-      o.anchor_gradients(samplers::parse_anchor_gradients(s.anchor_gradients));
-    }
-    return o;
+    return langevin_options(cfg_, partition_.num_batches(), flat_->numel());
   }
 
   std::unique_ptr<samplers::Sampler> make_sampler() {
@@ -414,6 +421,39 @@ models::ModelSpec model_spec(const config::Config& config, const data_loaders::D
   spec.hidden = config.model.hidden;
   spec.batch_norm = config.model.batch_norm;
   return spec;
+}
+
+samplers::LangevinOptions langevin_options(const config::Config& config, int64_t num_batches, int64_t num_parameters) {
+  const auto& s = config.sampler;
+  samplers::LangevinOptions o(s.step_size);
+  o.friction(*s.friction).rho(s.rho).rho_max(*s.rho_max).prior_precision(config.prior.precision);
+  o.temperature(s.temperature);
+  if (s.order != "auto") o.order(samplers::parse_batch_order(s.order));
+  if (s.name == "csghmc") o.cycle_length(s.cycle_length > 0 ? s.cycle_length : 4 * num_batches);
+  o.mh_block(s.mh_block);
+  o.noise_covariance(samplers::parse_noise_covariance(s.nogin_covariance));
+  o.estimator(samplers::parse_gradient_estimator(s.gradient));
+  if (s.anchor_gradients == "auto") {
+    const double bytes = static_cast<double>(num_batches) * num_parameters * 4.0;
+    o.anchor_gradients(bytes <= config.sampler.anchor_memory_mb * 1024.0 * 1024.0
+                           ? samplers::AnchorGradients::kStored
+                           : samplers::AnchorGradients::kRecomputed);
+  } else {
+    o.anchor_gradients(samplers::parse_anchor_gradients(s.anchor_gradients));
+  }
+  return o;
+}
+
+torch::Tensor predict_test_probabilities(models::Classifier& model, const data_loaders::Partition& partition,
+                                         const data_loaders::Split& test, int64_t bn_batches) {
+  models::recalibrate_batch_norm(model, partition.first_batches(bn_batches).inputs());
+  return models::predict_probabilities(model, test.size(),
+                                       [&test](int64_t start, int64_t n) { return test.slice(start, n).inputs(); });
+}
+
+std::vector<std::string> point_estimates(const config::Config& config) {
+  if (config.map.optimizer == "lbfgs") return {"map"};
+  return {"adam", "swa"};
 }
 
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index) {

@@ -129,6 +129,7 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
   o.dir = d.dir;
   o.train_limit = d.train_limit;
   o.test_limit = d.test_limit;
+  o.standardize = d.standardize;
   return data_loaders::load_fashion_mnist(o, device);
 }
 

@@ -7,7 +7,9 @@
 //   <run>/member_NNN/          adam_probs.npy, swa_probs.npy, bayes_probs.npy
 //                              (float32 N x K), samples/step_XXXXXXXX.npy (float16
 //                              test probabilities of each retained sample),
-//                              {init,adam,swa}_weights.npy (flat parameters),
+//                              {init,adam,swa}_weights.npy (flat parameters);
+//                              with map.optimizer lbfgs map_probs.npy and
+//                              map_weights.npy instead of adam_* and swa_*,
 //                              trace.csv, status.json (written last; with
 //                              batches_per_epoch and thin_steps)
 //   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md,

@@ -93,7 +93,7 @@ TEST(Models, UnknownNameListsValidNames) {
     FAIL();
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what()).find(
-                  "unknown model 'resnet'; valid: mlp, fmnist_cnn, chest_xray_cnn, celeba_cnn, cifar10_wide_cnn"),
+                  "unknown model 'resnet'; valid: mlp, logistic, fmnist_cnn, chest_xray_cnn, celeba_cnn, cifar10_wide_cnn"),
               std::string::npos);
   }
 }
