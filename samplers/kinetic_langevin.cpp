@@ -33,7 +33,13 @@ void KineticLangevin::allocate_noise(torch::IntArrayRef shape) {
   noise_source_ = std::make_unique<ChunkedNormal>(x_.device(), noise_seed_, noise_.numel());
 }
 
-void KineticLangevin::draw_noise() { noise_source_->fill(noise_); }
+void KineticLangevin::draw_noise() {
+  if (noise_hook_) {
+    noise_hook_(noise_);
+  } else {
+    noise_source_->fill(noise_);
+  }
+}
 
 void KineticLangevin::bounce() {
   if (!options_.bounded()) return;

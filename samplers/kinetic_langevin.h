@@ -4,6 +4,7 @@
 // checkpoint of all of these (Note [Sampler checkpoints]).
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "samplers/batch_order.h"
@@ -21,6 +22,15 @@ class KineticLangevin : public Sampler {
   const torch::Tensor& velocity() const override { return v_; }
   const LangevinOptions& options() const { return options_; }
   const StochasticGradient& gradient_estimator() const { return gradient_; }
+
+  // Note [Coupled noise]: when a hook is set, every draw of the sampler's
+  // N(0, I) noise calls hook(buffer) to fill the preallocated buffer instead
+  // of the sampler's own generator (the buffer's shape is the sampler's: UBU
+  // fills {2, d} twice per step, BAOAB and Euler-Maruyama {d} once). Used to
+  // drive two chains with shared Brownian increments (bnn coupled-bias,
+  // src/experiments/coupled_bias.h). The hook is not part of a checkpoint.
+  using NoiseHook = std::function<void(torch::Tensor& buffer)>;
+  void set_noise_hook(NoiseHook hook) { noise_hook_ = std::move(hook); }
 
  protected:
   // `anchor` is x* (used for localization, bounces and the control variate);
@@ -56,6 +66,7 @@ class KineticLangevin : public Sampler {
   std::unique_ptr<ChunkedNormal> noise_source_;
   uint64_t noise_seed_;
   torch::Tensor bounce_scratch_;
+  NoiseHook noise_hook_;
 };
 
 }  // namespace bnn::samplers

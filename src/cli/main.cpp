@@ -29,6 +29,8 @@ Usage:
   bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K]
   bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
                   Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
+  bnn coupled-bias --config FILE [--samplers a,b] [--h0 H] [--levels L] [--epochs E] [--out F]
+                  bias on a real posterior by chains coupled at h and h/2 (appendix D.1)
   bnn samplers    list the samplers
   bnn models      list the models with input shape, classes and parameter count
   bnn version     LibTorch version, CUDA availability, threads
@@ -221,9 +223,10 @@ int main(int argc, char** argv) {
     if (command == "evaluate") return cmd_evaluate(argc - 1, argv + 1);
     if (command == "hessian") return cmd_hessian(argc - 1, argv + 1);
     if (command == "bias") return bnn::cli::cmd_bias(argc - 1, argv + 1);
+    if (command == "coupled-bias") return bnn::cli::cmd_coupled_bias(argc - 1, argv + 1);
     if (command == "samplers") return bnn::cli::cmd_samplers();
     fmt::print(stderr,
-               "bnn: error: unknown command '{}' (commands: run, evaluate, hessian, bias, samplers, models, version; "
+               "bnn: error: unknown command '{}' (commands: run, evaluate, hessian, bias, coupled-bias, samplers, models, version; "
                "see bnn --help)\n",
                command);
     return 2;
