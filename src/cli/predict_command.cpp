@@ -26,7 +26,7 @@ int cmd_predict(int argc, char** argv) {
       "threads", "CPU threads (default all cores)", cxxopts::value<int64_t>()->default_value("0"))("h,help",
                                                                                                   "Show this help");
   opts.parse_positional({"images"});
-  opts.positional_help("--run RUN_DIR --images PATH [PATH...]");
+  opts.positional_help("--run RUN_DIR --images PATH [PATH...]").show_positional_help();
   const auto args = opts.parse(argc, argv);
   if (args.count("help")) {
     fmt::print("{}", opts.help());
@@ -59,7 +59,8 @@ int cmd_predict(int argc, char** argv) {
   }
   const std::filesystem::path out = args["out"].as<std::string>();
   pipeline::write_predictions(predictions, out);
-  fmt::print("written: {} ({} images)\n", out.string(), predictions.images.size());
+  fmt::print("written: {} ({} image{})\n", out.string(), predictions.images.size(),
+             predictions.images.size() == 1 ? "" : "s");
   return 0;
 }
 
