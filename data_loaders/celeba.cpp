@@ -163,7 +163,7 @@ Dataset load_celeba(const CelebaOptions& options, torch::Device device) {
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", "the CelebA test partition",
                                     decode);
 
-  return uint8_dataset("celeba", train, test, kCelebaNumClasses, device);
+  return uint8_dataset("celeba", train, test, {"blond", "brown"}, device);
 }
 
 }  // namespace bnn::data_loaders

@@ -48,7 +48,7 @@ Dataset load_chest_xray(const ChestXrayOptions& options, torch::Device device) {
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", (options.dir / "test").string(),
                                     decode);
 
-  return uint8_dataset("chest_xray", train, test, kChestXrayNumClasses, device);
+  return uint8_dataset("chest_xray", train, test, class_names(), device);
 }
 
 }  // namespace bnn::data_loaders

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -71,18 +72,9 @@ void check_labels(const std::vector<uint8_t>& records, const fs::path& path) {
   }
 }
 
-// table[c][p]: the float nearest (p / 255 - mean_c) / std_c, evaluated in
-// double (the same reasoning as the Fashion-MNIST loader: one rounding, the
-// same value on every device).
-using ChannelTables = std::array<std::array<float, 256>, kCifar10Channels>;
-ChannelTables standardization_tables() {
-  ChannelTables tables{};
-  for (int64_t c = 0; c < kCifar10Channels; ++c) {
-    for (int p = 0; p < 256; ++p) {
-      tables[c][p] = static_cast<float>((p / 255.0 - kCifar10Mean[c]) / kCifar10Std[c]);
-    }
-  }
-  return tables;
+const ChannelStats& pixel_stats() {
+  static const ChannelStats stats{{kCifar10Mean.begin(), kCifar10Mean.end()}, {kCifar10Std.begin(), kCifar10Std.end()}};
+  return stats;
 }
 
 // Reads the split stored in `names` (in order), checking every file in full,
@@ -100,12 +92,10 @@ Split load_split(const fs::path& dir, const std::vector<std::string>& names, int
                                          dir.string(), fmt::join(names, ", ")));
   }
   const int64_t kept = limit == 0 ? total : limit;
-  torch::Tensor images = torch::empty({kept, kCifar10Channels, kCifar10Side, kCifar10Side}, torch::kFloat32);
+  torch::Tensor pixels = torch::empty({kept, kCifar10Channels, kCifar10Side, kCifar10Side}, torch::kByte);
   torch::Tensor labels = torch::empty({kept}, torch::kInt64);
-  float* image_out = images.data_ptr<float>();
+  uint8_t* pixel_out = pixels.data_ptr<uint8_t>();
   int64_t* label_out = labels.data_ptr<int64_t>();
-  const ChannelTables tables = standardization_tables();
-  constexpr int64_t kPlane = kCifar10Side * kCifar10Side;
 
   int64_t next = 0;  // the next record of the split to fill
   for (size_t f = 0; f < names.size(); ++f) {
@@ -115,12 +105,10 @@ Split load_split(const fs::path& dir, const std::vector<std::string>& names, int
     for (int64_t i = 0; i < counts[f] && next < kept; ++i, ++next) {
       const uint8_t* record = records.data() + i * kCifar10RecordBytes;
       label_out[next] = record[0];
-      const uint8_t* pixels = record + 1;
-      float* out = image_out + next * kCifar10ImageBytes;
-      for (int64_t j = 0; j < kCifar10ImageBytes; ++j) out[j] = tables[j / kPlane][pixels[j]];
+      std::copy(record + 1, record + kCifar10RecordBytes, pixel_out + next * kCifar10ImageBytes);
     }
   }
-  return Split{images.to(device), labels.to(device), {}, {}};
+  return Split{standardize_pixels(pixels, pixel_stats()).to(device), labels.to(device), {}, {}};
 }
 
 }  // namespace
@@ -136,6 +124,8 @@ Dataset load_cifar10(const Cifar10Options& options, torch::Device device) {
   dataset.test = load_split(options.dir, test_files(), options.test_limit, "test_limit", device);
   dataset.num_classes = kCifar10NumClasses;
   dataset.input_shape = {kCifar10Channels, kCifar10Side, kCifar10Side};
+  dataset.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
+  dataset.pixel_stats = pixel_stats();
   return dataset;
 }
 

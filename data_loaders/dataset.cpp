@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <mutex>
 #include <stdexcept>
@@ -79,6 +80,26 @@ Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats
     shift[static_cast<int64_t>(c)] = -stats.mean[c] / stats.std[c];
   }
   return Split{images.to(device), labels.to(device), scale.to(device), shift.to(device)};
+}
+
+torch::Tensor standardize_pixels(const torch::Tensor& pixels, const ChannelStats& stats) {
+  TORCH_CHECK(pixels.dim() == 4 && pixels.scalar_type() == torch::kByte && pixels.device().is_cpu(),
+              "standardize_pixels needs N x C x H x W uint8 CPU pixels, got ", pixels.sizes(), " ",
+              pixels.scalar_type());
+  const int64_t channels = pixels.size(1);
+  TORCH_CHECK(stats.mean.size() == static_cast<size_t>(channels) && stats.std.size() == static_cast<size_t>(channels),
+              "standardize_pixels: ", channels, " channels but statistics for ", stats.mean.size());
+  std::vector<std::array<float, 256>> tables(static_cast<size_t>(channels));
+  for (size_t c = 0; c < tables.size(); ++c) {
+    for (int p = 0; p < 256; ++p) tables[c][p] = static_cast<float>((p / 255.0 - stats.mean[c]) / stats.std[c]);
+  }
+  const torch::Tensor source = pixels.contiguous();
+  torch::Tensor result = torch::empty(source.sizes(), torch::kFloat32);
+  const uint8_t* in = source.data_ptr<uint8_t>();
+  float* out = result.data_ptr<float>();
+  const int64_t plane = source.size(2) * source.size(3);
+  for (int64_t i = 0, n = source.numel(); i < n; ++i) out[i] = tables[(i / plane) % channels][in[i]];
+  return result;
 }
 
 Partition::Partition(const Split& train, int64_t batch_size, uint64_t seed)

@@ -59,11 +59,24 @@ ChannelStats channel_stats(const torch::Tensor& images);
 // (p / 255 - mean[c]) / std[c]. Moves images and labels to `device`.
 Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats& stats, torch::Device device);
 
+// N x C x H x W uint8 CPU `pixels` as float32 model inputs: channel c maps to
+// the float nearest (p / 255 - mean[c]) / std[c], evaluated in double through
+// a 256-entry table per channel. A chain of float32 tensor ops would round at
+// every step and could differ between devices; the table gives the same,
+// correctly rounded value everywhere (the float32 storage of Note [Pixel
+// storage]).
+torch::Tensor standardize_pixels(const torch::Tensor& pixels, const ChannelStats& stats);
+
 struct Dataset {
   std::string name;
   Split train, test;
   int64_t num_classes = 0;
   std::vector<int64_t> input_shape;  // {C, H, W}
+  std::vector<std::string> class_names;  // label k is class_names[k]
+  // The per-channel statistics that standardize the pixels (Note [Pixel
+  // storage]): with float32 storage through standardize_pixels, with uint8
+  // storage through the split's scale and shift (uint8_split).
+  ChannelStats pixel_stats;
 };
 
 // The training split partitioned into N_m fixed minibatches. The permuted

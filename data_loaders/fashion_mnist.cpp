@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <array>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -39,22 +38,12 @@ void check_labels(const torch::Tensor& labels, const fs::path& path) {
   }
 }
 
-// Maps each pixel p to the float nearest (p / 255 - mean) / std, evaluated in
-// double through a 256-entry table. A chain of float32 tensor ops would round
-// at every step and could differ between devices; the table gives the same,
-// correctly rounded value everywhere, at the cost of one pass on the host.
-// With standardize false, the float nearest p / 255 instead.
-torch::Tensor standardize(const torch::Tensor& pixels, bool standardize) {
-  std::array<float, 256> table{};
-  for (int p = 0; p < 256; ++p) {
-    table[p] = static_cast<float>(standardize ? (p / 255.0 - kFashionMnistMean) / kFashionMnistStd : p / 255.0);
-  }
-  const torch::Tensor source = pixels.contiguous();
-  torch::Tensor result = torch::empty(source.sizes(), torch::kFloat32);
-  const uint8_t* in = source.data_ptr<uint8_t>();
-  float* out = result.data_ptr<float>();
-  for (int64_t i = 0, n = source.numel(); i < n; ++i) out[i] = table[in[i]];
-  return result;
+// The reference code's statistics, or mean 0 and std 1 (pixels p / 255 in
+// [0, 1]) with standardize false.
+const ChannelStats& pixel_stats(bool standardize) {
+  static const ChannelStats standardized{{kFashionMnistMean}, {kFashionMnistStd}};
+  static const ChannelStats unit{{0.0}, {1.0}};
+  return standardize ? standardized : unit;
 }
 
 // Keeps the first `limit` examples (all when limit is 0).
@@ -82,7 +71,7 @@ Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
   labels = apply_limit(labels, limit, limit_option, label_path);
 
   Split split;
-  split.images = standardize(images, standardized).unsqueeze(1).to(device);
+  split.images = standardize_pixels(images.unsqueeze(1), pixel_stats(standardized)).to(device);
   split.labels = labels.to(torch::kInt64).to(device);
   return split;
 }
@@ -98,6 +87,9 @@ Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device dev
   dataset.test = load_split(options.dir, "t10k", options.test_limit, "test_limit", options.standardize, device);
   dataset.num_classes = kFashionMnistNumClasses;
   dataset.input_shape = {1, kFashionMnistRows, kFashionMnistCols};
+  dataset.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+                         "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
+  dataset.pixel_stats = pixel_stats(options.standardize);
   return dataset;
 }
 

@@ -101,7 +101,7 @@ std::optional<std::pair<int, int>> jpeg_size(const std::vector<uint8_t>& bytes) 
 int read_mode(const std::vector<uint8_t>& bytes, bool jpeg, const ImageDecodeOptions& options) {
   const bool gray = options.channels == 1;
   const int full = gray ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR;
-  const auto size = jpeg ? jpeg_size(bytes) : std::nullopt;
+  const auto size = jpeg && !options.exact_size ? jpeg_size(bytes) : std::nullopt;
   if (!size) return full;
   const auto [width, height] = *size;
   const int64_t smaller = std::min(width, height);
@@ -125,6 +125,10 @@ cv::Mat decode(const fs::path& path, const ImageDecodeOptions& options) {
     image.release();
   }
   if (image.empty()) bad_image(path, "cannot decode the image: not a valid JPEG, PNG or BMP file");
+  if (options.exact_size && (image.cols != options.side || image.rows != options.side)) {
+    bad_image(path, fmt::format("the image is {} x {} pixels, expected {} x {}", image.cols, image.rows, options.side,
+                                options.side));
+  }
   if (options.channels == 3) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
   return image;
 }
@@ -368,13 +372,15 @@ DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, c
 }
 
 Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
-                      int64_t num_classes, torch::Device device) {
+                      const std::vector<std::string>& class_names, torch::Device device) {
   const ChannelStats stats = channel_stats(train.images);
   Dataset dataset;
   dataset.name = name;
   dataset.train = uint8_split(train.images, train.labels, stats, device);
   dataset.test = uint8_split(test.images, test.labels, stats, device);
-  dataset.num_classes = num_classes;
+  dataset.num_classes = static_cast<int64_t>(class_names.size());
+  dataset.class_names = class_names;
+  dataset.pixel_stats = stats;
   const auto shape = train.images.sizes();
   dataset.input_shape = {shape[1], shape[2], shape[3]};
   return dataset;

@@ -33,6 +33,7 @@
 //   "<file>: cannot decode the image: the file is empty"
 //   "<file>: cannot decode the image: truncated JPEG (no end-of-image marker after the image data)"
 //   "<file>: cannot decode the image: not a valid JPEG, PNG or BMP file"
+//   "<file>: the image is <w> x <h> pixels, expected <side> x <side>" (exact_size)
 // With skip_bad_images the bad files are left out and counted instead; the
 // error of the first bad file (in file order) is what is thrown otherwise.
 //
@@ -67,6 +68,7 @@ struct ImageDecodeOptions {
   int64_t channels = 1;         // 1 = grayscale, 3 = RGB
   int64_t side = 0;             // output images are side x side
   bool center_square = false;   // crop the largest centred square first
+  bool exact_size = false;      // a file that is not side x side is an error, not resized
   Augmentation augmentation;
   uint64_t seed = 0;            // augmentation seed
   bool skip_bad_images = false;
@@ -112,8 +114,9 @@ DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, c
 
 // The Dataset `name` of decoded splits, kept as uint8 on `device` and
 // standardized with the training split's per-channel statistics (Note [Pixel
-// storage] in dataset.h); input shape C x H x W of the training images.
+// storage] in dataset.h); input shape C x H x W of the training images; label
+// k is class_names[k].
 Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
-                      int64_t num_classes, torch::Device device);
+                      const std::vector<std::string>& class_names, torch::Device device);
 
 }  // namespace bnn::data_loaders

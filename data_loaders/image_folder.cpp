@@ -92,7 +92,7 @@ Dataset load_image_folder(const ImageFolderOptions& options, torch::Device devic
   DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, "test_limit",
                                            "the test split of " + options.dir.string(), decode);
 
-  return uint8_dataset("image_folder", train_images, test_images, static_cast<int64_t>(classes.size()), device);
+  return uint8_dataset("image_folder", train_images, test_images, classes, device);
 }
 
 }  // namespace bnn::data_loaders

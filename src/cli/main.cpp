@@ -10,6 +10,7 @@
 
 #include "models/registry.h"
 #include "src/cli/bias_command.h"
+#include "src/cli/predict_command.h"
 #include "src/config/config.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/hessian_points.h"
@@ -26,6 +27,9 @@ Usage:
   bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N]
   bnn evaluate RUN_DIR [RUN_DIR...] [--out DIR] [--burn-in N] [--thin K]
                [--members LIST] [--no-figures]
+  bnn predict --run RUN_DIR --images PATH [PATH...] [--out FILE.csv|FILE.json]
+              [--members LIST] [--method swa|bayes|both]
+                  class probabilities and uncertainties of new images
   bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K]
   bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
                   Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
@@ -222,11 +226,13 @@ int main(int argc, char** argv) {
     if (command == "run") return cmd_run(argc - 1, argv + 1);
     if (command == "evaluate") return cmd_evaluate(argc - 1, argv + 1);
     if (command == "hessian") return cmd_hessian(argc - 1, argv + 1);
+    if (command == "predict") return bnn::cli::cmd_predict(argc - 1, argv + 1);
     if (command == "bias") return bnn::cli::cmd_bias(argc - 1, argv + 1);
     if (command == "coupled-bias") return bnn::cli::cmd_coupled_bias(argc - 1, argv + 1);
     if (command == "samplers") return bnn::cli::cmd_samplers();
     fmt::print(stderr,
-               "bnn: error: unknown command '{}' (commands: run, evaluate, hessian, bias, coupled-bias, samplers, models, version; "
+               "bnn: error: unknown command '{}' (commands: run, evaluate, predict, hessian, bias, coupled-bias, "
+               "samplers, models, version; "
                "see bnn --help)\n",
                command);
     return 2;

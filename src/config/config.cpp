@@ -270,6 +270,15 @@ std::vector<Field> fields(Config& c) {
               "K: training batches used for the BatchNorm recalibration pass before each prediction."),
       boolean("evaluation.save_sample_probs", c.evaluation.save_sample_probs, "true",
               "Write every retained sample's test probabilities (float16 .npy)."),
+      boolean("evaluation.save_sample_weights", c.evaluation.save_sample_weights, "false",
+              "Keep retained posterior samples on disk (member_NNN/samples/weights_XXXXXXXX.npy and the "
+              "recalibrated BatchNorm statistics buffers_XXXXXXXX.npy), so that `bnn predict` scores new images "
+              "with the Bayesian ensemble without re-running."),
+      integer("evaluation.sample_weights_every", c.evaluation.sample_weights_every, "1", 1, kBig,
+              "With save_sample_weights: keep the k-th, 2k-th, ... retained sample (1 = every one)."),
+      text("evaluation.sample_weights_dtype", c.evaluation.sample_weights_dtype, "float32", {"float16", "float32"},
+           "With save_sample_weights: dtype of the stored parameters (float16 halves the disk space; BatchNorm "
+           "statistics stay float32)."),
       integer("run.members", c.run.members, "4", 1, 4096, "M: ensemble members (independent chains)."),
       seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
       text("run.device", c.run.device, "auto", {}, "auto, cpu, cuda or cuda:N."),

@@ -89,6 +89,9 @@ struct SamplerConfig {
 struct EvaluationConfig {
   int64_t bn_batches = 0;
   bool save_sample_probs = true;
+  bool save_sample_weights = false;  // Note [Stored samples] in src/pipeline/stored_weights.h
+  int64_t sample_weights_every = 0;  // keep the k-th, 2k-th, ... retained sample
+  std::string sample_weights_dtype;  // float16 | float32
 };
 
 struct RunConfig {

@@ -19,6 +19,7 @@ std::string descr_of(torch::ScalarType t) {
     case torch::kFloat: return "<f4";
     case torch::kDouble: return "<f8";
     case torch::kLong: return "<i8";
+    case torch::kByte: return "|u1";
     default: TORCH_CHECK(false, "write_npy: unsupported dtype ", t);
   }
 }
@@ -28,6 +29,7 @@ torch::ScalarType dtype_of(const std::string& descr, const std::filesystem::path
   if (descr == "<f4") return torch::kFloat;
   if (descr == "<f8") return torch::kDouble;
   if (descr == "<i8") return torch::kLong;
+  if (descr == "|u1") return torch::kByte;
   throw std::runtime_error(fmt::format("{}: unsupported npy dtype '{}'", path.string(), descr));
 }
 

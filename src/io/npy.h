@@ -1,5 +1,5 @@
 // NumPy .npy files (format version 1.0), so that every array bnn writes can be
-// read with numpy.load. Supported dtypes: float16, float32, float64, int64
+// read with numpy.load. Supported dtypes: float16, float32, float64, int64, uint8
 // (little-endian, C order). Writes are atomic (Note [Atomic writes]).
 #pragma once
 

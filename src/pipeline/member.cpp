@@ -19,6 +19,7 @@
 #include "src/pipeline/map_estimate.h"
 #include "src/pipeline/model_oracle.h"
 #include "src/pipeline/progress.h"
+#include "src/pipeline/stored_weights.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -97,8 +98,8 @@ class Member {
     }
     if (at.phase == Phase::kMap) {  // no checkpoint inside: a killed L-BFGS reruns (deterministically)
       map_phase();
-      io::write_npy(dir_ / "map_weights.npy", flat_->values());
       io::write_npy(dir_ / "map_probs.npy", predict());
+      write_stored_point(dir_ / "map_weights.npy", dir_ / "map_buffers.npy", flat_->values(), *model_, torch::kFloat);
       at = {Phase::kSample, 0};
     }
     if (at.phase == Phase::kAdam) {
@@ -109,8 +110,8 @@ class Member {
     }
     if (at.phase == Phase::kSwa) {
       swa_phase(adam, at.epochs_done);
-      io::write_npy(dir_ / "swa_weights.npy", flat_->values());
       io::write_npy(dir_ / "swa_probs.npy", predict());
+      write_stored_point(dir_ / "swa_weights.npy", dir_ / "swa_buffers.npy", flat_->values(), *model_, torch::kFloat);
       at = {Phase::kSample, 0};
     }
     sampling_phase(at.epochs_done);
@@ -131,6 +132,18 @@ class Member {
   // Note [BatchNorm]: recalibrate on the first K training batches, predict.
   torch::Tensor predict() {
     return predict_test_probabilities(*model_, partition_, ctx_.data.test, cfg_.evaluation.bn_batches);
+  }
+
+  // Note [Stored samples] in stored_weights.h: the k-th, 2k-th, ... retained sample.
+  bool keeps_sample_weights() const {
+    return cfg_.evaluation.save_sample_weights && samples_ % cfg_.evaluation.sample_weights_every == 0;
+  }
+
+  // The current parameters and the BatchNorm statistics predict() just recalibrated.
+  void store_sample(int64_t step) {
+    const auto dtype = cfg_.evaluation.sample_weights_dtype == "float16" ? torch::kHalf : torch::kFloat;
+    write_stored_point(sample_weights_path(dir_, step), sample_buffers_path(dir_, step), flat_->values(), *model_,
+                       dtype);
   }
 
   double accuracy(const torch::Tensor& probs) const {
@@ -276,6 +289,7 @@ class Member {
           if (cfg_.evaluation.save_sample_probs) {
             io::write_npy(dir_ / "samples" / fmt::format("step_{:08d}.npy", done), last_probs.to(torch::kHalf));
           }
+          if (keeps_sample_weights()) store_sample(done);
         }
         progress.update(i + 1);
       }
@@ -297,11 +311,11 @@ class Member {
   // generator, the trace, and per phase the Adam state (Adam, SWA), the SWA
   // running sum and count (SWA), or x*, the sampler's checkpoint (Note
   // [Sampler checkpoints]) and the running prediction sum (sampling). The
-  // predictions written so far stay on disk (a resumed member rewrites those
-  // after the checkpoint, identically). Restoring rebuilds the sampler at x*,
-  // which recomputes the control variate's anchor gradients, then loads its
-  // state, so a resumed member continues bit-identically on the same device
-  // and thread count. The checkpoint is removed once the member is done.
+  // predictions and stored sample weights written so far stay on disk (a
+  // resumed member rewrites those after the checkpoint, identically).
+  // Restoring rebuilds the sampler at x*, which recomputes the control
+  // variate's anchor gradients, then loads its state, so a resumed member
+  // continues bit-identically on the same device and thread count. The checkpoint is removed once the member is done.
   std::filesystem::path checkpoint_path() const { return dir_ / "checkpoint.pt"; }
 
   void save_checkpoint(Position at, torch::optim::Adam* adam) {

@@ -22,6 +22,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/member.h"
+#include "src/pipeline/preprocess.h"
 
 namespace bnn::pipeline {
 
@@ -137,6 +138,9 @@ bool same_experiment(config::Config a, const config::Config& b) {
   a.run.device = b.run.device;
   a.run.threads = b.run.threads;
   a.run.checkpoint = b.run.checkpoint;
+  a.evaluation.save_sample_weights = b.evaluation.save_sample_weights;
+  a.evaluation.sample_weights_every = b.evaluation.sample_weights_every;
+  a.evaluation.sample_weights_dtype = b.evaluation.sample_weights_dtype;
   return config::to_yaml(a) == config::to_yaml(b);
 }
 
@@ -184,6 +188,7 @@ int run(const config::Config& config, const RunOptions& options) {
                  device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
   io::write_npy(dir / "labels.npy", data.begin()->second.test.labels);
+  io::write_file_atomically(dir / "preprocess.json", to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");
 
   std::vector<int64_t> members = options.members;
   if (members.empty()) {

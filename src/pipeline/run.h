@@ -4,12 +4,18 @@
 // Note [Run directory]:
 //   <run>/config.yaml          resolved config (all keys, auto values resolved)
 //   <run>/labels.npy           test labels (int64)
+//   <run>/preprocess.json      model and image preprocessing, for `bnn predict`
+//                              (Note [Preprocessing] in src/pipeline/preprocess.h)
 //   <run>/member_NNN/          adam_probs.npy, swa_probs.npy, bayes_probs.npy
 //                              (float32 N x K), samples/step_XXXXXXXX.npy (float16
 //                              test probabilities of each retained sample),
-//                              {init,adam,swa}_weights.npy (flat parameters);
+//                              {init,adam,swa}_weights.npy (flat parameters;
 //                              with map.optimizer lbfgs map_probs.npy and
-//                              map_weights.npy instead of adam_* and swa_*,
+//                              map_weights.npy instead of adam_* and swa_*),
+//                              swa_buffers.npy and, with
+//                              evaluation.save_sample_weights,
+//                              samples/{weights,buffers}_XXXXXXXX.npy (Note
+//                              [Stored samples] in src/pipeline/stored_weights.h),
 //                              trace.csv, status.json (written last; with
 //                              batches_per_epoch and thin_steps)
 //   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md,
@@ -62,8 +68,9 @@ int run(const config::Config& config, const RunOptions& options);
 // Member directories of `run_dir` whose status.json says "done", sorted.
 std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir);
 
-// Members of one run may use different devices, thread counts and
-// checkpointing; every other key must agree.
+// Members of one run may use different devices, thread counts,
+// checkpointing and sample weight storage (none of them changes a result);
+// every other key must agree.
 bool same_experiment(config::Config a, const config::Config& b);
 
 // `bnn evaluate` of `run_dir` into itself with default options (evaluate.h).

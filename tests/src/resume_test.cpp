@@ -64,6 +64,34 @@ TEST_F(Resume, KilledInTheMiddleOfSamplingResumesBitIdentically) {
   EXPECT_EQ(read(full / "metrics.csv"), read(cut / "metrics.csv"));
 }
 
+// With stored sample weights (Note [Stored samples]) and BatchNorm, a sample
+// every 5 steps: steps 15, 20, 25, 30. The kill at step 27 comes after the
+// sample at 25 was stored but before any checkpoint holds it; the resumed
+// member rewrites it with the same bytes.
+TEST_F(Resume, StoredSampleWeightsAfterTheLastCheckpointAreRewrittenIdentically) {
+  const std::string sets = " --threads 1 --members 0 --set evaluation.save_sample_weights=true"
+                           " --set model.batch_norm=true --set sampler.thin=5";
+  const auto full = work_ / "full", cut = work_ / "cut";
+  auto r = bnn("run --config " + kTiny + " --out " + full.string() + sets);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = bnn("run --config " + kTiny + " --out " + cut.string() + sets, "BNN_KILL_AT_SAMPLER_STEP=27");
+  ASSERT_EQ(r.code, 128 + 9) << "expected death by SIGKILL\n" << r.output;
+  const auto m0 = cut / "member_000";
+  const std::string stored_before_kill = read(m0 / "samples" / "weights_00000025.npy");
+  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(read(m0 / "samples" / "weights_00000025.npy"), stored_before_kill);
+  for (const std::string file : {"swa_weights.npy", "swa_buffers.npy", "bayes_probs.npy"}) {
+    EXPECT_EQ(read(full / "member_000" / file), read(m0 / file)) << file;
+  }
+  for (const char* step : {"00000015", "00000020", "00000025", "00000030"}) {
+    for (const std::string kind : {"weights_", "buffers_"}) {
+      const std::string file = "samples/" + kind + step + ".npy";
+      EXPECT_EQ(read(full / "member_000" / file), read(m0 / file)) << file;
+    }
+  }
+}
+
 // A resume that cannot write (here: samples/ replaced by a file, which even
 // root cannot write into) fails with a message naming the path, and the last
 // checkpoint stays byte-for-byte what it was.
