@@ -10,6 +10,7 @@
 
 #include "models/registry.h"
 #include "src/cli/bias_command.h"
+#include "src/cli/rhat_command.h"
 #include "src/config/config.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/hessian_points.h"
@@ -27,6 +28,9 @@ Usage:
   bnn evaluate RUN_DIR [RUN_DIR...] [--out DIR] [--burn-in N] [--thin K]
                [--members LIST] [--no-figures]
   bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K]
+  bnn rhat --config FILE [--set key=value]... [--chains C] [--repeats R] [--rho RHO]
+           [--loss-every K] [--out DIR] [--device ...] [--threads N]
+                  R-hat of chains from perturbations of x* (paper Fig. 3)
   bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
                   Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
   bnn samplers    list the samplers
@@ -221,9 +225,10 @@ int main(int argc, char** argv) {
     if (command == "evaluate") return cmd_evaluate(argc - 1, argv + 1);
     if (command == "hessian") return cmd_hessian(argc - 1, argv + 1);
     if (command == "bias") return bnn::cli::cmd_bias(argc - 1, argv + 1);
+    if (command == "rhat") return bnn::cli::cmd_rhat(argc - 1, argv + 1);
     if (command == "samplers") return bnn::cli::cmd_samplers();
     fmt::print(stderr,
-               "bnn: error: unknown command '{}' (commands: run, evaluate, hessian, bias, samplers, models, version; "
+               "bnn: error: unknown command '{}' (commands: run, evaluate, hessian, rhat, bias, samplers, models, version; "
                "see bnn --help)\n",
                command);
     return 2;
