@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "samplers/registry.h"
+#include "src/cli/options.h"
 #include "src/config/config.h"
 #include "src/experiments/bias.h"
 #include "src/experiments/coupled_bias.h"
@@ -67,14 +68,9 @@ int cmd_bias(int argc, char** argv) {
       "seed", "Seed", cxxopts::value<uint64_t>()->default_value("1"))(
       "o,out", "CSV file (sampler,h,w1)", cxxopts::value<std::string>()->default_value("bias.csv"))(
       "threads", "CPU threads (default all cores)", cxxopts::value<int>()->default_value("0"))("help", "Show this help");
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}", opts.help());
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
-  }
+  const auto parsed = parse_or_help(opts, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   experiments::BiasOptions o;
   if (args.count("samplers")) o.samplers = split_list(args["samplers"].as<std::string>());
   o.step_sizes = parse_step_sizes(args["h"].as<std::string>());

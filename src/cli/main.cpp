@@ -11,6 +11,7 @@
 #include "models/registry.h"
 #include "src/cli/bias_command.h"
 #include "src/cli/predict_command.h"
+#include "src/cli/rhat_command.h"
 #include "src/config/config.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/hessian_points.h"
@@ -31,6 +32,9 @@ Usage:
               [--members LIST] [--method swa|bayes|both]
                   class probabilities and uncertainties of new images
   bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K]
+  bnn rhat --config FILE [--set key=value]... [--chains C] [--repeats R] [--rho RHO]
+           [--loss-every K] [--out DIR] [--device ...] [--threads N]
+                  R-hat of chains from perturbations of x* (paper Fig. 3)
   bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]
                   Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)
   bnn coupled-bias --config FILE [--samplers a,b] [--h0 H] [--levels L] [--epochs E] [--out F]
@@ -229,10 +233,11 @@ int main(int argc, char** argv) {
     if (command == "predict") return bnn::cli::cmd_predict(argc - 1, argv + 1);
     if (command == "bias") return bnn::cli::cmd_bias(argc - 1, argv + 1);
     if (command == "coupled-bias") return bnn::cli::cmd_coupled_bias(argc - 1, argv + 1);
+    if (command == "rhat") return bnn::cli::cmd_rhat(argc - 1, argv + 1);
     if (command == "samplers") return bnn::cli::cmd_samplers();
     fmt::print(stderr,
-               "bnn: error: unknown command '{}' (commands: run, evaluate, predict, hessian, bias, coupled-bias, "
-               "samplers, models, version; "
+               "bnn: error: unknown command '{}' (commands: run, evaluate, predict, hessian, rhat, bias, "
+               "coupled-bias, samplers, models, version; "
                "see bnn --help)\n",
                command);
     return 2;

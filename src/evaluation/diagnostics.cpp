@@ -122,4 +122,34 @@ double effective_sample_size(const torch::Tensor& chains) {
   return total / std::max(tau, 1.0 / std::log10(total));
 }
 
+std::vector<RhatAtEpoch> rhat_by_epoch(const torch::Tensor& chains, int64_t burn_in) {
+  TORCH_CHECK(chains.defined() && chains.dim() == 2, "rhat_by_epoch: chains must be 2-D (M chains x E epochs)");
+  TORCH_CHECK(burn_in >= 0, "rhat_by_epoch: burn_in must be non-negative, got ", burn_in);
+  // An R-hat that is undefined for constant chains becomes NaN; the draws are
+  // checked for finiteness once, over the whole post-burn-in range.
+  const auto or_nan = [](auto&& compute) {
+    try {
+      return compute();
+    } catch (const c10::Error&) {
+      return std::numeric_limits<double>::quiet_NaN();
+    }
+  };
+  std::vector<RhatAtEpoch> out;
+  const int64_t epochs = chains.size(1);
+  if (epochs < burn_in + 2) return out;
+  const torch::Tensor kept = chains.slice(/*dim=*/1, burn_in, epochs);
+  to_chains(kept, "rhat_by_epoch", /*min_chains=*/1, /*min_draws=*/1);
+  for (int64_t e = burn_in + 2; e <= epochs; ++e) {
+    RhatAtEpoch point;
+    point.epoch = e;
+    point.draws = e - burn_in;
+    const torch::Tensor draws = kept.slice(/*dim=*/1, 0, point.draws);
+    point.rhat = chains.size(0) >= 2 ? or_nan([&] { return rhat(draws); }) : std::numeric_limits<double>::quiet_NaN();
+    point.split_rhat =
+        point.draws >= 4 ? or_nan([&] { return split_rhat(draws); }) : std::numeric_limits<double>::quiet_NaN();
+    out.push_back(point);
+  }
+  return out;
+}
+
 }  // namespace bnn::evaluation

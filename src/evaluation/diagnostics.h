@@ -19,6 +19,9 @@
 // (Gelman and Rubin 1992; Gelman et al., Bayesian Data Analysis, 3rd ed., 11.4).
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include <torch/torch.h>
 
 namespace bnn::evaluation {
@@ -51,5 +54,20 @@ double split_rhat(const torch::Tensor& chains);
 // For a stationary AR(1) chain x_t = phi x_{t-1} + eps_t, rho_t = phi^t and
 // ESS -> M N (1 - phi) / (1 + phi).
 double effective_sample_size(const torch::Tensor& chains);
+
+// R-hat after burn-in, as a function of how long the chains have run.
+struct RhatAtEpoch {
+  int64_t epoch = 0;        // 1-based: draws burn_in+1 .. epoch are used
+  int64_t draws = 0;        // epoch - burn_in draws per chain
+  double rhat = 0;          // classic; NaN when undefined (fewer than 2 draws or chains, or constant chains)
+  double split_rhat = 0;    // NaN when undefined (fewer than 4 draws, or constant half-chains)
+};
+
+// For `chains` (M x E: chain m's scalar at epochs 1..E, e.g. its mean
+// training loss per epoch) and a burn-in of B epochs, one entry per epoch
+// e = B+2 .. E: R-hat and split R-hat of the draws of epochs B+1 .. e. Empty
+// when E < B + 2. Undefined values are NaN rather than errors, so a curve can
+// start before split R-hat is defined; non-finite draws still throw.
+std::vector<RhatAtEpoch> rhat_by_epoch(const torch::Tensor& chains, int64_t burn_in);
 
 }  // namespace bnn::evaluation

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iterator>
@@ -210,6 +211,97 @@ void loss_traces(const FigureInputs& in, const std::filesystem::path& dir, std::
   add_figure(script, "loss_traces", 1000, 560, body);
 }
 
+bool has_split_rhat(const std::vector<RhatCurve>& curves) {
+  for (const RhatCurve& c : curves) {
+    for (const RhatAtEpoch& p : c.points) {
+      if (std::isfinite(p.split_rhat)) return true;
+    }
+  }
+  return false;
+}
+
+// Two panels, classic and split R-hat; data block 2i is curve i's classic
+// R-hat, block 2i+1 its split R-hat (finite values only).
+void rhat_vs_epoch(const std::vector<RhatCurve>& curves, const std::string& title, const std::filesystem::path& dir,
+                   std::string& script) {
+  std::string data = "# two blocks per curve, classic then split R-hat: epoch, R-hat, draws per chain\n";
+  std::string labels;
+  int64_t last_epoch = 1;
+  for (const RhatCurve& c : curves) {
+    if (!c.points.empty()) last_epoch = std::max(last_epoch, c.points.back().epoch);
+    for (const bool split : {false, true}) {
+      fmt::format_to(std::back_inserter(data), "# {} {}\n", c.label, split ? "split" : "classic");
+      for (const RhatAtEpoch& p : c.points) {
+        const double value = split ? p.split_rhat : p.rhat;
+        if (std::isfinite(value)) fmt::format_to(std::back_inserter(data), "{} {:.10g} {}\n", p.epoch, value, p.draws);
+      }
+      data += "\n\n";
+    }
+    labels += (labels.empty() ? "\"" : " \"") + c.label + "\"";
+  }
+  io::write_file_atomically(dir / "data" / "rhat_vs_epoch.dat", data);
+  std::string body = fmt::format(
+      "curves = '{}'\nset multiplot layout 1,2 title '{}'\n"
+      "set xlabel 'last epoch used (draws from the end of burn-in)'\nset ylabel 'R-hat'\nset grid\n"
+      "set key below\nset yrange [*<0.99:1.12<*]\nset xtics {}\n",
+      labels, title, (last_epoch + 9) / 10);
+  const char* panels[] = {"R-hat", "split R-hat"};
+  for (int i = 0; i < 2; ++i) {
+    fmt::format_to(std::back_inserter(body),
+                   "set title '{}'\n"
+                   "plot for [i=1:words(curves)] 'data/rhat_vs_epoch.dat' index (2*i-{}) using 1:2 "
+                   "with linespoints pt 7 ps 0.6 title word(curves, i), "
+                   "1.1 with lines dt 2 lw 2 lc rgb '#cc3311' title '1.1', "
+                   "1.01 with lines dt 3 lw 2 lc rgb '#0077bb' title '1.01'\n",
+                   panels[i], 2 - i);
+  }
+  add_figure(script, "rhat_vs_epoch", 1000, 480, body);
+}
+
+std::string script_header() {
+  return "# Drawn by bnn (src/evaluation/figures.h); rerun with `gnuplot figures.gp` in this folder.\n"
+         "if (!exists('suffix')) suffix = ''\n\n";
+}
+
+// Writes figures.gp and runs it (Note [Figures]); `names` are the figures it draws.
+FigureOutcome run_script(const std::string& script, const std::vector<std::string>& names,
+                         const std::filesystem::path& dir) {
+  io::write_file_atomically(dir / "figures.gp", script);
+  FigureOutcome outcome;
+  const std::string gnuplot = find_gnuplot();
+  if (gnuplot.empty()) {
+    outcome.error = "gnuplot not found (install the Debian package gnuplot-nox, e.g. with scripts/install-deps.sh, "
+                    "or set BNN_GNUPLOT)";
+    return outcome;
+  }
+  const std::string where = std::filesystem::absolute(dir).string();
+  if (where.find('\'') != std::string::npos || gnuplot.find('\'') != std::string::npos) {
+    outcome.error = "cannot run gnuplot on a path with a single quote: " + where;
+    return outcome;
+  }
+  std::string output;
+  const int status = run_captured(fmt::format("cd {} && {} -e \"suffix='.tmp'\" figures.gp", quoted(where),
+                                              quoted(gnuplot)), output);
+  io::write_file_atomically(dir / "gnuplot.log", output);
+  if (status != 0) {
+    outcome.error = fmt::format("gnuplot failed (exit status {}); see {}", status, (dir / "gnuplot.log").string());
+    return outcome;
+  }
+  for (const std::string& name : names) {
+    for (const Terminal& t : kTerminals) {
+      const auto file = dir / fmt::format("{}.{}", name, t.extension);
+      std::error_code ec;
+      std::filesystem::rename(file.string() + ".tmp", file, ec);
+      if (ec) {
+        outcome.error = fmt::format("gnuplot did not write {}: {}", file.string(), ec.message());
+        return outcome;
+      }
+    }
+  }
+  outcome.figures = names;
+  return outcome;
+}
+
 }  // namespace
 
 std::vector<ReliabilityBin> top_label_reliability(const torch::Tensor& probs, const torch::Tensor& labels,
@@ -243,49 +335,26 @@ std::vector<ReliabilityBin> classwise_reliability(const torch::Tensor& probs, co
 FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir) {
   TORCH_CHECK(!inputs.ensemble_probs.empty() && !inputs.traces.empty(), "figures need ensembles and loss traces");
   std::filesystem::create_directories(dir / "data");
-  FigureOutcome outcome;
-  std::string script =
-      "# Drawn by bnn evaluate (src/evaluation/figures.h); rerun with `gnuplot figures.gp` in this folder.\n"
-      "if (!exists('suffix')) suffix = ''\n\n";
+  std::string script = script_header();
   std::vector<std::string> names = {"metrics_vs_size"};
   metrics_vs_size(inputs, dir, script);
   reliability(inputs, dir, script, names);
   names.push_back("loss_traces");
   loss_traces(inputs, dir, script);
-  io::write_file_atomically(dir / "figures.gp", script);
+  if (has_split_rhat(inputs.rhat_curves)) {
+    names.push_back("rhat_vs_epoch");
+    rhat_vs_epoch(inputs.rhat_curves, inputs.rhat_title, dir, script);
+  }
+  return run_script(script, names, dir);
+}
 
-  const std::string gnuplot = find_gnuplot();
-  if (gnuplot.empty()) {
-    outcome.error = "gnuplot not found (install the Debian package gnuplot-nox, e.g. with scripts/install-deps.sh, "
-                    "or set BNN_GNUPLOT)";
-    return outcome;
-  }
-  const std::string where = std::filesystem::absolute(dir).string();
-  if (where.find('\'') != std::string::npos || gnuplot.find('\'') != std::string::npos) {
-    outcome.error = "cannot run gnuplot on a path with a single quote: " + where;
-    return outcome;
-  }
-  std::string output;
-  const int status = run_captured(fmt::format("cd {} && {} -e \"suffix='.tmp'\" figures.gp", quoted(where),
-                                              quoted(gnuplot)), output);
-  io::write_file_atomically(dir / "gnuplot.log", output);
-  if (status != 0) {
-    outcome.error = fmt::format("gnuplot failed (exit status {}); see {}", status, (dir / "gnuplot.log").string());
-    return outcome;
-  }
-  for (const std::string& name : names) {
-    for (const Terminal& t : kTerminals) {
-      const auto file = dir / fmt::format("{}.{}", name, t.extension);
-      std::error_code ec;
-      std::filesystem::rename(file.string() + ".tmp", file, ec);
-      if (ec) {
-        outcome.error = fmt::format("gnuplot did not write {}: {}", file.string(), ec.message());
-        return outcome;
-      }
-    }
-  }
-  outcome.figures = names;
-  return outcome;
+FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::string& title,
+                               const std::filesystem::path& dir) {
+  TORCH_CHECK(has_split_rhat(curves), "the R-hat figure needs a split R-hat value (4 draws per chain)");
+  std::filesystem::create_directories(dir / "data");
+  std::string script = script_header();
+  rhat_vs_epoch(curves, title, dir, script);
+  return run_script(script, {"rhat_vs_epoch"}, dir);
 }
 
 }  // namespace bnn::evaluation

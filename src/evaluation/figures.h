@@ -7,6 +7,9 @@
 //                         method's full ensemble
 //   loss_traces           training loss per member and epoch across the Adam,
 //                         SWA and sampling phases, phase boundaries marked
+//   rhat_vs_epoch         R-hat and split R-hat after burn-in against the last
+//                         epoch used, one line per curve, the 1.1 and 1.01
+//                         alarm levels drawn (also drawn alone by `bnn rhat`)
 // Note [Figures]: the numbers go to figures/data/*.dat and the drawing
 // instructions to figures/figures.gp (both written atomically, so a user can
 // restyle and rerun `gnuplot figures.gp` in figures/); gnuplot then writes each
@@ -23,6 +26,7 @@
 
 #include <torch/torch.h>
 
+#include "src/evaluation/diagnostics.h"
 #include "src/evaluation/ensemble.h"
 #include "src/evaluation/metrics.h"
 
@@ -53,12 +57,22 @@ struct LossTrace {
   std::vector<double> loss;
 };
 
+// One line of rhat_vs_epoch: R-hat over chains after burn-in (rhat_by_epoch()).
+// NaN values are left out of the plot.
+struct RhatCurve {
+  std::string label;  // e.g. "repeat 0"
+  std::vector<RhatAtEpoch> points;
+};
+
 struct FigureInputs {
   std::vector<EnsembleRow> rows;
   // Per method, in display order: the full ensemble's mean probabilities.
   std::vector<std::pair<std::string, torch::Tensor>> ensemble_probs;
   torch::Tensor labels;
   std::vector<LossTrace> traces;
+  // rhat_vs_epoch is drawn when some curve has a split R-hat.
+  std::vector<RhatCurve> rhat_curves;
+  std::string rhat_title;
 };
 
 struct FigureOutcome {
@@ -70,5 +84,10 @@ struct FigureOutcome {
 // Returns the figures drawn, or the reason none were (gnuplot missing or
 // failing); throws only when the data files themselves cannot be written.
 FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir);
+
+// rhat_vs_epoch alone, titled `title`, the same way (its own figures.gp).
+// `curves` must hold a split R-hat somewhere (TORCH_CHECK).
+FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::string& title,
+                               const std::filesystem::path& dir);
 
 }  // namespace bnn::evaluation

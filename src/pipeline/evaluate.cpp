@@ -173,6 +173,61 @@ std::string confusion_table(const evaluation::UncertaintySummary& s) {
 // Split R-hat and ESS need at least this many draws (diagnostics.h).
 constexpr size_t kMinDiagnosticDraws = 4;
 
+// A member's training loss of each sampling epoch after `burn_in` epochs, in order.
+std::vector<double> sampling_losses(const evaluation::LossTrace& trace, int64_t burn_in) {
+  std::vector<double> losses;
+  int64_t epoch = 0;
+  for (size_t e = 0; e < trace.phase.size(); ++e) {
+    if (trace.phase[e] == "sample" && ++epoch > burn_in) losses.push_back(trace.loss[e]);
+  }
+  return losses;
+}
+
+// Note [R-hat across members]: split R-hat of the members' sampling losses
+// per epoch, over epochs burn_in+1 .. e for each e (rhat_vs_epoch). Members
+// start from different SWA points, so this measures whether the loss level
+// mixes between modes, not the within-mode mixing that `bnn rhat` measures
+// (chains from one x*). Empty with fewer than 2 members or fewer than
+// kMinDiagnosticDraws epochs after burn-in.
+std::vector<evaluation::RhatAtEpoch> rhat_across_members(const std::vector<MemberData>& members, int64_t burn_in) {
+  if (members.size() < 2) return {};
+  std::vector<torch::Tensor> rows;
+  for (const MemberData& m : members) {
+    const std::vector<double> losses = sampling_losses(m.trace, /*burn_in=*/0);
+    if (!rows.empty() && static_cast<int64_t>(losses.size()) != rows.front().numel()) return {};
+    rows.push_back(torch::tensor(losses, torch::kDouble));
+  }
+  if (rows.front().numel() < burn_in + static_cast<int64_t>(kMinDiagnosticDraws)) return {};
+  return evaluation::rhat_by_epoch(torch::stack(rows), burn_in);
+}
+
+std::string number_or_dash(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : "–"; }
+
+std::string rhat_section(const std::vector<evaluation::RhatAtEpoch>& curve, size_t members, int64_t burn_in) {
+  std::string out = "\n## R-hat against epoch\n\n";
+  if (curve.empty()) {
+    return out + fmt::format("Not computed: R-hat across members needs at least 2 members and {} sampling epochs "
+                             "after the burn-in of {} epoch(s) ({} member(s) here).\n",
+                             kMinDiagnosticDraws, burn_in, members);
+  }
+  fmt::format_to(std::back_inserter(out),
+                 "R-hat and split R-hat across the {} members of the per-epoch sampling-phase training loss, using "
+                 "the epochs from the end of burn-in ({} epoch(s)) to each epoch (figure rhat_vs_epoch). The members "
+                 "start from different SWA points x*, so this measures between-mode mixing of the training loss "
+                 "(do the modes reach the same loss level?), unlike `bnn rhat`, whose chains all start near one x*."
+                 "\n\n| epoch | draws | R-hat | split R-hat |\n|---:|---:|---:|---:|\n",
+                 members, burn_in);
+  // At most about ten rows, evenly spaced, the last epoch always among them.
+  const size_t stride = (curve.size() + 9) / 10;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if ((curve.size() - 1 - i) % stride != 0) continue;
+    const auto& p = curve[i];
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", p.epoch, p.draws, number_or_dash(p.rhat),
+                   number_or_dash(p.split_rhat));
+  }
+  return out;
+}
+
 std::string diagnostics_section(const std::vector<MemberData>& members, int64_t burn_in) {
   std::string out = fmt::format(
       "\n## Sampling diagnostics\n\n"
@@ -183,11 +238,7 @@ std::string diagnostics_section(const std::vector<MemberData>& members, int64_t 
       "| member | epochs | split R-hat | ESS |\n|:---|---:|---:|---:|\n",
       burn_in, kMinDiagnosticDraws);
   for (const MemberData& m : members) {
-    std::vector<double> losses;
-    int64_t epoch = 0;
-    for (size_t e = 0; e < m.trace.phase.size(); ++e) {
-      if (m.trace.phase[e] == "sample" && ++epoch > burn_in) losses.push_back(m.trace.loss[e]);
-    }
+    const std::vector<double> losses = sampling_losses(m.trace, burn_in);
     std::string rhat = "–", ess = "–";
     if (losses.size() >= kMinDiagnosticDraws) {
       const torch::Tensor chain =
@@ -208,7 +259,8 @@ std::string report(const std::vector<std::filesystem::path>& run_dirs, const con
                    const Selection& selection, const std::vector<MemberData>& members,
                    const std::vector<evaluation::EnsembleRow>& rows,
                    const std::map<std::string, evaluation::UncertaintySummary>& summaries,
-                   const evaluation::FigureOutcome& figures, bool figures_requested) {
+                   const std::vector<evaluation::RhatAtEpoch>& rhat_curve, const evaluation::FigureOutcome& figures,
+                   bool figures_requested) {
   std::string out = "# bnn evaluation report\n\n";
   std::string dirs;
   for (const auto& d : run_dirs) dirs += (dirs.empty() ? "" : ", ") + fmt::format("`{}`", d.string());
@@ -253,7 +305,9 @@ std::string report(const std::vector<std::filesystem::path>& run_dirs, const con
   out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
          confusion_table(summaries.at("bayes"));
 
-  out += diagnostics_section(members, selection.burn_in.value_or(config.sampler.burn_in));
+  const int64_t burn_in = selection.burn_in.value_or(config.sampler.burn_in);
+  out += diagnostics_section(members, burn_in);
+  out += rhat_section(rhat_curve, members.size(), burn_in);
 
   out += "\n## Figures\n\n";
   if (!figures_requested) return out + "Not drawn (--no-figures).\n";
@@ -395,6 +449,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   for (const std::string& method : methods_of(config)) uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
   io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
 
+  const auto rhat_curve = rhat_across_members(members, selection.burn_in.value_or(config.sampler.burn_in));
   evaluation::FigureOutcome figures;
   if (options.figures) {
     evaluation::FigureInputs inputs;
@@ -402,11 +457,15 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     inputs.labels = labels;
     for (const std::string& method : methods_of(config)) inputs.ensemble_probs.emplace_back(method, mix.at(method).mean());
     for (const MemberData& m : members) inputs.traces.push_back(m.trace);
+    if (!rhat_curve.empty()) {
+      inputs.rhat_curves = {{"members", rhat_curve}};
+      inputs.rhat_title = fmt::format("R-hat of the sampling loss across {} members (different x*)", members.size());
+    }
     figures = evaluation::draw_figures(inputs, out_dir / "figures");
     if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);
   }
   io::write_file_atomically(out_dir / "report.md", report(run_dirs, config, selection, members, rows, summaries,
-                                                          figures, options.figures));
+                                                          rhat_curve, figures, options.figures));
   return rows;
 }
 

@@ -10,7 +10,9 @@
 //                      confusion matrix
 //   figures/           PNG and SVG figures, their data and gnuplot script
 //   report.md          all of the above as one document, with split R-hat and
-//                      ESS of each member's sampling-phase training loss
+//                      ESS of each member's sampling-phase training loss, and
+//                      R-hat across members against epoch (figure
+//                      rhat_vs_epoch; Note [R-hat across members] in evaluate.cpp)
 //
 // Note [Burn-in and thinning at evaluation]: a run keeps sample s (the global
 // sampler step count, the XXXXXXXX of samples/step_XXXXXXXX.npy) when

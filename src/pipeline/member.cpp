@@ -29,6 +29,7 @@ constexpr uint64_t kInitStream = 0;
 constexpr uint64_t kPartitionStream = 1;
 constexpr uint64_t kOptimizerOrderStream = 2;
 constexpr uint64_t kSamplerStream = 3;
+constexpr uint64_t kChainStream = 4;  // Note [Perturbed chains] in member.h
 
 class NonFiniteError : public std::runtime_error {
  public:
@@ -86,12 +87,29 @@ class Member {
     std::filesystem::create_directories(dir_ / "samples");
   }
 
-  void run() {
+  void run() { sampling_phase(train_anchor(/*resume=*/true).epochs_done); }
+
+  // Note [Perturbed chains] in member.h.
+  std::vector<ChainLosses> run_chains(const ChainOptions& options) {
+    TORCH_CHECK(!cfg_.run.checkpoint, "perturbed chains neither read nor write checkpoints");
+    train_anchor(/*resume=*/false);
+    anchor_ = flat_->values().clone();
+    std::vector<ChainLosses> out;
+    for (int64_t c = 0; c < options.chains; ++c) out.push_back(run_chain(c, options));
+    return out;
+  }
+
+ private:
+  // Adam and SWA (or L-BFGS to the MAP point), from the checkpoint if `resume`
+  // and one exists: leaves the
+  // model at x* (or at the restored sampling state). Returns where sampling
+  // starts.
+  Position train_anchor(bool resume) {
     spdlog::info("member {}: seed {}, {} ({} parameters), {} batches of {}", index_, seed_, model_->pretty_string(),
                  flat_->numel(), partition_.num_batches(), partition_.batch_size());
     torch::optim::Adam adam(model_->parameters(), torch::optim::AdamOptions(cfg_.adam.lr));
     Position at{cfg_.map.optimizer == "lbfgs" ? Phase::kMap : Phase::kAdam, 0};
-    if (std::filesystem::exists(checkpoint_path())) {
+    if (resume && std::filesystem::exists(checkpoint_path())) {
       at = restore(adam);
     } else {
       io::write_npy(dir_ / "init_weights.npy", flat_->values());
@@ -114,9 +132,10 @@ class Member {
       write_stored_point(dir_ / "swa_weights.npy", dir_ / "swa_buffers.npy", flat_->values(), *model_, torch::kFloat);
       at = {Phase::kSample, 0};
     }
-    sampling_phase(at.epochs_done);
+    return at;
   }
 
+ public:
   // Removes the checkpoint once the member's status says done.
   void discard_checkpoint() const {
     std::error_code ec;
@@ -254,20 +273,74 @@ class Member {
     return langevin_options(cfg_, partition_.num_batches(), flat_->numel());
   }
 
-  std::unique_ptr<samplers::Sampler> make_sampler() {
-    return samplers::make_sampler(cfg_.sampler.name, *oracle_, anchor_, sampler_options(),
-                                  samplers::derive_seed(seed_, kSamplerStream));
+  // The configured sampler at anchor_ (x*), where the parameters must be.
+  std::unique_ptr<samplers::Sampler> make_sampler(uint64_t seed) {
+    return samplers::make_sampler(cfg_.sampler.name, *oracle_, anchor_, sampler_options(), seed);
+  }
+
+  // One epoch of `sampler`: a step per batch, after_step(step_loss) after
+  // each. Returns the mean training CE per example.
+  template <typename AfterStep>
+  double sampling_epoch(samplers::Sampler& sampler, const std::string& label, AfterStep after_step) {
+    const int64_t n = partition_.num_batches();
+    torch::Tensor loss_sum = torch::zeros({}, flat_->values().options());
+    Progress progress(label, n);
+    for (int64_t i = 0; i < n; ++i) {
+      const torch::Tensor step_loss = sampler.step();
+      loss_sum += step_loss;
+      after_step(step_loss);
+      progress.update(i + 1);
+    }
+    return loss_sum.item<double>() / static_cast<double>(partition_.num_examples());
+  }
+
+  // Chain c of Note [Perturbed chains], from x* + rho z.
+  ChainLosses run_chain(int64_t c, const ChainOptions& options) {
+    const uint64_t chain_seed = samplers::derive_seed(samplers::derive_seed(seed_, kChainStream), c);
+    torch::Tensor x = flat_->values();
+    {
+      torch::NoGradGuard no_grad;
+      x.copy_(anchor_);  // the control variate is built at x*
+    }
+    const auto sampler = make_sampler(samplers::derive_seed(chain_seed, 0));
+    {
+      torch::NoGradGuard no_grad;
+      torch::Tensor z = torch::empty_like(x);
+      samplers::ChunkedNormal(x.device(), samplers::derive_seed(chain_seed, 1), z.numel()).fill(z);
+      x.add_(z, options.rho);
+    }
+    spdlog::info("member {} chain {}: {}, start x* + {:g} N(0, I)", index_, c, sampler->pretty_string(), options.rho);
+    const double examples_per_window = static_cast<double>(options.loss_every * partition_.batch_size());
+    ChainLosses out;
+    out.steps_per_epoch = partition_.num_batches();
+    torch::Tensor window = torch::zeros({}, x.options());
+    for (int64_t e = 0; e < cfg_.sampler.epochs; ++e) {
+      const auto start = Clock::now();
+      const double loss = sampling_epoch(
+          *sampler, fmt::format("member {} chain {} {}/{}", index_, c, e + 1, cfg_.sampler.epochs),
+          [&](const torch::Tensor& step_loss) {
+            if (options.loss_every <= 0) return;
+            window += step_loss;
+            if (sampler->steps_taken() % options.loss_every != 0) return;
+            out.window_loss.push_back(window.item<double>() / examples_per_window);
+            window.zero_();
+          });
+      check_finite(fmt::format("chain {} sample", c), e, loss);
+      out.epoch_loss.push_back(loss);
+      spdlog::info("member {} chain {} epoch {:>3}/{}: loss {:.4f}  {:.1f}s", index_, c, e + 1, cfg_.sampler.epochs,
+                   loss, seconds_since(start));
+    }
+    return out;
   }
 
   // From SWA's x* (first_epoch 0) or from a restored checkpoint.
   void sampling_phase(int64_t first_epoch) {
     const auto& s = cfg_.sampler;
-    const int64_t n = partition_.num_batches();
     const int64_t thin = thin_steps();
-    const int64_t burn_steps = s.burn_in * n;
+    const int64_t burn_steps = s.burn_in * partition_.num_batches();
     if (first_epoch == 0) {
       anchor_ = flat_->values().clone();
-      sampler_ = make_sampler();
+      sampler_ = make_sampler(samplers::derive_seed(seed_, kSamplerStream));
       prob_sum_ = torch::zeros({ctx_.data.test.size(), ctx_.data.num_classes},
                                ctx_.data.test.labels.options().dtype(torch::kDouble));
       samples_ = 0;
@@ -275,11 +348,9 @@ class Member {
     spdlog::info("member {}: {}", index_, sampler_->pretty_string());
     for (int64_t e = first_epoch; e < s.epochs; ++e) {
       const auto start = Clock::now();
-      torch::Tensor loss_sum = torch::zeros({}, flat_->values().options());
       torch::Tensor last_probs;
-      Progress progress(fmt::format("member {} sample {}/{}", index_, e + 1, s.epochs), n);
-      for (int64_t i = 0; i < n; ++i) {
-        loss_sum += sampler_->step();
+      const double loss = sampling_epoch(*sampler_, fmt::format("member {} sample {}/{}", index_, e + 1, s.epochs),
+                                         [&](const torch::Tensor&) {
         const int64_t done = sampler_->steps_taken();
         if (done == kill_at_step_) ::raise(SIGKILL);  // Note [Fault injection]
         if (done > burn_steps && (done - burn_steps) % thin == 0) {
@@ -291,9 +362,7 @@ class Member {
           }
           if (keeps_sample_weights()) store_sample(done);
         }
-        progress.update(i + 1);
-      }
-      const double loss = loss_sum.item<double>() / static_cast<double>(partition_.num_examples());
+      });
       check_finite("sample", e, loss);
       if (!last_probs.defined() || sampler_->steps_taken() % thin != 0) last_probs = predict();
       log_epoch("sample", e, s.epochs, loss, accuracy(last_probs), sampler_->step_size(), start);
@@ -388,7 +457,7 @@ class Member {
       samples_ = scalar("sample.count");
       const torch::Tensor x = values.clone();
       values.copy_(anchor_);  // the control variate is built at x*
-      sampler_ = make_sampler();
+      sampler_ = make_sampler(samplers::derive_seed(seed_, kSamplerStream));
       torch::serialize::InputArchive sampler_state;
       a.read("sampler", sampler_state);
       sampler_->load(sampler_state);
@@ -472,6 +541,21 @@ std::vector<std::string> point_estimates(const config::Config& config) {
 
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index) {
   return run_dir / fmt::format("member_{:03d}", index);
+}
+
+std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t index, const ChainOptions& options) {
+  TORCH_CHECK(options.chains >= 1, "perturbed chains: need at least one chain, got ", options.chains);
+  TORCH_CHECK(options.rho >= 0 && std::isfinite(options.rho), "perturbed chains: rho must be finite and >= 0, got ",
+              options.rho);
+  TORCH_CHECK(options.loss_every >= 0, "perturbed chains: loss_every must be >= 0, got ", options.loss_every);
+  config::Config config = context.config;
+  config.run.checkpoint = false;
+  const MemberContext without_checkpoints{config, context.data, context.device, context.run_dir};
+  try {
+    return Member(without_checkpoints, index).run_chains(options);
+  } catch (const NonFiniteError& e) {
+    throw std::runtime_error(fmt::format("member {}: {}", index, e.what()));
+  }
 }
 
 MemberOutcome run_member(const MemberContext& context, int64_t index) {

@@ -91,6 +91,27 @@ TEST(Rhat, OddLengthDropsTheMiddleDraw) {
 // 15% tolerance is over three standard deviations.
 constexpr double kEssRelativeTolerance = 0.15;
 
+TEST(RhatByEpoch, UsesTheDrawsFromBurnInToEachEpoch) {
+  const torch::Tensor chains = normal_chains(3, 12, 11);
+  const auto curve = rhat_by_epoch(chains, /*burn_in=*/2);
+  ASSERT_EQ(curve.size(), 9u);  // epochs 4 .. 12
+  EXPECT_EQ(curve.front().epoch, 4);
+  EXPECT_EQ(curve.front().draws, 2);
+  EXPECT_TRUE(std::isnan(curve.front().split_rhat));  // split R-hat needs 4 draws
+  EXPECT_DOUBLE_EQ(curve.front().rhat, rhat(chains.slice(1, 2, 4)));
+  EXPECT_DOUBLE_EQ(curve[2].split_rhat, split_rhat(chains.slice(1, 2, 6)));
+  EXPECT_DOUBLE_EQ(curve.back().rhat, rhat(chains.slice(1, 2, 12)));
+  EXPECT_TRUE(rhat_by_epoch(chains, /*burn_in=*/11).empty());
+  // One chain: only the split form is defined.
+  const auto single = rhat_by_epoch(chains.slice(0, 0, 1), /*burn_in=*/0);
+  EXPECT_TRUE(std::isnan(single.back().rhat));
+  EXPECT_DOUBLE_EQ(single.back().split_rhat, split_rhat(chains.slice(0, 0, 1)));
+  // Constant chains have no R-hat: NaN, not an error.
+  const auto constant = rhat_by_epoch(torch::ones({2, 6}, torch::kDouble), /*burn_in=*/0);
+  EXPECT_TRUE(std::isnan(constant.back().rhat));
+  EXPECT_TRUE(std::isnan(constant.back().split_rhat));
+}
+
 TEST(EffectiveSampleSize, Ar1MatchesItsClosedForm) {
   const int64_t m = 4, n = 20000;
   for (const double phi : {0.0, 0.5, 0.9}) {

@@ -1,0 +1,230 @@
+#include "src/pipeline/rhat.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iterator>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "src/evaluation/figures.h"
+#include "src/io/atomic_file.h"
+#include "src/pipeline/run.h"
+
+namespace bnn::pipeline {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Split R-hat and ESS need this many draws per chain (diagnostics.h).
+constexpr int64_t kMinDraws = 4;
+
+// A diagnostic that is undefined for these draws (constant chains) is NaN.
+template <typename F>
+double or_nan(F compute) {
+  try {
+    return compute();
+  } catch (const c10::Error&) {
+    return kNaN;
+  }
+}
+
+RhatScore score(const torch::Tensor& draws) {
+  RhatScore s;
+  s.draws = draws.size(1);
+  s.rhat = s.split_rhat = s.ess = kNaN;
+  if (s.draws < kMinDraws) return s;
+  s.rhat = or_nan([&] { return evaluation::rhat(draws); });
+  s.split_rhat = or_nan([&] { return evaluation::split_rhat(draws); });
+  s.ess = or_nan([&] { return evaluation::effective_sample_size(draws); });
+  return s;
+}
+
+// Chains x draws, the draws of each chain from `first` on.
+torch::Tensor stack(const std::vector<std::vector<double>>& traces, size_t first) {
+  std::vector<torch::Tensor> rows;
+  for (const auto& t : traces) {
+    const std::vector<double> kept(t.begin() + static_cast<std::ptrdiff_t>(std::min(first, t.size())), t.end());
+    rows.push_back(torch::tensor(kept, torch::kDouble));
+  }
+  return torch::stack(rows);
+}
+
+RhatRepeat analyse(int64_t repeat, std::vector<ChainLosses> chains, int64_t burn_in, int64_t loss_every) {
+  RhatRepeat r;
+  r.repeat = repeat;
+  r.chains = std::move(chains);
+  std::vector<std::vector<double>> epochs, windows;
+  for (const ChainLosses& c : r.chains) {
+    epochs.push_back(c.epoch_loss);
+    windows.push_back(c.window_loss);
+  }
+  const torch::Tensor all = stack(epochs, 0);
+  r.by_epoch = evaluation::rhat_by_epoch(all, burn_in);
+  const torch::Tensor after = all.slice(/*dim=*/1, burn_in);
+  r.epochs = score(after);
+  for (int64_t c = 0; c < after.size(0); ++c) r.chain_means.push_back(after[c].mean().item<double>());
+  // Window w holds steps w k + 1 .. (w + 1) k: kept when it starts after burn-in.
+  if (loss_every > 0) {
+    const int64_t burn_in_steps = burn_in * r.chains.front().steps_per_epoch;
+    r.windows = score(stack(windows, static_cast<size_t>((burn_in_steps + loss_every - 1) / loss_every)));
+  }
+  return r;
+}
+
+std::string csv_number(double v) { return std::isfinite(v) ? fmt::format("{:.17g}", v) : "nan"; }
+
+nlohmann::json json_number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json to_json(const RhatScore& s) {
+  return {{"draws", s.draws}, {"rhat", json_number(s.rhat)}, {"split_rhat", json_number(s.split_rhat)},
+          {"ess", json_number(s.ess)}};
+}
+
+void write_outputs(const config::Config& config, const RhatOptions& options, const RhatResult& result) {
+  const auto& dir = options.out_dir;
+  std::string chains = "repeat,chain,epoch,loss\n", windows = "repeat,chain,window,last_step,loss\n";
+  std::string rhat = "repeat,epoch,draws,rhat,split_rhat\n";
+  nlohmann::json repeats = nlohmann::json::array();
+  for (const RhatRepeat& r : result.repeats) {
+    for (size_t c = 0; c < r.chains.size(); ++c) {
+      const ChainLosses& losses = r.chains[c];
+      for (size_t e = 0; e < losses.epoch_loss.size(); ++e) {
+        fmt::format_to(std::back_inserter(chains), "{},{},{},{}\n", r.repeat, c, e + 1, csv_number(losses.epoch_loss[e]));
+      }
+      for (size_t w = 0; w < losses.window_loss.size(); ++w) {
+        fmt::format_to(std::back_inserter(windows), "{},{},{},{},{}\n", r.repeat, c, w + 1,
+                       static_cast<int64_t>(w + 1) * options.loss_every, csv_number(losses.window_loss[w]));
+      }
+    }
+    for (const auto& p : r.by_epoch) {
+      fmt::format_to(std::back_inserter(rhat), "{},{},{},{},{}\n", r.repeat, p.epoch, p.draws, csv_number(p.rhat),
+                     csv_number(p.split_rhat));
+    }
+    nlohmann::json entry = {{"repeat", r.repeat},
+                            {"member", member_dir("", r.repeat).string()},
+                            {"epochs", to_json(r.epochs)},
+                            {"chain_mean_loss", r.chain_means}};
+    if (options.loss_every > 0) entry["windows"] = to_json(r.windows);
+    repeats.push_back(entry);
+  }
+  io::write_file_atomically(dir / "chains.csv", chains);
+  if (options.loss_every > 0) io::write_file_atomically(dir / "chain_windows.csv", windows);
+  io::write_file_atomically(dir / "rhat.csv", rhat);
+  double worst = kNaN, worst_split = kNaN;
+  for (const RhatRepeat& r : result.repeats) {
+    worst = std::isnan(worst) ? r.epochs.rhat : std::max(worst, r.epochs.rhat);
+    worst_split = std::isnan(worst_split) ? r.epochs.split_rhat : std::max(worst_split, r.epochs.split_rhat);
+  }
+  const nlohmann::json summary = {
+      {"sampler", config.sampler.name},
+      {"chains", options.chains},
+      {"repeats", options.repeats},
+      {"rho", result.rho},
+      {"sampling_epochs", config.sampler.epochs},
+      {"burn_in_epochs", result.burn_in},
+      {"loss_every", options.loss_every},
+      {"max_rhat", json_number(worst)},
+      {"max_split_rhat", json_number(worst_split)},
+      {"figure", options.figures && result.figure_error.empty() ? nlohmann::json("figures/rhat_vs_epoch.png")
+                                                                 : nlohmann::json(nullptr)},
+      {"figure_error", result.figure_error},
+      {"per_repeat", repeats}};
+  io::write_file_atomically(dir / "summary.json", summary.dump(2) + "\n");
+}
+
+std::string fixed(double v, int decimals) { return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : "-"; }
+
+}  // namespace
+
+double default_perturbation(const config::Config& config) {
+  return std::isfinite(config.sampler.rho) ? config.sampler.rho : 1.0 / std::sqrt(50.0);
+}
+
+void validate(const config::Config& config, const RhatOptions& options) {
+  if (options.chains < 2) {
+    throw config::ConfigError(fmt::format("R-hat needs at least 2 chains, got --chains {}", options.chains));
+  }
+  if (options.repeats < 1) {
+    throw config::ConfigError(fmt::format("--repeats must be at least 1, got {}", options.repeats));
+  }
+  if (options.rho && (!std::isfinite(*options.rho) || *options.rho < 0)) {
+    throw config::ConfigError(fmt::format("--rho must be finite and >= 0, got {}", *options.rho));
+  }
+  if (options.loss_every < 0) {
+    throw config::ConfigError(fmt::format("--loss-every must be >= 0, got {}", options.loss_every));
+  }
+  if (config.sampler.epochs - config.sampler.burn_in < kMinDraws) {
+    throw config::ConfigError(fmt::format(
+        "R-hat needs at least {} sampling epochs after burn-in: sampler.epochs {} and sampler.burn_in {} leave {}",
+        kMinDraws, config.sampler.epochs, config.sampler.burn_in, config.sampler.epochs - config.sampler.burn_in));
+  }
+}
+
+RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
+  validate(config, options);
+  RhatResult result;
+  result.rho = options.rho.value_or(default_perturbation(config));
+  result.burn_in = config.sampler.burn_in;
+  const auto& dir = options.out_dir;
+  std::filesystem::create_directories(dir);
+  io::write_file_atomically(dir / "config.yaml", config::to_yaml(config));
+  const torch::Device device = resolve_device(config.run.device);
+  const data_loaders::Dataset data = load_dataset(config, device);
+  spdlog::info("bnn rhat: {} repeats x {} chains of {} from x* + {:g} N(0, I); {} training images on {}",
+               options.repeats, options.chains, config.sampler.name, result.rho, data.train.size(), device.str());
+  const MemberContext context{config, data, device, dir};
+  ChainOptions chain_options;
+  chain_options.chains = options.chains;
+  chain_options.rho = result.rho;
+  chain_options.loss_every = options.loss_every;
+  for (int64_t r = 0; r < options.repeats; ++r) {
+    result.repeats.push_back(analyse(r, run_member_chains(context, r, chain_options), result.burn_in,
+                                     options.loss_every));
+    const RhatScore& s = result.repeats.back().epochs;
+    spdlog::info("repeat {}: R-hat {:.4f}, split R-hat {:.4f} after {} epochs of burn-in", r, s.rhat, s.split_rhat,
+                 result.burn_in);
+  }
+  if (options.figures) {
+    std::vector<evaluation::RhatCurve> curves;
+    for (const RhatRepeat& r : result.repeats) curves.push_back({fmt::format("repeat {}", r.repeat), r.by_epoch});
+    const auto outcome = evaluation::draw_rhat_figure(
+        curves,
+        fmt::format("R-hat of the mean training loss across {} chains from x* + {:g} N(0, I), burn-in {} epochs",
+                    options.chains, result.rho, result.burn_in),
+        dir / "figures");
+    result.figure_error = outcome.error;
+    if (!outcome.error.empty()) spdlog::warn("figure not drawn: {}", outcome.error);
+  }
+  write_outputs(config, options, result);
+  return result;
+}
+
+std::string rhat_table(const RhatResult& result) {
+  const bool windows = !result.repeats.empty() && result.repeats.front().windows.draws > 0;
+  std::string out = fmt::format("{:<7} {:>7} {:>8} {:>12} {:>8}{}  {}\n", "repeat", "epochs", "R-hat", "split R-hat",
+                                "ESS", windows ? fmt::format(" {:>10} {:>13}", "win R-hat", "win split") : "",
+                                "chain mean losses after burn-in");
+  double worst = 0, worst_split = 0;
+  for (const RhatRepeat& r : result.repeats) {
+    std::string means;
+    for (const double m : r.chain_means) means += fmt::format(" {:.4f}", m);
+    fmt::format_to(std::back_inserter(out), "{:<7} {:>7} {:>8} {:>12} {:>8}{} {}\n", r.repeat, r.epochs.draws,
+                   fixed(r.epochs.rhat, 4), fixed(r.epochs.split_rhat, 4), fixed(r.epochs.ess, 1),
+                   windows ? fmt::format(" {:>10} {:>13}", fixed(r.windows.rhat, 4), fixed(r.windows.split_rhat, 4))
+                           : "",
+                   means);
+    worst = std::max(worst, r.epochs.rhat);
+    worst_split = std::max(worst_split, r.epochs.split_rhat);
+  }
+  fmt::format_to(std::back_inserter(out), "{:<7} {:>7} {:>8} {:>12}\n", "max", "", fixed(worst, 4),
+                 fixed(worst_split, 4));
+  if (worst_split > 1.1 || worst > 1.1) {
+    out += "R-hat above 1.1: the chains have not forgotten their starts (or disagree); run longer or check the step "
+           "size.\n";
+  }
+  return out;
+}
+
+}  // namespace bnn::pipeline

@@ -1,0 +1,227 @@
+// `bnn rhat` as a user runs it, on small generated Fashion-MNIST-format files:
+// output files and their shapes, R-hat bounds, determinism, starts far from x*
+// seen by R-hat, x* shared with `bnn run`, option errors; and the R-hat
+// against epoch figure and table of `bnn evaluate`.
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "tests/support/figure_files.h"
+#include "tests/support/idx_files.h"
+#include "tests/support/run_bnn.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using bnn::testing::CommandResult;
+
+constexpr int kSide = 28;
+constexpr int kSampleEpochs = 7;
+constexpr int kBurnIn = 2;
+
+// Class k lights rows 2k+4 .. 2k+6 over deterministic noise, so a small mlp
+// learns it within an epoch or two.
+void write_split(const fs::path& dir, const std::string& prefix, int n, uint32_t seed) {
+  std::vector<uint8_t> pixels(static_cast<size_t>(n) * kSide * kSide), labels(n);
+  uint32_t state = seed;
+  for (int i = 0; i < n; ++i) {
+    labels[i] = static_cast<uint8_t>(i % 10);
+    for (int p = 0; p < kSide * kSide; ++p) {
+      state = state * 1664525u + 1013904223u;
+      const int row = p / kSide;
+      const bool lit = row >= 2 * labels[i] + 4 && row < 2 * labels[i] + 7;
+      pixels[static_cast<size_t>(i) * kSide * kSide + p] = static_cast<uint8_t>((lit ? 160 : 0) + (state >> 26));
+    }
+  }
+  bnn::testing::write_plain(dir / (prefix + "-images-idx3-ubyte"),
+                            bnn::testing::idx_bytes(bnn::testing::kImagesMagic, {n, kSide, kSide}, pixels));
+  bnn::testing::write_plain(dir / (prefix + "-labels-idx1-ubyte"),
+                            bnn::testing::idx_bytes(bnn::testing::kLabelsMagic, {n}, labels));
+}
+
+// A fresh directory with the data and a smoke-sized config: 6 batches of 40,
+// Adam 2 epochs, SWA 1, SMS-UBU 7 epochs with 2 of burn-in.
+struct Experiment {
+  fs::path dir;
+  fs::path config;
+};
+
+Experiment make_experiment(const std::string& name) {
+  Experiment s;
+  s.dir = bnn::testing::unique_temp_dir("bnn_rhat_" + name);
+  write_split(s.dir, "train", 240, 1);
+  write_split(s.dir, "t10k", 60, 2);
+  s.config = s.dir / "rhat_smoke.yaml";
+  std::ofstream(s.config) << "data:\n  dataset: fashion_mnist\n  dir: " << s.dir.string()
+                          << "\n  batch_size: 40\nmodel:\n  name: mlp\n  hidden: [16]\n"
+                             "adam:\n  epochs: 2\n  lr: 0.01\nswa:\n  epochs: 1\n"
+                             "sampler:\n  name: sms_ubu\n  epochs: "
+                          << kSampleEpochs << "\n  burn_in: " << kBurnIn
+                          << "\n  step_size: 1.0e-3\nevaluation:\n  bn_batches: 2\n"
+                             "run:\n  members: 2\n  seed: 3\n  device: cpu\n";
+  return s;
+}
+
+// `bnn run` and `bnn rhat` on one thread; logs kept in the experiment directory.
+CommandResult bnn(const Experiment& s, const std::string& args) {
+  static int calls = 0;
+  const bool threads = args.rfind("evaluate", 0) != 0;
+  return bnn::testing::run_bnn(args + (threads ? " --threads 1" : ""),
+                               s.dir / ("log_" + std::to_string(++calls) + ".txt"));
+}
+
+std::vector<std::vector<std::string>> read_csv(const fs::path& path) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(bnn::io::read_file(path));
+  for (std::string line; std::getline(in, line);) {
+    std::vector<std::string> fields;
+    std::istringstream cells(line);
+    for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(cell);
+    rows.push_back(fields);
+  }
+  return rows;
+}
+
+void expect_figure(const fs::path& base) {
+  const auto png = bnn::testing::decode_png(base.string() + ".png");
+  EXPECT_GT(png.width, 100u) << base;
+  EXPECT_TRUE(bnn::testing::is_svg(base.string() + ".svg")) << base;
+}
+
+TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
+  const Experiment s = make_experiment("outputs");
+  const auto out = s.dir / "out";
+  const CommandResult r = bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --out " +
+                                     out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("split R-hat"), std::string::npos) << r.output;
+
+  const auto chains = read_csv(out / "chains.csv");
+  ASSERT_EQ(chains.size(), 1u + 2 * 3 * kSampleEpochs);
+  EXPECT_EQ(chains[0], (std::vector<std::string>{"repeat", "chain", "epoch", "loss"}));
+  for (size_t i = 1; i < chains.size(); ++i) EXPECT_TRUE(std::isfinite(std::stod(chains[i][3]))) << i;
+  // 6 steps per epoch, a window per 4 steps: 42 / 4 = 10 windows per chain.
+  const auto windows = read_csv(out / "chain_windows.csv");
+  ASSERT_EQ(windows.size(), 1u + 2 * 3 * 10);
+  EXPECT_EQ(windows[1][3], "4");
+
+  // Classic R-hat is at least sqrt((N-1)/N), split R-hat sqrt((n-1)/n) with
+  // n = floor(N/2) draws per half (var+ >= (N-1)/N W).
+  const auto rhat = read_csv(out / "rhat.csv");
+  EXPECT_EQ(rhat[0], (std::vector<std::string>{"repeat", "epoch", "draws", "rhat", "split_rhat"}));
+  ASSERT_EQ(rhat.size(), 1u + 2 * (kSampleEpochs - kBurnIn - 1));
+  for (size_t i = 1; i < rhat.size(); ++i) {
+    const double draws = std::stod(rhat[i][2]), classic = std::stod(rhat[i][3]), split = std::stod(rhat[i][4]);
+    EXPECT_EQ(std::stoi(rhat[i][1]), std::stoi(rhat[i][2]) + kBurnIn);
+    ASSERT_TRUE(std::isfinite(classic)) << i;
+    EXPECT_GE(classic, std::sqrt((draws - 1) / draws) - 1e-12);
+    if (draws < 4) {
+      EXPECT_TRUE(std::isnan(split)) << i;
+    } else {
+      const double half = std::floor(draws / 2);
+      ASSERT_TRUE(std::isfinite(split)) << i;
+      EXPECT_GE(split, std::sqrt((half - 1) / half) - 1e-12);
+    }
+  }
+
+  const auto summary = nlohmann::json::parse(bnn::io::read_file(out / "summary.json"));
+  EXPECT_EQ(summary["chains"], 3);
+  EXPECT_DOUBLE_EQ(summary["rho"].get<double>(), 0.14142135623730950);  // sampler.rho, the paper's 50^-1/2
+  ASSERT_EQ(summary["per_repeat"].size(), 2u);
+  for (const auto& repeat : summary["per_repeat"]) {
+    EXPECT_EQ(repeat["epochs"]["draws"], kSampleEpochs - kBurnIn);
+    EXPECT_EQ(repeat["chain_mean_loss"].size(), 3u);
+    EXPECT_TRUE(repeat["epochs"]["split_rhat"].is_number()) << repeat;
+    EXPECT_TRUE(repeat["windows"]["rhat"].is_number()) << repeat;
+  }
+  EXPECT_TRUE(fs::exists(out / "member_001" / "swa_weights.npy"));
+  EXPECT_TRUE(fs::exists(out / "config.yaml"));
+  expect_figure(out / "figures" / "rhat_vs_epoch");
+
+  // Same seed, same numbers.
+  const auto again = s.dir / "again";
+  ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --no-figures --out " +
+                       again.string()).code, 0);
+  EXPECT_EQ(bnn::io::read_file(again / "rhat.csv"), bnn::io::read_file(out / "rhat.csv"));
+  EXPECT_EQ(bnn::io::read_file(again / "chains.csv"), bnn::io::read_file(out / "chains.csv"));
+  EXPECT_FALSE(fs::exists(again / "figures" / "rhat_vs_epoch.png"));
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
+// Starts far from x* (rho = 1 against weights of order 0.1, beyond the
+// bounce box of 6 x 0.14): every chain's loss starts an order of magnitude
+// above x*'s and is still falling after a few dozen steps, so the chains have
+// not reached their stationary distribution, and split R-hat, which compares
+// the first and second halves of each chain, is far above the 1.1 alarm level.
+TEST(RhatCommand, StartsFarFromXStarAreDetected) {
+  const Experiment s = make_experiment("far");
+  const auto out = s.dir / "out";
+  const CommandResult r = bnn(s, "rhat --config " + s.config.string() +
+                                     " --set sampler.burn_in=0 --chains 3 --repeats 2 --rho 1 --no-figures --out " +
+                                     out.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto summary = nlohmann::json::parse(bnn::io::read_file(out / "summary.json"));
+  for (const auto& repeat : summary["per_repeat"]) {
+    EXPECT_GT(repeat["epochs"]["split_rhat"].get<double>(), 1.1) << repeat;
+  }
+  EXPECT_NE(r.output.find("R-hat above 1.1"), std::string::npos) << r.output;
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
+TEST(RhatCommand, RefusesBadOptions) {
+  const Experiment s = make_experiment("errors");
+  const std::string config = " --config " + s.config.string() + " --out " + (s.dir / "out").string();
+  CommandResult r = bnn(s, "rhat" + config + " --chains 1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("R-hat needs at least 2 chains"), std::string::npos) << r.output;
+  r = bnn(s, "rhat" + config + " --set sampler.burn_in=4");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("at least 4 sampling epochs after burn-in"), std::string::npos) << r.output;
+  r = bnn(s, "rhat" + config + " --rho=-1");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--rho must be finite and >= 0"), std::string::npos) << r.output;
+  r = bnn(s, "rhat --chains 3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("bnn rhat needs --config"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(s.dir / "out"));
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
+// Repeat r of `bnn rhat` trains member r's x* of `bnn run`; `bnn evaluate` of
+// that run draws R-hat across members against epoch.
+TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
+  const Experiment s = make_experiment("run");
+  const auto run = s.dir / "run", rhat = s.dir / "rhat";
+  ASSERT_EQ(bnn(s, "run --config " + s.config.string() + " --out " + run.string()).code, 0);
+  ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures --out " +
+                       rhat.string()).code, 0);
+  for (const char* member : {"member_000", "member_001"}) {
+    EXPECT_TRUE(bnn::io::read_npy(rhat / member / "swa_weights.npy").equal(bnn::io::read_npy(run / member / "swa_weights.npy")))
+        << member;
+  }
+  const std::string report = bnn::io::read_file(run / "report.md");
+  EXPECT_NE(report.find("## R-hat against epoch"), std::string::npos) << report;
+  EXPECT_NE(report.find("between-mode mixing"), std::string::npos) << report;
+  EXPECT_NE(report.find(fmt::format("| {} | {} |", kSampleEpochs, kSampleEpochs - kBurnIn)), std::string::npos)
+      << report;
+  EXPECT_NE(report.find("figures/rhat_vs_epoch.png"), std::string::npos) << report;
+  expect_figure(run / "figures" / "rhat_vs_epoch");
+
+  // One member: a visible note instead of the table.
+  const auto one = s.dir / "one";
+  ASSERT_EQ(bnn(s, "evaluate " + run.string() + " --members 0 --no-figures --out " + one.string()).code, 0);
+  EXPECT_NE(bnn::io::read_file(one / "report.md").find("Not computed: R-hat across members needs at least 2 members"),
+            std::string::npos);
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
+}  // namespace
