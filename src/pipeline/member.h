@@ -18,6 +18,7 @@
 #include "data_loaders/dataset.h"
 #include "models/registry.h"
 #include "src/config/config.h"
+#include "src/distributed/process_group.h"
 
 namespace bnn::pipeline {
 
@@ -26,6 +27,13 @@ struct MemberContext {
   const data_loaders::Dataset& data;
   torch::Device device;
   std::filesystem::path run_dir;
+  // Note [Data-parallel member]: with a process group, every rank runs the
+  // same member from the same seeds, each rank's oracle evaluates its shard
+  // of every minibatch and the gradients are all-reduced
+  // (src/distributed/data_parallel_oracle.h); every rank predicts the whole
+  // test set itself and only rank 0 writes files. The parameters are checked
+  // to agree across ranks when the member starts and at every epoch end.
+  distributed::ProcessGroup* group = nullptr;
 };
 
 struct MemberOutcome {
