@@ -481,6 +481,12 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
   } catch (const NonFiniteError& e) {
     outcome.message = e.what();
   } catch (const c10::Error& e) {
+    // In a data-parallel member such an error may hit one rank only (say, out
+    // of memory): going on to the next member would pair that rank's
+    // collectives with the others' current ones. It ends the run instead; a
+    // non-finite loss or parameters, found on all ranks at once after their
+    // agreement check, fails just the member.
+    if (context.group != nullptr) throw;
     outcome.message = e.what_without_backtrace();
   }
   status["status"] = "failed";

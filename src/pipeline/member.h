@@ -51,7 +51,10 @@ models::ModelSpec model_spec(const config::Config& config, const data_loaders::D
 // failure of the member itself (non-finite loss or parameters, a numerical
 // error): that is reported in the outcome and in the member's status.json, so
 // other members can go on. I/O errors (full disk, unwritable directory) do
-// throw; the last checkpoint written stays intact.
+// throw; the last checkpoint written stays intact. With a process group only
+// non-finite values fail the member; other errors throw (a rank that skipped
+// ahead would mismatch the others' collectives), and so do communication
+// errors (distributed::CommunicationError).
 MemberOutcome run_member(const MemberContext& context, int64_t index);
 
 }  // namespace bnn::pipeline

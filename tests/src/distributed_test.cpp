@@ -164,17 +164,18 @@ class DistributedRun : public DistributedGroup {
   }
 
   // Launches WORLD_SIZE=2 ranks on loopback, `bnn <args[r]> --distributed`
-  // for rank r; returns each rank's exit code and output. `timeout` ends a
-  // rank that hangs.
-  std::vector<bnn::testing::CommandResult> bnn_ranks(const std::vector<std::string>& args) {
+  // for rank r with the environment `env` added; returns each rank's exit
+  // code and output. `timeout` ends a rank that hangs.
+  std::vector<bnn::testing::CommandResult> bnn_ranks(const std::vector<std::string>& args,
+                                                     const std::string& env = "") {
     const int port = free_port();
     std::string script;
     for (int rank = 1; rank >= 0; --rank) {
       const auto log = work_ / fmt::format("rank{}_{}.txt", rank, ++calls_);
       script += fmt::format(
-          "(env MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK={} WORLD_SIZE=2 timeout 300 {} {} --distributed "
+          "(env MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK={} WORLD_SIZE=2 {} timeout 300 {} {} --distributed "
           "> {} 2>&1; echo $? > {}.rc) {}",
-          port, rank, BNN_BINARY, args.at(rank), log.string(), log.string(), rank == 1 ? "& " : "; wait");
+          port, rank, env, BNN_BINARY, args.at(rank), log.string(), log.string(), rank == 1 ? "& " : "; wait");
     }
     EXPECT_EQ(std::system(script.c_str()), 0);
     std::vector<bnn::testing::CommandResult> out;
@@ -256,6 +257,29 @@ TEST_F(DistributedRun, TwoRanksOnLoopbackEqualTheSingleProcessChain) {
   ASSERT_EQ(single_trace.size(), 6u);
   ASSERT_EQ(parallel_trace.size(), single_trace.size());
   for (size_t i = 0; i < single_trace.size(); ++i) EXPECT_NEAR(parallel_trace[i], single_trace[i], 1e-5) << i;
+}
+
+// Both ranks share the run directory, are killed in the middle of sampling
+// (after the epoch-2 checkpoint, Note [Fault injection] in member.cpp) and
+// resume from rank 0's checkpoint: the result is bit-identical to an
+// uninterrupted 2-rank run.
+TEST_F(DistributedRun, KilledRanksResumeBitIdentically) {
+  const auto full = work_ / "full", cut = work_ / "cut";
+  auto ranks = bnn_ranks({args(full), args(full)});
+  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
+  ranks = bnn_ranks({args(cut), args(cut)}, "BNN_KILL_AT_SAMPLER_STEP=25");
+  ASSERT_EQ(ranks[0].code, 128 + 9) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 128 + 9) << ranks[1].output;
+  const std::string resume = "run --threads 1 --resume " + cut.string();
+  ranks = bnn_ranks({resume, resume});
+  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
+  EXPECT_NE(ranks[0].output.find("after 2 epoch(s) of sampling"), std::string::npos) << ranks[0].output;
+  for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
+                                 "metrics.json"}) {
+    EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(cut / file)) << file;
+  }
 }
 
 TEST_F(DistributedRun, MissingWorldSizeIsAClearError) {
