@@ -65,10 +65,6 @@ int integer_variable(const std::function<std::optional<std::string>(const std::s
   return static_cast<int>(value);
 }
 
-bool is_loopback(const std::string& host) {
-  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
-}
-
 }  // namespace
 
 Rendezvous rendezvous_from_environment(
@@ -113,6 +109,10 @@ AllReduce blocking_all_reduce(c10::intrusive_ptr<Group> group) {
   return [group](std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& options) {
     group->allreduce(tensors, options)->wait();
   };
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
 
 // Gloo's network device: loopback when the rendezvous is on this host,
