@@ -24,8 +24,10 @@
 #include <fmt/format.h>
 
 #ifdef BNN_HAVE_C10D
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef BNN_HAVE_C10D_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #ifdef BNN_HAVE_C10D_NCCL
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -92,6 +94,12 @@ Rendezvous rendezvous_from_environment(
 
 bool available() { return true; }
 
+#ifdef BNN_HAVE_C10D_GLOO
+bool gloo_available() { return true; }
+#else
+bool gloo_available() { return false; }
+#endif
+
 #ifdef BNN_HAVE_C10D_NCCL
 bool nccl_available() { return true; }
 #else
@@ -111,6 +119,7 @@ AllReduce blocking_all_reduce(c10::intrusive_ptr<Group> group) {
   };
 }
 
+#ifdef BNN_HAVE_C10D_GLOO
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1";
 }
@@ -125,6 +134,7 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const Rendezvous& r) {
   }
   return c10d::ProcessGroupGloo::createDefaultDevice();
 }
+#endif
 
 }  // namespace
 
@@ -137,8 +147,12 @@ struct ProcessGroup::Impl {
 ProcessGroup::ProcessGroup(const Rendezvous& r, torch::Device device, std::chrono::milliseconds timeout)
     : impl_(std::make_unique<Impl>()), rank_(r.rank), world_size_(r.world_size), device_(device) {
   if (device.is_cuda() && !nccl_available()) {
-    throw std::runtime_error("this LibTorch was built without NCCL support for torch.distributed: a distributed "
-                             "run on a CUDA device needs it (use --device cpu for Gloo)");
+    throw std::runtime_error("this LibTorch was built without NCCL support for torch.distributed (or bnn found no "
+                             "nccl.h, cmake/c10d.cmake): a distributed run on a CUDA device needs it");
+  }
+  if (!device.is_cuda() && !gloo_available()) {
+    throw std::runtime_error("this LibTorch was built without Gloo support for torch.distributed (or bnn found no "
+                             "Gloo headers, cmake/c10d.cmake): a distributed run on the CPU needs it");
   }
   try {
     c10d::TCPStoreOptions store_options;
@@ -158,11 +172,13 @@ ProcessGroup::ProcessGroup(const Rendezvous& r, torch::Device device, std::chron
           c10::make_intrusive<c10d::ProcessGroupNCCL>(impl_->store, r.rank, r.world_size, options));
 #endif
     } else {
+#ifdef BNN_HAVE_C10D_GLOO
       auto options = c10d::ProcessGroupGloo::Options::create(timeout);
       options->devices.push_back(gloo_device(r));
       impl_->backend = "gloo";
       impl_->allreduce = blocking_all_reduce(
           c10::make_intrusive<c10d::ProcessGroupGloo>(impl_->store, r.rank, r.world_size, options));
+#endif
     }
   } catch (const c10::Error& e) {
     throw CommunicationError(fmt::format("rendezvous at {}:{} as rank {} of {} failed: {}", r.master_addr,
@@ -194,6 +210,7 @@ void ProcessGroup::all_reduce(torch::Tensor& t, Op op) {
 #else  // !BNN_HAVE_C10D
 
 bool available() { return false; }
+bool gloo_available() { return false; }
 bool nccl_available() { return false; }
 
 struct ProcessGroup::Impl {

@@ -50,8 +50,10 @@ struct Rendezvous {
 Rendezvous rendezvous_from_environment(
     const std::function<std::optional<std::string>(const std::string&)>& lookup = {});
 
-// Whether this build has c10d (CMake's BNN_HAVE_C10D), and NCCL for CUDA.
+// Whether this build has c10d at all (CMake's BNN_HAVE_C10D), Gloo for CPU
+// devices, NCCL for CUDA devices.
 bool available();
+bool gloo_available();
 bool nccl_available();
 
 class ProcessGroup {

@@ -99,8 +99,8 @@ TEST(DistributedRendezvous, NamesTheMissingOrInvalidVariable) {
 class DistributedGroup : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!dist::available()) {
-      GTEST_SKIP() << "this LibTorch has no torch.distributed (c10d with Gloo), or bnn was configured without it "
+    if (!dist::gloo_available()) {
+      GTEST_SKIP() << "this LibTorch has no torch.distributed with Gloo (c10d), or bnn was configured without it "
                       "(cmake/c10d.cmake; Debian: libgloo-dev)";
     }
   }
