@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
-  libtorch-dev
+  libtorch-dev libgloo-dev
   libcxxopts-dev libfmt-dev libspdlog-dev
   libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev

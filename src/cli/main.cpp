@@ -1,6 +1,7 @@
 // The bnn command line: run, evaluate, hessian, models, version.
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include <cxxopts.hpp>
@@ -13,6 +14,7 @@
 #include "src/cli/predict_command.h"
 #include "src/cli/rhat_command.h"
 #include "src/config/config.h"
+#include "src/distributed/process_group.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/hessian_points.h"
 #include "src/pipeline/run.h"
@@ -26,6 +28,10 @@ Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
           [--device auto|cpu|cuda|cuda:N | --devices all|cuda:0,cuda:1] [--threads N] [--seed S]
   bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N]
+  bnn run ... --distributed
+                  one data-parallel chain over processes (torch.distributed: Gloo on
+                  CPU, NCCL on CUDA); rendezvous from MASTER_ADDR, MASTER_PORT, RANK,
+                  WORLD_SIZE as torchrun sets them (docs/distributed.md)
   bnn evaluate RUN_DIR [RUN_DIR...] [--out DIR] [--burn-in N] [--thin K]
                [--members LIST] [--no-figures]
   bnn predict --run RUN_DIR --images PATH [PATH...] [--out FILE.csv|FILE.json]
@@ -73,6 +79,35 @@ std::string config_help() {
   return out;
 }
 
+// `bnn run --distributed`: joins the process group of the torchrun
+// environment on this rank's device. A CUDA device without an index ("cuda",
+// or "auto" with a GPU) becomes cuda:LOCAL_RANK (modulo the visible GPUs), and
+// config.run.device is set to it. Ranks other than 0 log warnings only.
+std::unique_ptr<bnn::distributed::ProcessGroup> join_process_group(bnn::config::Config& config) {
+  if (!bnn::distributed::available()) {
+    throw bnn::config::ConfigError(
+        "bnn run --distributed: this LibTorch was built without distributed support (torch.distributed's c10d with "
+        "Gloo), or bnn was configured without it (cmake/c10d.cmake; on Debian install libgloo-dev and reconfigure)");
+  }
+  bnn::distributed::Rendezvous rendezvous;
+  try {
+    rendezvous = bnn::distributed::rendezvous_from_environment();
+  } catch (const std::invalid_argument& e) {
+    throw bnn::config::ConfigError(fmt::format("bnn run --distributed: {}", e.what()));
+  }
+  torch::Device device = bnn::pipeline::resolve_device(config.run.device);
+  if (device.is_cuda() && (config.run.device == "auto" || config.run.device == "cuda")) {
+    device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(rendezvous.local_rank %
+                                                                       torch::cuda::device_count()));
+  }
+  config.run.device = device.str();
+  auto group = std::make_unique<bnn::distributed::ProcessGroup>(rendezvous, device);
+  spdlog::info("distributed: rank {} of {} on {}, {} backend, rendezvous at {}:{}", group->rank(),
+               group->world_size(), device.str(), group->backend(), rendezvous.master_addr, rendezvous.master_port);
+  if (group->rank() != 0) spdlog::set_level(spdlog::level::warn);
+  return group;
+}
+
 int cmd_run(int argc, char** argv) {
   cxxopts::Options opts("bnn run", "Train an ensemble: Adam -> SWA -> posterior sampling, then evaluate.");
   opts.add_options()("c,config", "YAML config file", cxxopts::value<std::string>())(
@@ -85,6 +120,8 @@ int cmd_run(int argc, char** argv) {
       "devices", "Spread members over devices, one worker each: all (every GPU) or a list, e.g. cuda:0,cuda:1",
       cxxopts::value<std::string>())(
       "threads", "CPU threads (default all cores; overrides run.threads)", cxxopts::value<int64_t>())(
+      "distributed", "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
+                     "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");
   const auto args = opts.parse(argc, argv);
   if (args.count("help")) {
@@ -120,18 +157,28 @@ int cmd_run(int argc, char** argv) {
   if (args.count("device")) overrides.push_back("run.device=" + args["device"].as<std::string>());
   if (args.count("threads")) overrides.push_back(fmt::format("run.threads={}", args["threads"].as<int64_t>()));
   if (args.count("seed")) overrides.push_back(fmt::format("run.seed={}", args["seed"].as<uint64_t>()));
-  const bnn::config::Config config = bnn::config::load_config(config_file, overrides);
+  bnn::config::Config config = bnn::config::load_config(config_file, overrides);
   if (args.count("members")) {
     run_options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
   }
   if (args.count("devices")) {
     if (args.count("device")) throw bnn::config::ConfigError("give either --device or --devices, not both");
+    if (args.count("distributed")) {
+      throw bnn::config::ConfigError("--distributed uses one device per process: give --device, not --devices");
+    }
     run_options.devices = bnn::pipeline::parse_device_list(args["devices"].as<std::string>());
   }
   const int threads = bnn::runtime::configure_threads(static_cast<int>(config.run.threads));
+  std::unique_ptr<bnn::distributed::ProcessGroup> group;
+  if (args.count("distributed")) {
+    group = join_process_group(config);
+    run_options.group = group.get();
+  }
   spdlog::info("bnn run: config {}, run directory {}, {} threads", config_file.string(),
                run_options.run_dir.string(), threads);
-  return bnn::pipeline::run(config, run_options);
+  const int code = bnn::pipeline::run(config, run_options);
+  if (group) group->barrier();  // rank 0 has written the run's outputs
+  return code;
 }
 
 int cmd_evaluate(int argc, char** argv) {

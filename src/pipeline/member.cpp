@@ -14,6 +14,7 @@
 #include "models/registry.h"
 #include "samplers/random.h"
 #include "samplers/registry.h"
+#include "src/distributed/data_parallel_oracle.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/map_estimate.h"
@@ -79,12 +80,21 @@ class Member {
         partition_(ctx.data.train, cfg_.data.batch_size, samplers::derive_seed(seed_, kPartitionStream)),
         model_(models::make_model(model_spec(cfg_, ctx.data), samplers::derive_seed(seed_, kInitStream))),
         order_gen_(samplers::make_generator(torch::kCPU, samplers::derive_seed(seed_, kOptimizerOrderStream))),
-        kill_at_step_(fault_injection_step()) {
+        kill_at_step_(fault_injection_step()),
+        writer_(ctx.group == nullptr || ctx.group->rank() == 0) {
     model_->to(ctx.device);
     flat_ = std::make_unique<models::FlatParameters>(*model_);
     if (cfg_.prior.biases) flat_->include_biases_in_prior();
-    oracle_ = std::make_unique<ModelOracle>(*model_, *flat_, partition_);
-    std::filesystem::create_directories(dir_ / "samples");
+    if (ctx.group == nullptr) {
+      model_oracle_ = std::make_unique<ModelOracle>(*model_, *flat_, partition_);
+      oracle_ = model_oracle_.get();
+    } else {
+      model_oracle_ = std::make_unique<ModelOracle>(*model_, *flat_, partition_,
+                                                    Shard{ctx.group->rank(), ctx.group->world_size()});
+      parallel_oracle_ = std::make_unique<distributed::DataParallelOracle>(*model_oracle_, *ctx.group);
+      oracle_ = parallel_oracle_.get();
+    }
+    if (writer_) std::filesystem::create_directories(dir_ / "samples");
   }
 
   void run() { sampling_phase(train_anchor(/*resume=*/true).epochs_done); }
@@ -112,24 +122,29 @@ class Member {
     if (resume && std::filesystem::exists(checkpoint_path())) {
       at = restore(adam);
     } else {
-      io::write_npy(dir_ / "init_weights.npy", flat_->values());
+      write_npy("init_weights.npy", flat_->values());
     }
+    check_ranks_agree(fmt::format("the start of {}", phase_name(at.phase)));
     if (at.phase == Phase::kMap) {  // no checkpoint inside: a killed L-BFGS reruns (deterministically)
       map_phase();
-      io::write_npy(dir_ / "map_probs.npy", predict());
-      write_stored_point(dir_ / "map_weights.npy", dir_ / "map_buffers.npy", flat_->values(), *model_, torch::kFloat);
+      write_npy("map_probs.npy", predict());
+      if (writer_) {
+        write_stored_point(dir_ / "map_weights.npy", dir_ / "map_buffers.npy", flat_->values(), *model_, torch::kFloat);
+      }
       at = {Phase::kSample, 0};
     }
     if (at.phase == Phase::kAdam) {
       adam_phase(adam, at.epochs_done);
-      io::write_npy(dir_ / "adam_weights.npy", flat_->values());
-      io::write_npy(dir_ / "adam_probs.npy", predict());
+      write_npy("adam_weights.npy", flat_->values());
+      write_npy("adam_probs.npy", predict());
       at = {Phase::kSwa, 0};
     }
     if (at.phase == Phase::kSwa) {
       swa_phase(adam, at.epochs_done);
-      io::write_npy(dir_ / "swa_probs.npy", predict());
-      write_stored_point(dir_ / "swa_weights.npy", dir_ / "swa_buffers.npy", flat_->values(), *model_, torch::kFloat);
+      write_npy("swa_probs.npy", predict());
+      if (writer_) {
+        write_stored_point(dir_ / "swa_weights.npy", dir_ / "swa_buffers.npy", flat_->values(), *model_, torch::kFloat);
+      }
       at = {Phase::kSample, 0};
     }
     return at;
@@ -138,6 +153,7 @@ class Member {
  public:
   // Removes the checkpoint once the member's status says done.
   void discard_checkpoint() const {
+    if (!writer_) return;
     std::error_code ec;
     std::filesystem::remove(checkpoint_path(), ec);
   }
@@ -148,6 +164,22 @@ class Member {
   uint64_t seed() const { return seed_; }
 
  private:
+  // Output files: written by rank 0 only (Note [Data-parallel member]).
+  void write_npy(const std::filesystem::path& name, const torch::Tensor& t) const {
+    if (writer_) io::write_npy(dir_ / name, t);
+  }
+
+  // Note [Data-parallel member]: ranks that disagree would silently average
+  // gradients of different chains; this catches, e.g., a resume on a rank
+  // that could not read rank 0's checkpoint.
+  void check_ranks_agree(const std::string& where) {
+    if (ctx_.group == nullptr || ctx_.group->identical_on_all_ranks(flat_->values())) return;
+    throw std::runtime_error(fmt::format(
+        "member {}: the {} ranks hold different parameters at {}; every rank must start from the same state "
+        "(to resume, all ranks must see rank 0's run directory)",
+        index_, ctx_.group->world_size(), where));
+  }
+
   // Note [BatchNorm]: recalibrate on the first K training batches, predict.
   torch::Tensor predict() {
     return predict_test_probabilities(*model_, partition_, ctx_.data.test, cfg_.evaluation.bn_batches);
@@ -160,6 +192,7 @@ class Member {
 
   // The current parameters and the BatchNorm statistics predict() just recalibrated.
   void store_sample(int64_t step) {
+    if (!writer_) return;  // Note [Data-parallel member]: rank 0 writes
     const auto dtype = cfg_.evaluation.sample_weights_dtype == "float16" ? torch::kHalf : torch::kFloat;
     write_stored_point(sample_weights_path(dir_, step), sample_buffers_path(dir_, step), flat_->values(), *model_,
                        dtype);
@@ -171,6 +204,7 @@ class Member {
 
   // Loss and parameters must be finite at every epoch end (one sync per epoch).
   void check_finite(const std::string& phase, int64_t epoch, double loss) {
+    check_ranks_agree(fmt::format("the end of {} epoch {}", phase, epoch + 1));
     if (std::isfinite(loss) && torch::isfinite(flat_->values()).all().item<bool>()) return;
     throw NonFiniteError(fmt::format("non-finite {} in {} epoch {} (mean training loss {}); lower the step size",
                                      std::isfinite(loss) ? "parameters" : "loss", phase, epoch + 1, loss));
@@ -182,7 +216,9 @@ class Member {
     spdlog::info("member {} {:>6} epoch {:>3}/{}: loss {:.4f}  test acc {:.4f}  {} {:.3g}  {:.1f}s", index_, phase,
                  epoch + 1, epochs, loss, acc, phase == "sample" ? "h" : "lr", rate, secs);
     trace_ += fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.3f}\n", phase, epoch + 1, loss, acc, rate, secs);
-    io::write_file_atomically(dir_ / "trace.csv", "phase,epoch,loss,test_accuracy,lr_or_h,seconds\n" + trace_);
+    if (writer_) {
+      io::write_file_atomically(dir_ / "trace.csv", "phase,epoch,loss,test_accuracy,lr_or_h,seconds\n" + trace_);
+    }
   }
 
   // One optimiser epoch over the fixed batches in a fresh random order, with
@@ -358,7 +394,8 @@ class Member {
           prob_sum_ += last_probs;
           ++samples_;
           if (cfg_.evaluation.save_sample_probs) {
-            io::write_npy(dir_ / "samples" / fmt::format("step_{:08d}.npy", done), last_probs.to(torch::kHalf));
+            write_npy(std::filesystem::path("samples") / fmt::format("step_{:08d}.npy", done),
+                      last_probs.to(torch::kHalf));
           }
           if (keeps_sample_weights()) store_sample(done);
         }
@@ -371,7 +408,7 @@ class Member {
     }
     TORCH_CHECK(samples_ > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", thin,
                 " steps leave none");
-    io::write_npy(dir_ / "bayes_probs.npy", (prob_sum_ / static_cast<double>(samples_)).to(torch::kFloat));
+    write_npy("bayes_probs.npy", (prob_sum_ / static_cast<double>(samples_)).to(torch::kFloat));
   }
 
   // Note [Member checkpoints]: at the end of every epoch of every phase the
@@ -388,7 +425,7 @@ class Member {
   std::filesystem::path checkpoint_path() const { return dir_ / "checkpoint.pt"; }
 
   void save_checkpoint(Position at, torch::optim::Adam* adam) {
-    if (!cfg_.run.checkpoint) return;
+    if (!cfg_.run.checkpoint || !writer_) return;
     torch::serialize::OutputArchive a;
     a.write("member.seed", torch::tensor(static_cast<int64_t>(seed_), torch::kLong));
     a.write("member.phase", torch::tensor(static_cast<int64_t>(at.phase), torch::kLong));
@@ -477,10 +514,13 @@ class Member {
   data_loaders::Partition partition_;
   std::shared_ptr<models::Classifier> model_;
   std::unique_ptr<models::FlatParameters> flat_;
-  std::unique_ptr<ModelOracle> oracle_;
+  std::unique_ptr<ModelOracle> model_oracle_;  // this rank's shard of each batch with a process group
+  std::unique_ptr<distributed::DataParallelOracle> parallel_oracle_;
+  samplers::GradientOracle* oracle_ = nullptr;  // the one that gives full-batch sums
   at::Generator order_gen_;
   std::string trace_;
   int64_t kill_at_step_;
+  bool writer_;
   torch::Tensor swa_sum_;  // SWA running sum (double) and count
   int64_t swa_count_ = 0;
   torch::Tensor anchor_;   // x*
@@ -561,10 +601,12 @@ std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t
 MemberOutcome run_member(const MemberContext& context, int64_t index) {
   const auto start = Clock::now();
   const auto dir = member_dir(context.run_dir, index);
+  const bool writer = context.group == nullptr || context.group->rank() == 0;  // Note [Data-parallel member]
   std::error_code ec;
-  std::filesystem::remove(dir / "status.json", ec);  // a rerun is unfinished until it finishes
+  if (writer) std::filesystem::remove(dir / "status.json", ec);  // a rerun is unfinished until it finishes
   MemberOutcome outcome{index, false, ""};
   nlohmann::json status = {{"member", index}};
+  if (context.group != nullptr) status["data_parallel_ranks"] = context.group->world_size();
   try {
     Member member(context, index);
     status["seed"] = member.seed();
@@ -576,19 +618,25 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     status["batches_per_epoch"] = member.batches_per_epoch();
     status["thin_steps"] = member.thin_steps();
     status["seconds"] = seconds_since(start);
-    write_status(dir, status);
+    if (writer) write_status(dir, status);
     member.discard_checkpoint();
     return outcome;
   } catch (const NonFiniteError& e) {
     outcome.message = e.what();
   } catch (const c10::Error& e) {
+    // In a data-parallel member such an error may hit one rank only (say, out
+    // of memory): going on to the next member would pair that rank's
+    // collectives with the others' current ones. It ends the run instead; a
+    // non-finite loss or parameters, found on all ranks at once after their
+    // agreement check, fails just the member.
+    if (context.group != nullptr) throw;
     outcome.message = e.what_without_backtrace();
   }
   status["status"] = "failed";
   status["error"] = outcome.message;
   spdlog::error("member {} failed: {}", index, outcome.message);
   status["seconds"] = seconds_since(start);
-  write_status(dir, status);
+  if (writer) write_status(dir, status);
   return outcome;
 }
 

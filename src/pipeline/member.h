@@ -21,6 +21,7 @@
 #include "models/registry.h"
 #include "samplers/langevin_options.h"
 #include "src/config/config.h"
+#include "src/distributed/process_group.h"
 
 namespace bnn::pipeline {
 
@@ -29,6 +30,13 @@ struct MemberContext {
   const data_loaders::Dataset& data;
   torch::Device device;
   std::filesystem::path run_dir;
+  // Note [Data-parallel member]: with a process group, every rank runs the
+  // same member from the same seeds, each rank's oracle evaluates its shard
+  // of every minibatch and the gradients are all-reduced
+  // (src/distributed/data_parallel_oracle.h); every rank predicts the whole
+  // test set itself and only rank 0 writes files. The parameters are checked
+  // to agree across ranks when the member starts and at every epoch end.
+  distributed::ProcessGroup* group = nullptr;
 };
 
 struct MemberOutcome {
@@ -62,7 +70,10 @@ torch::Tensor predict_test_probabilities(models::Classifier& model, const data_l
 // failure of the member itself (non-finite loss or parameters, a numerical
 // error): that is reported in the outcome and in the member's status.json, so
 // other members can go on. I/O errors (full disk, unwritable directory) do
-// throw; the last checkpoint written stays intact.
+// throw; the last checkpoint written stays intact. With a process group only
+// non-finite values fail the member; other errors throw (a rank that skipped
+// ahead would mismatch the others' collectives), and so do communication
+// errors (distributed::CommunicationError).
 MemberOutcome run_member(const MemberContext& context, int64_t index);
 
 // Note [Perturbed chains] (the R-hat experiment of the SMS-UBU paper, Fig. 3;

@@ -3,11 +3,25 @@
 namespace bnn::pipeline {
 
 ModelOracle::ModelOracle(models::Classifier& model, models::FlatParameters& flat,
-                         const data_loaders::Partition& partition)
-    : model_(model), flat_(flat), partition_(partition) {}
+                         const data_loaders::Partition& partition, Shard shard)
+    : model_(model), flat_(flat), partition_(partition), shard_(shard) {
+  TORCH_CHECK(shard_.count >= 1 && shard_.index >= 0 && shard_.index < shard_.count,
+              "shard ", shard_.index, " of ", shard_.count, " does not exist");
+  TORCH_CHECK(shard_.count <= partition_.batch_size(), "a batch of ", partition_.batch_size(),
+              " examples cannot be split into ", shard_.count, " shards; use a batch size of at least ",
+              shard_.count);
+}
+
+data_loaders::Split ModelOracle::rows_of(int64_t b) const {
+  const data_loaders::Split batch = partition_.batch(b);
+  if (shard_.count == 1) return batch;
+  const int64_t n = batch.size();
+  const int64_t start = shard_.index * n / shard_.count;
+  return batch.slice(start, (shard_.index + 1) * n / shard_.count - start);
+}
 
 torch::Tensor ModelOracle::evaluate(int64_t b) {
-  const data_loaders::Split batch = partition_.batch(b);
+  const data_loaders::Split batch = rows_of(b);
   flat_.zero_grad();
   model_.train();
   torch::AutoGradMode grad_mode(/*enabled=*/true);
@@ -21,7 +35,7 @@ torch::Tensor ModelOracle::evaluate(int64_t b) {
 }
 
 torch::Tensor ModelOracle::evaluate_per_example(int64_t b) {
-  const data_loaders::Split batch = partition_.batch(b);
+  const data_loaders::Split batch = rows_of(b);
   model_.train();
   torch::AutoGradMode grad_mode(/*enabled=*/true);
   const torch::Tensor losses = torch::nn::functional::cross_entropy(
@@ -41,7 +55,7 @@ torch::Tensor ModelOracle::evaluate_per_example(int64_t b) {
 }
 
 torch::Tensor ModelOracle::loss(int64_t b) {
-  const data_loaders::Split batch = partition_.batch(b);
+  const data_loaders::Split batch = rows_of(b);
   model_.train();
   torch::NoGradGuard no_grad;
   return torch::nn::functional::cross_entropy(model_.forward(batch.inputs()), batch.labels,

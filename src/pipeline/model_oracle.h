@@ -1,6 +1,8 @@
 // A GradientOracle backed by a network and a fixed minibatch partition: the
 // summed cross-entropy gradient of batch b at the network's current weights,
 // written straight into the flat gradient buffer (models/flat_parameters.h).
+// With a Shard it evaluates only its part of every batch (one rank of a
+// data-parallel chain, src/distributed/data_parallel_oracle.h).
 #pragma once
 
 #include "data_loaders/dataset.h"
@@ -10,11 +12,21 @@
 
 namespace bnn::pipeline {
 
+// Part `index` of `count` of every batch: rows [index N_b / count,
+// (index + 1) N_b / count) of a batch of N_b, contiguous and as equal as
+// integer division makes them. The default is the whole batch.
+struct Shard {
+  int64_t index = 0;
+  int64_t count = 1;
+};
+
 class ModelOracle : public samplers::GradientOracle {
  public:
   // All three must outlive the oracle. The model is put in train mode (batch
-  // statistics, Note [BatchNorm]) for every evaluation.
-  ModelOracle(models::Classifier& model, models::FlatParameters& flat, const data_loaders::Partition& partition);
+  // statistics, Note [BatchNorm]) for every evaluation; with a shard, those
+  // are the shard's statistics. Throws unless 0 <= index < count <= N_b.
+  ModelOracle(models::Classifier& model, models::FlatParameters& flat, const data_loaders::Partition& partition,
+              Shard shard = {});
 
   torch::Tensor parameters() override { return flat_.values(); }
   torch::Tensor gradient() override { return flat_.grads(); }
@@ -36,9 +48,13 @@ class ModelOracle : public samplers::GradientOracle {
   torch::Tensor per_example_gradients() override { return rows_; }
 
  private:
+  // This oracle's rows of batch b.
+  data_loaders::Split rows_of(int64_t b) const;
+
   models::Classifier& model_;
   models::FlatParameters& flat_;
   const data_loaders::Partition& partition_;
+  Shard shard_;
   torch::Tensor rows_;  // N_b x d, allocated on the first evaluate_per_example()
 };
 

@@ -162,21 +162,68 @@ std::vector<std::string> parse_device_list(const std::string& text) {
   return out;
 }
 
-int run(const config::Config& config, const RunOptions& options) {
-  std::vector<torch::Device> devices;
-  for (const auto& name : options.devices.empty() ? std::vector<std::string>{config.run.device} : options.devices) {
-    devices.push_back(resolve_device(name));
+namespace {
+
+// The members of `requested` that have not finished in `dir`, in order.
+std::vector<int64_t> unfinished_members(const std::filesystem::path& dir, const std::vector<int64_t>& requested) {
+  // A finished member is never run again into the same directory, so a rerun
+  // (or a second process given overlapping --members) cannot destroy results.
+  const auto finished = finished_members(dir);
+  std::vector<int64_t> todo;
+  for (int64_t index : requested) {
+    if (std::find(finished.begin(), finished.end(), member_dir(dir, index)) != finished.end()) {
+      spdlog::info("member {} already finished in {}; skipping", index, dir.string());
+    } else {
+      todo.push_back(index);
+    }
   }
-  const auto& dir = options.run_dir;
+  return todo;
+}
+
+// Rank 0's `todo` on every rank (the other ranks may not see the directory).
+std::vector<int64_t> share_todo(distributed::ProcessGroup& group, const std::vector<int64_t>& todo,
+                                int64_t num_members) {
+  torch::Tensor selected = torch::zeros({num_members}, torch::kLong);
+  if (group.rank() == 0) {
+    for (int64_t index : todo) selected[index] = 1;
+  }
+  group.all_reduce_sum(selected);
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < num_members; ++i) {
+    if (selected[i].item<int64_t>() != 0) out.push_back(i);
+  }
+  return out;
+}
+
+void write_config(const config::Config& config, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const auto config_path = dir / "config.yaml";
-  const std::string yaml = config::to_yaml(config);
   if (std::filesystem::exists(config_path) && !same_experiment(config::load_config(config_path, {}), config)) {
     throw config::ConfigError(fmt::format(
         "{} holds a different configuration; use another --out directory (members of one run must share it)",
         config_path.string()));
   }
-  io::write_file_atomically(config_path, yaml);
+  io::write_file_atomically(config_path, config::to_yaml(config));
+}
+
+}  // namespace
+
+int run(const config::Config& config, const RunOptions& options) {
+  std::vector<torch::Device> devices;
+  for (const auto& name : options.devices.empty() ? std::vector<std::string>{config.run.device} : options.devices) {
+    devices.push_back(resolve_device(name));
+  }
+  distributed::ProcessGroup* group = options.group;
+  if (group != nullptr) {
+    if (devices.size() != 1) throw config::ConfigError("a distributed run uses one device per rank; drop --devices");
+    if (config.sampler.name == "nogin") {
+      throw config::ConfigError("sampler nogin needs per-example gradients, which a distributed run does not gather "
+                                "across ranks; run it without --distributed");
+    }
+  }
+  const bool writer = group == nullptr || group->rank() == 0;
+  const auto& dir = options.run_dir;
+  if (writer) write_config(config, dir);
 
   // One copy of the data per distinct device.
   std::map<std::string, data_loaders::Dataset> data;
@@ -187,24 +234,19 @@ int run(const config::Config& config, const RunOptions& options) {
     spdlog::info("{}: {} training, {} test images on {} ({:.1f}s)", d.name, d.train.size(), d.test.size(),
                  device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
-  io::write_npy(dir / "labels.npy", data.begin()->second.test.labels);
-  io::write_file_atomically(dir / "preprocess.json", to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");
+  if (writer) {
+    io::write_npy(dir / "labels.npy", data.begin()->second.test.labels);
+    io::write_file_atomically(dir / "preprocess.json",
+                              to_json(preprocess_of(config, data.begin()->second)).dump(2) + "
+");
+  }
 
   std::vector<int64_t> members = options.members;
   if (members.empty()) {
     for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
   }
-  // A finished member is never run again into the same directory, so a rerun
-  // (or a second process given overlapping --members) cannot destroy results.
-  const auto finished = finished_members(dir);
-  std::vector<int64_t> todo;
-  for (int64_t index : members) {
-    if (std::find(finished.begin(), finished.end(), member_dir(dir, index)) != finished.end()) {
-      spdlog::info("member {} already finished in {}; skipping", index, dir.string());
-    } else {
-      todo.push_back(index);
-    }
-  }
+  std::vector<int64_t> todo = writer ? unfinished_members(dir, members) : std::vector<int64_t>{};
+  if (group != nullptr) todo = share_todo(*group, todo, config.run.members);
   // Workers take the next member from a shared counter; a member failure is
   // counted, an exception (I/O) stops that worker and is rethrown at the end.
   std::atomic<size_t> next{0};
@@ -212,7 +254,7 @@ int run(const config::Config& config, const RunOptions& options) {
   std::vector<std::exception_ptr> errors(devices.size());
   auto worker = [&](size_t w) {
     try {
-      const MemberContext context{config, data.at(devices[w].str()), devices[w], dir};
+      const MemberContext context{config, data.at(devices[w].str()), devices[w], dir, group};
       for (size_t i; (i = next++) < todo.size();) {
         if (!run_member(context, todo[i]).ok) ++failed;
       }
@@ -231,6 +273,7 @@ int run(const config::Config& config, const RunOptions& options) {
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
+  if (!writer) return failed > 0 ? 3 : 0;  // rank 0 evaluates
   if (finished_members(dir).empty()) {
     spdlog::error("no member of {} has finished: no metrics written", dir.string());
     return 3;

@@ -32,6 +32,7 @@
 
 #include "data_loaders/dataset.h"
 #include "src/config/config.h"
+#include "src/distributed/process_group.h"
 #include "src/evaluation/ensemble.h"
 
 namespace bnn::pipeline {
@@ -42,6 +43,11 @@ struct RunOptions {
   // One worker per entry, each taking the next unfinished member: "cuda:0",
   // "cuda:1", ... (or "cpu" entries). Empty = one worker on run.device.
   std::vector<std::string> devices;
+  // A data-parallel run (docs/distributed.md): every rank of `group` runs the
+  // same members one after the other, each member data-parallel over the
+  // ranks (Note [Data-parallel member] in member.h). Rank 0 chooses the
+  // members to run and alone writes files. Needs a single device.
+  distributed::ProcessGroup* group = nullptr;
 };
 
 // "all" -> every visible CUDA device (an error without one); otherwise a

@@ -1,0 +1,303 @@
+// One chain, data-parallel over processes (docs/distributed.md): the process
+// group's collectives, the rendezvous variables, and `bnn run --distributed`
+// with 2 processes on loopback (Gloo) against the single-process chain.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <future>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "src/distributed/process_group.h"
+#include "src/io/atomic_file.h"
+#include "src/io/npy.h"
+#include "tests/support/run_bnn.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+namespace dist = bnn::distributed;
+
+const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
+const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+                  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  ::close(fd);
+  return ok ? ntohs(addr.sin_port) : 0;
+}
+
+std::function<std::optional<std::string>(const std::string&)> lookup_in(std::map<std::string, std::string> env) {
+  return [env](const std::string& name) -> std::optional<std::string> {
+    const auto it = env.find(name);
+    if (it == env.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+std::string rendezvous_error(const std::map<std::string, std::string>& env) {
+  try {
+    dist::rendezvous_from_environment(lookup_in(env));
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(DistributedRendezvous, ReadsTheTorchrunVariables) {
+  const auto r = dist::rendezvous_from_environment(
+      lookup_in({{"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "29500"}, {"RANK", "3"}, {"WORLD_SIZE", "4"}}));
+  EXPECT_EQ(r.master_addr, "10.0.0.1");
+  EXPECT_EQ(r.master_port, 29500);
+  EXPECT_EQ(r.rank, 3);
+  EXPECT_EQ(r.world_size, 4);
+  EXPECT_EQ(r.local_rank, 3);  // LOCAL_RANK unset: the rank
+  EXPECT_EQ(dist::rendezvous_from_environment(lookup_in({{"MASTER_ADDR", "h"},
+                                                         {"MASTER_PORT", "1"},
+                                                         {"RANK", "3"},
+                                                         {"WORLD_SIZE", "4"},
+                                                         {"LOCAL_RANK", "1"}}))
+                .local_rank,
+            1);
+}
+
+TEST(DistributedRendezvous, NamesTheMissingOrInvalidVariable) {
+  const std::map<std::string, std::string> good = {
+      {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", "29500"}, {"RANK", "0"}, {"WORLD_SIZE", "2"}};
+  for (const std::string name : {"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"}) {
+    auto env = good;
+    env.erase(name);
+    EXPECT_NE(rendezvous_error(env).find("environment variable " + name + " is not set"), std::string::npos)
+        << rendezvous_error(env);
+  }
+  auto env = good;
+  env["RANK"] = "2";
+  EXPECT_EQ(rendezvous_error(env), "environment variable RANK='2' is not valid: expected a rank in 0-1 (WORLD_SIZE=2)");
+  env = good;
+  env["MASTER_PORT"] = "29500x";
+  EXPECT_EQ(rendezvous_error(env), "environment variable MASTER_PORT='29500x' is not valid: expected a TCP port, "
+                                   "1-65535");
+  env = good;
+  env["WORLD_SIZE"] = "0";
+  EXPECT_NE(rendezvous_error(env).find("WORLD_SIZE='0' is not valid"), std::string::npos);
+}
+
+class DistributedGroup : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!dist::gloo_available()) {
+      GTEST_SKIP() << "this LibTorch has no torch.distributed with Gloo (c10d), or bnn was configured without it "
+                      "(cmake/c10d.cmake; Debian: libgloo-dev)";
+    }
+  }
+};
+
+// Two ranks as two threads of this process, on loopback.
+TEST_F(DistributedGroup, AllReduceSumsAndAgreementIsDetected) {
+  dist::Rendezvous r;
+  r.master_addr = "127.0.0.1";
+  r.master_port = free_port();
+  r.world_size = 2;
+  auto rank = [r](int k) mutable {
+    r.rank = k;
+    r.local_rank = k;
+    dist::ProcessGroup group(r, torch::kCPU, std::chrono::seconds(60));
+    EXPECT_EQ(group.rank(), k);
+    EXPECT_EQ(group.world_size(), 2);
+    EXPECT_STREQ(group.backend(), "gloo");
+    torch::Tensor t = torch::tensor({1.0f, 2.0f}) * (k == 0 ? 1 : 10);
+    group.all_reduce_sum(t);
+    torch::Tensor scalar = torch::tensor(static_cast<int64_t>(k + 1));  // 0-dim works too
+    group.all_reduce_sum(scalar);
+    const bool same = group.identical_on_all_ranks(torch::arange(4));
+    const bool differs = group.identical_on_all_ranks(torch::arange(4) + (k == 1 ? 1 : 0));
+    group.barrier();
+    return std::make_tuple(t, scalar.item<int64_t>(), same, differs);
+  };
+  auto one = std::async(std::launch::async, rank, 1);
+  const auto [t0, s0, same0, differs0] = rank(0);
+  const auto [t1, s1, same1, differs1] = one.get();
+  EXPECT_TRUE(t0.equal(torch::tensor({11.0f, 22.0f}))) << t0;
+  EXPECT_TRUE(t1.equal(t0)) << t1;
+  EXPECT_EQ(s0, 3);
+  EXPECT_EQ(s1, 3);
+  EXPECT_TRUE(same0 && same1);
+  EXPECT_FALSE(differs0 || differs1);
+}
+
+// `bnn run` single-process and as 2 ranks (--distributed, Gloo on loopback) on
+// a slice of Fashion-MNIST: an MLP without BatchNorm (with BatchNorm each rank
+// would normalise by its shard's statistics), 2 Adam + 1 SWA + 3 sampling
+// epochs (SMS-UBU, control variate), 10 batches of 100, one member.
+class DistributedRun : public DistributedGroup {
+ protected:
+  void SetUp() override {
+    DistributedGroup::SetUp();
+    if (IsSkipped()) return;
+    if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+    work_ = bnn::testing::unique_temp_dir("bnn_distributed_test");
+  }
+  void TearDown() override {
+    if (!work_.empty()) std::filesystem::remove_all(work_);
+  }
+
+  static std::string args(const std::filesystem::path& out) {
+    return "run --config " + kTiny + " --set run.members=1 --set model.batch_norm=false --threads 1 --out " +
+           out.string();
+  }
+  bnn::testing::CommandResult bnn(const std::string& a, const std::string& env = "") {
+    return bnn::testing::run_bnn(a, work_ / ("log_" + std::to_string(++calls_) + ".txt"), env);
+  }
+
+  // Launches WORLD_SIZE=2 ranks on loopback, `bnn <args[r]> --distributed`
+  // for rank r with the environment `env` added; returns each rank's exit
+  // code and output. `timeout` ends a rank that hangs.
+  std::vector<bnn::testing::CommandResult> bnn_ranks(const std::vector<std::string>& args,
+                                                     const std::string& env = "") {
+    const int port = free_port();
+    std::string script;
+    for (int rank = 1; rank >= 0; --rank) {
+      const auto log = work_ / fmt::format("rank{}_{}.txt", rank, ++calls_);
+      script += fmt::format(
+          "(env MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK={} WORLD_SIZE=2 {} timeout 300 {} {} --distributed "
+          "> {} 2>&1; echo $? > {}.rc) {}",
+          port, rank, env, BNN_BINARY, args.at(rank), log.string(), log.string(), rank == 1 ? "& " : "; wait");
+    }
+    EXPECT_EQ(std::system(script.c_str()), 0);
+    std::vector<bnn::testing::CommandResult> out;
+    for (int rank = 0; rank < 2; ++rank) {
+      const auto log = work_ / fmt::format("rank{}_{}.txt", rank, calls_ - rank);
+      out.push_back({std::stoi(bnn::io::read_file(log.string() + ".rc")), bnn::io::read_file(log)});
+    }
+    return out;
+  }
+
+  // The loss column of a member's trace.csv.
+  static std::vector<double> trace_losses(const std::filesystem::path& path) {
+    std::vector<double> losses;
+    std::istringstream in(bnn::io::read_file(path));
+    std::string line;
+    std::getline(in, line);  // header: phase,epoch,loss,...
+    while (std::getline(in, line)) {
+      const size_t second = line.find(',', line.find(',') + 1);
+      losses.push_back(std::stod(line.substr(second + 1)));
+    }
+    return losses;
+  }
+
+  static std::set<std::string> files_under(const std::filesystem::path& dir) {
+    std::set<std::string> names;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+      names.insert(std::filesystem::relative(e.path(), dir).string());
+    }
+    return names;
+  }
+
+  std::filesystem::path work_;
+  int calls_ = 0;
+};
+
+// Tolerance: the two chains differ only in the order of float32 sums (each
+// rank's 50-row gradient sum, then the 2-rank all-reduce, against one 100-row
+// sum), about 1e-7 relative per step; after 30 optimiser and 30 sampler
+// steps (plus the anchor gradients) the parameters agree to ~1e-5 and the
+// probabilities to ~1e-6 (tolerance 1e-4), far below any change
+// a wrong shard, a missed all-reduce or unsynchronised noise would make
+// (those change the outputs at the 1e-2 level or more).
+//
+// Rank 1 is given its own --out directory, which it must not even create:
+// that shows it writes nothing (and needs no shared directory for a fresh run).
+TEST_F(DistributedRun, TwoRanksOnLoopbackEqualTheSingleProcessChain) {
+  const auto single = work_ / "single", parallel = work_ / "parallel", rank1 = work_ / "rank1";
+  const auto r = bnn(args(single));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto ranks = bnn_ranks({args(parallel), args(rank1)});
+  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
+  EXPECT_NE(ranks[0].output.find("distributed: rank 0 of 2 on cpu, gloo backend"), std::string::npos)
+      << ranks[0].output;
+  EXPECT_NE(ranks[1].output.find("distributed: rank 1 of 2 on cpu, gloo backend"), std::string::npos)
+      << ranks[1].output;
+
+  // Rank 0 wrote the run: the same files as the single process; rank 1 wrote
+  // nothing and printed no results table.
+  EXPECT_EQ(files_under(parallel), files_under(single));
+  EXPECT_FALSE(std::filesystem::exists(rank1));
+  EXPECT_EQ(ranks[1].output.find("accuracy"), std::string::npos) << ranks[1].output;
+
+  const auto m = std::filesystem::path("member_000");
+  EXPECT_EQ(bnn::io::read_file(single / m / "init_weights.npy"), bnn::io::read_file(parallel / m / "init_weights.npy"));
+  for (const std::string file : {"adam_weights.npy", "swa_weights.npy", "adam_probs.npy", "swa_probs.npy",
+                                 "bayes_probs.npy", "samples/step_00000020.npy", "samples/step_00000030.npy"}) {
+    const torch::Tensor a = bnn::io::read_npy(single / m / file).to(torch::kDouble);
+    const torch::Tensor b = bnn::io::read_npy(parallel / m / file).to(torch::kDouble);
+    ASSERT_EQ(a.sizes(), b.sizes()) << file;
+    const double diff = (a - b).abs().max().item<double>();
+    std::printf("max |single - 2 ranks| of %s: %.3g\n", file.c_str(), diff);
+    // Samples are stored as float16, whose spacing is 1e-3 just below 1.
+    EXPECT_LT(diff, file.rfind("samples/", 0) == 0 ? 2e-3 : 1e-4) << file;
+  }
+  // The mean training loss of every epoch (the all-reduced batch losses).
+  const auto single_trace = trace_losses(single / m / "trace.csv");
+  const auto parallel_trace = trace_losses(parallel / m / "trace.csv");
+  ASSERT_EQ(single_trace.size(), 6u);
+  ASSERT_EQ(parallel_trace.size(), single_trace.size());
+  for (size_t i = 0; i < single_trace.size(); ++i) EXPECT_NEAR(parallel_trace[i], single_trace[i], 1e-5) << i;
+}
+
+// Both ranks share the run directory, are killed in the middle of sampling
+// (after the epoch-2 checkpoint, Note [Fault injection] in member.cpp) and
+// resume from rank 0's checkpoint: the result is bit-identical to an
+// uninterrupted 2-rank run.
+TEST_F(DistributedRun, KilledRanksResumeBitIdentically) {
+  const auto full = work_ / "full", cut = work_ / "cut";
+  auto ranks = bnn_ranks({args(full), args(full)});
+  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
+  ranks = bnn_ranks({args(cut), args(cut)}, "BNN_KILL_AT_SAMPLER_STEP=25");
+  ASSERT_EQ(ranks[0].code, 128 + 9) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 128 + 9) << ranks[1].output;
+  const std::string resume = "run --threads 1 --resume " + cut.string();
+  ranks = bnn_ranks({resume, resume});
+  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
+  EXPECT_NE(ranks[0].output.find("after 2 epoch(s) of sampling"), std::string::npos) << ranks[0].output;
+  for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
+                                 "metrics.json"}) {
+    EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(cut / file)) << file;
+  }
+}
+
+TEST_F(DistributedRun, MissingWorldSizeIsAClearError) {
+  const auto r = bnn(args(work_ / "run") + " --distributed", "-u WORLD_SIZE MASTER_ADDR=127.0.0.1 MASTER_PORT=1 RANK=0");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("bnn: error: bnn run --distributed: environment variable WORLD_SIZE is not set"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(work_ / "run"));
+}
+
+TEST_F(DistributedRun, NoginIsRefused) {
+  const auto r = bnn(args(work_ / "run") + " --set sampler.name=nogin --distributed",
+                     fmt::format("MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK=0 WORLD_SIZE=1", free_port()));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("sampler nogin needs per-example gradients, which a distributed run does not gather"),
+            std::string::npos)
+      << r.output;
+}
+
+}  // namespace
