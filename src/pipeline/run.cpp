@@ -237,8 +237,7 @@ int run(const config::Config& config, const RunOptions& options) {
   if (writer) {
     io::write_npy(dir / "labels.npy", data.begin()->second.test.labels);
     io::write_file_atomically(dir / "preprocess.json",
-                              to_json(preprocess_of(config, data.begin()->second)).dump(2) + "
-");
+                              to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");
   }
 
   std::vector<int64_t> members = options.members;
