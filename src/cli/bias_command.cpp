@@ -116,24 +116,15 @@ int cmd_coupled_bias(int argc, char** argv) {
       cxxopts::value<double>()->default_value(fmt::format("{}", defaults.burn_in_fraction)))(
       "chunks", "Parts the samples are cut into for standard errors",
       cxxopts::value<int64_t>()->default_value(fmt::format("{}", defaults.chunks)))(
-      "seed", "Seed", cxxopts::value<uint64_t>()->default_value(fmt::format("{}", defaults.seed)))(
+      "seed", "Seed of the experiment (overrides run.seed)", cxxopts::value<uint64_t>())(
       "o,out", "CSV file", cxxopts::value<std::string>()->default_value("coupled_bias.csv"))(
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
       "threads", "CPU threads (default all cores)", cxxopts::value<int64_t>())("h,help", "Show this help");
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}", opts.help());
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
-  }
+  const auto parsed = parse_or_help(opts, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   if (!args.count("config")) throw config::ConfigError("bnn coupled-bias needs --config FILE (see --help)");
-  std::vector<std::string> overrides;
-  if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
-  if (args.count("device")) overrides.push_back("run.device=" + args["device"].as<std::string>());
-  if (args.count("threads")) overrides.push_back(fmt::format("run.threads={}", args["threads"].as<int64_t>()));
-  const config::Config config = config::load_config(args["config"].as<std::string>(), overrides);
+  const config::Config config = config::load_config(args["config"].as<std::string>(), config_overrides(args));
   experiments::CoupledBiasOptions o;
   o.samplers = split_list(args["samplers"].as<std::string>());
   o.h0 = args["h0"].as<double>();
@@ -141,7 +132,7 @@ int cmd_coupled_bias(int argc, char** argv) {
   o.epochs = args["epochs"].as<int64_t>();
   o.burn_in_fraction = args["burn-in-fraction"].as<double>();
   o.chunks = args["chunks"].as<int64_t>();
-  o.seed = args["seed"].as<uint64_t>();
+  o.seed = config.run.seed;
   try {
     experiments::validate(o);
   } catch (const std::invalid_argument& e) {
