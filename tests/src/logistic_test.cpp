@@ -98,7 +98,9 @@ TEST(CoupledBias, CoupledDrawsAreStandardNormal) {
         EXPECT_NEAR(rows[i].mean().item<double>(), 0.0, 0.016) << static_cast<int>(rule) << " h " << h;
         EXPECT_NEAR(rows[i].var().item<double>(), 1.0, 0.022) << static_cast<int>(rule) << " h " << h;
       }
-      if (ubu) EXPECT_NEAR((rows[0] * rows[1]).mean().item<double>(), 0.0, 0.016) << h;
+      if (ubu) {
+        EXPECT_NEAR((rows[0] * rows[1]).mean().item<double>(), 0.0, 0.016) << h;
+      }
     }
   }
 }
@@ -234,7 +236,9 @@ TEST(LogisticEndToEnd, CoupledBiasWritesOneRowPerSamplerAndLevel) {
     EXPECT_TRUE(std::isfinite(diff) && diff > 0 && diff < 0.1) << line;
     EXPECT_TRUE(std::isfinite(bias) && bias > 0 && bias < 0.1) << line;
     // The finest level's bias is its own difference (a telescoping sum of one term).
-    if (i % 2 == 1) EXPECT_EQ(rows[i][5], rows[i][7]);
+    if (i % 2 == 1) {
+      EXPECT_EQ(rows[i][5], rows[i][7]);
+    }
   }
   const auto bad = bnn_cli("coupled-bias --config " + kConfig + " --samplers nogin");
   EXPECT_EQ(bad.code, 2);
