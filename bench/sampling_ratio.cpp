@@ -4,7 +4,10 @@
 // only with --samplers) and for mlp and fmnist_cnn. Also splits SMS-UBU's overhead into noise generation and
 // the elementwise update.
 //
-//   bnn_bench_sampling [--batches N] [--repeats R] [--threads T] [--samplers a,b]
+//   bnn_bench_sampling [--batches N] [--repeats R] [--threads T] [--samplers a,b] [--device cpu|cuda|cuda:N]
+//
+// On CUDA the data, model and chains live on the GPU and each timed epoch ends
+// with a device synchronisation.
 #include <chrono>
 #include <cstdlib>
 #include <memory>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <torch/cuda.h>
 
 #include "data_loaders/dataset.h"
 #include "models/flat_parameters.h"
@@ -26,12 +30,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+torch::Device g_device = torch::kCPU;
+
+void sync() {
+  if (g_device.is_cuda()) torch::cuda::synchronize();
+}
+
 template <typename F>
 double best_of(int repeats, F f) {
   double best = 1e300;
   for (int r = 0; r < repeats; ++r) {
+    sync();
     const auto t0 = Clock::now();
     f();
+    sync();
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return best;
@@ -43,10 +55,13 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   auto gen = bnn::samplers::make_generator(torch::kCPU, 1);
   train.images = torch::randn({batches * batch_size, 1, 28, 28}, gen);
   train.labels = torch::randint(10, {batches * batch_size}, gen, torch::kLong);
+  train.images = train.images.to(g_device);
+  train.labels = train.labels.to(g_device);
   const bnn::data_loaders::Partition partition(train, batch_size, 1);
   bnn::models::ModelSpec spec;
   spec.name = name;
   auto model = bnn::models::make_model(spec, 0);
+  model->to(g_device);
   bnn::models::FlatParameters flat(*model);
   bnn::pipeline::ModelOracle oracle(*model, flat, partition);
   const int64_t d = flat.numel();
@@ -72,9 +87,10 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   auto sample_epoch = [&](size_t i) {
     for (int64_t b = 0; b < batches; ++b) chains[i]->step();
   };
-  torch::Tensor noise = torch::empty({2, d});
-  bnn::samplers::ChunkedNormal normal(torch::kCPU, 3, noise.numel());
-  torch::Tensor a = torch::randn({d}), v = torch::randn({d});
+  const auto on = torch::TensorOptions().device(g_device);
+  torch::Tensor noise = torch::empty({2, d}, on);
+  bnn::samplers::ChunkedNormal normal(g_device, 3, noise.numel());
+  torch::Tensor a = torch::randn({d}, on), v = torch::randn({d}, on);
   auto noise_only = [&] {
     for (int64_t b = 0; b < batches; ++b) {
       normal.fill(noise);  // two half-steps per step
@@ -131,10 +147,11 @@ int main(int argc, char** argv) {
     if (flag == "--batches") batches = std::atoll(argv[i + 1]);
     if (flag == "--repeats") repeats = std::atoi(argv[i + 1]);
     if (flag == "--threads") threads = std::atoi(argv[i + 1]);
+    if (flag == "--device") g_device = torch::Device(argv[i + 1]);
   }
   bnn::runtime::configure_threads(threads);
-  fmt::print("threads {}, batch 200, control variate with stored anchors, bounces; obabo with one MH test per epoch\n",
-             torch::get_num_threads());
+  fmt::print("device {}, threads {}, batch 200, control variate with stored anchors, bounces; obabo with one MH test per epoch\n",
+             g_device.str(), torch::get_num_threads());
   bench_model("mlp", batches * 5, repeats, samplers);
   bench_model("fmnist_cnn", batches, repeats, samplers);
   return 0;

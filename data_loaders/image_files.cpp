@@ -17,15 +17,18 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
+#ifdef BNN_WITH_OPENCV
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
+#endif
 
 namespace bnn::data_loaders {
 namespace {
 
 namespace fs = std::filesystem;
 
+#ifdef BNN_WITH_OPENCV  // without OpenCV decode_images only throws (below)
 constexpr double kPi = 3.14159265358979323846;
 
 uint64_t splitmix64(uint64_t z) {
@@ -222,6 +225,7 @@ class ProgressLine {
   Clock::time_point start_, last_;
 };
 
+#endif  // BNN_WITH_OPENCV
 }  // namespace
 
 std::vector<fs::path> list_image_files(const fs::path& dir) {
@@ -236,6 +240,7 @@ std::vector<fs::path> list_image_files(const fs::path& dir) {
   return files;
 }
 
+#ifdef BNN_WITH_OPENCV
 DecodedImages decode_images(const std::vector<ImageFile>& files, const ImageDecodeOptions& options) {
   TORCH_CHECK(options.channels == 1 || options.channels == 3, "channels must be 1 or 3, got ", options.channels);
   TORCH_CHECK(options.side >= 1, "image side must be positive, got ", options.side);
@@ -305,6 +310,15 @@ DecodedImages decode_images(const std::vector<ImageFile>& files, const ImageDeco
   out.labels = labels.index_select(0, index);
   return out;
 }
+#else
+
+DecodedImages decode_images(const std::vector<ImageFile>&, const ImageDecodeOptions&) {
+  throw std::runtime_error(
+      "bnn was built without OpenCV: chest_xray, celeba, image_folder and image files in bnn predict are "
+      "unavailable; install OpenCV's core, imgproc and imgcodecs development files and rebuild");
+}
+
+#endif  // BNN_WITH_OPENCV
 
 std::vector<std::vector<fs::path>> class_folder_files(const fs::path& split_dir,
                                                      const std::vector<std::string>& class_names,

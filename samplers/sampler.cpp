@@ -51,7 +51,7 @@ void write_generator(torch::serialize::OutputArchive& archive, const std::string
 void read_generator(torch::serialize::InputArchive& archive, const std::string& key, at::Generator& gen) {
   const torch::Tensor state = read_tensor(archive, key);
   std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(state);
+  gen.set_state(state.to(torch::kCPU));  // checkpoints may be loaded onto a GPU; states live on the CPU
 }
 
 }  // namespace bnn::samplers
