@@ -114,6 +114,45 @@ TEST_F(Resume, WriteFailureIsAClearErrorAndKeepsTheCheckpoint) {
   EXPECT_EQ(read(m0 / "checkpoint.pt"), checkpoint);
 }
 
+// The disk fills up while the resumed member writes its next checkpoint
+// (tests/support/full_disk.cpp makes every write to checkpoint.pt fail with
+// ENOSPC). bnn stops with an error naming the file and the cause, the last
+// good checkpoint keeps its bytes and no temporary file is left; once there is
+// space again, the next resume ends exactly where an uninterrupted run ends.
+// tiny.yaml: the kill at step 15 leaves the epoch-1 checkpoint; the resume
+// fails writing the epoch-2 one.
+TEST_F(Resume, FullDiskIsAClearErrorAndKeepsTheLastCheckpoint) {
+  const auto full = work_ / "full", cut = work_ / "cut";
+  auto r = bnn("run --config " + kTiny + " --out " + full.string() + " --threads 1 --members 0");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = bnn("run --config " + kTiny + " --out " + cut.string() + " --threads 1 --members 0",
+          "BNN_KILL_AT_SAMPLER_STEP=15");
+  ASSERT_EQ(r.code, 128 + 9) << r.output;
+  const auto m0 = cut / "member_000";
+  const std::string checkpoint = read(m0 / "checkpoint.pt");
+
+  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0",
+          std::string("LD_PRELOAD=") + BNN_FULL_DISK_LIB + " BNN_FULL_DISK_MATCH=checkpoint.pt");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: cannot write " + (m0 / "checkpoint.pt").string() +
+                          ": No space left on device"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("after 1 epoch(s) of sampling"), std::string::npos) << r.output;
+  EXPECT_EQ(read(m0 / "checkpoint.pt"), checkpoint);
+  for (const auto& entry : std::filesystem::directory_iterator(m0)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+  }
+  EXPECT_FALSE(std::filesystem::exists(m0 / "status.json"));
+
+  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const std::string file : {"swa_probs.npy", "bayes_probs.npy", "samples/step_00000020.npy",
+                                 "samples/step_00000030.npy"}) {
+    EXPECT_EQ(read(full / "member_000" / file), read(m0 / file)) << file;
+  }
+}
+
 TEST_F(Resume, ResumeNeedsARunDirectory) {
   auto r = bnn("run --resume " + (work_ / "nothing").string());
   EXPECT_EQ(r.code, 2);
