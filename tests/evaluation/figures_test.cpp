@@ -74,10 +74,8 @@ FigureInputs synthetic_inputs() {
   return in;
 }
 
-bool has_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
-
 TEST(Figures, PngAndSvgFilesDecode) {
-  if (!has_gnuplot()) GTEST_SKIP() << "gnuplot not installed (scripts/install-deps.sh installs gnuplot-nox)";
+  if (!testing::has_gnuplot()) GTEST_SKIP() << testing::kNoGnuplot;
   const auto dir = testing::unique_temp_dir("bnn_figures_test");
   const FigureOutcome outcome = draw_figures(synthetic_inputs(), dir);
   ASSERT_TRUE(outcome.error.empty()) << outcome.error;

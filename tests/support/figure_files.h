@@ -73,6 +73,11 @@ inline PngSize decode_png(const std::filesystem::path& path) {
   return size;
 }
 
+// Figures are drawn by gnuplot, an optional dependency (scripts/install-deps.sh
+// installs gnuplot-nox): tests skip their figure checks, visibly, without it.
+inline bool has_gnuplot() { return std::system("gnuplot --version > /dev/null 2>&1") == 0; }
+inline constexpr const char* kNoGnuplot = "gnuplot not installed (scripts/install-deps.sh installs gnuplot-nox)";
+
 // True if `path` parses as XML whose root element is <svg>.
 inline bool is_svg(const std::filesystem::path& path) {
   const std::string cmd =
