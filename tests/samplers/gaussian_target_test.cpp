@@ -24,17 +24,17 @@ struct Moments {
   double mean_prior, var_prior, mean_free, var_free;
 };
 
-testing::QuadraticOracle make_oracle() {
+testing::QuadraticOracle make_oracle(torch::Device device = torch::kCPU) {
   torch::Tensor mask = torch::zeros({kChains}, torch::kDouble);
   mask.narrow(0, 0, kChains / 2).fill_(1.0);
-  return testing::QuadraticOracle(kChains, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kAnchor);
+  return testing::QuadraticOracle(kChains, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kAnchor, device);
 }
 
 Moments run_chains(const std::string& name, const LangevinOptions& options, int64_t burn_in, int64_t steps,
                    int64_t every, testing::QuadraticOracle& oracle, uint64_t seed = 1) {
-  auto sampler = make_sampler(name, oracle, torch::full({kChains}, kAnchor, torch::kDouble), options, seed);
+  auto sampler = make_sampler(name, oracle, torch::full_like(oracle.parameters(), kAnchor), options, seed);
   for (int64_t i = 0; i < burn_in; ++i) sampler->step();
-  torch::Tensor sum = torch::zeros({kChains}, torch::kDouble), sq = torch::zeros({kChains}, torch::kDouble);
+  torch::Tensor sum = torch::zeros_like(oracle.parameters()), sq = torch::zeros_like(oracle.parameters());
   int64_t n = 0;
   for (int64_t i = 1; i <= steps; ++i) {
     sampler->step();
@@ -127,6 +127,36 @@ TEST(SghmcGaussian, StationaryMomentsGlobal) {
   const auto options = LangevinOptions(0.005).friction(2.0);
   const Moments got = run_chains("sghmc", options, 10000, 20000, 100, oracle);
   expect_moments(got, exact(oracle, 1.0, std::numeric_limits<double>::infinity()), 0.015, 0.06);
+}
+
+// The same targets with the chains' parameters, velocities, noise and
+// accumulators on a GPU (the noise comes from CUDA's Philox generator, so the
+// chains differ from the CPU ones; the moments must not). Skips, visibly,
+// where no CUDA device is visible.
+TEST(CudaSamplers, StationaryMomentsOnTheGpu) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the GPU sampler test did not run";
+  const torch::Device cuda(torch::kCUDA, 0);
+  {
+    auto oracle = make_oracle(cuda);
+    const auto options = LangevinOptions(0.05).friction(2.0).rho(0.5).prior_precision(2.0).estimator(
+        GradientEstimator::kControlVariate);
+    const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
+    ASSERT_TRUE(oracle.parameters().is_cuda());
+    expect_moments(got, exact(oracle, 2.0, 0.5), 0.01, 0.03);
+  }
+  {
+    auto oracle = make_oracle(cuda);
+    const auto options = LangevinOptions(0.005).friction(2.0).rho(1.0).estimator(GradientEstimator::kControlVariate);
+    const Moments got = run_chains("sghmc", options, 10000, 20000, 100, oracle);
+    expect_moments(got, exact(oracle, 1.0, 1.0), 0.01, 0.04);
+  }
+  {  // the bounce, on the device
+    auto oracle = make_oracle(cuda);
+    const auto options = LangevinOptions(0.05).friction(2.0).rho(0.1).rho_max(0.2);
+    auto sampler = make_sampler("sms_ubu", oracle, torch::full_like(oracle.parameters(), kAnchor), options, 3);
+    for (int i = 0; i < 100; ++i) sampler->step();
+    EXPECT_LE((oracle.parameters() - kAnchor).abs().max().item<double>(), 0.2 + 1e-12);
+  }
 }
 
 TEST(Samplers, SameSeedSameChainDifferentSeedDifferentChain) {

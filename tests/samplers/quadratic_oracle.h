@@ -20,10 +20,13 @@ namespace bnn::testing {
 
 class QuadraticOracle : public samplers::GradientOracle {
  public:
-  QuadraticOracle(int64_t d, std::vector<double> a, std::vector<double> m, torch::Tensor mask, double start)
-      : a_(std::move(a)), m_(std::move(m)), mask_(std::move(mask)) {
-    x_ = torch::full({d}, start, torch::kDouble);
-    g_ = torch::zeros({d}, torch::kDouble);
+  // Parameters, gradients and the mask live on `device` (a CUDA device for
+  // the GPU sampler tests).
+  QuadraticOracle(int64_t d, std::vector<double> a, std::vector<double> m, torch::Tensor mask, double start,
+                  torch::Device device = torch::kCPU)
+      : a_(std::move(a)), m_(std::move(m)), mask_(mask.to(device)) {
+    x_ = torch::full({d}, start, torch::TensorOptions(torch::kDouble).device(device));
+    g_ = torch::zeros_like(x_);
   }
   torch::Tensor parameters() override { return x_; }
   torch::Tensor gradient() override { return g_; }
@@ -32,7 +35,7 @@ class QuadraticOracle : public samplers::GradientOracle {
   torch::Tensor evaluate(int64_t b) override {
     ++evaluations_;
     torch::sub_out(g_, x_, m_[b]).mul_(a_[b]);
-    return torch::zeros({}, torch::kDouble);
+    return torch::zeros({}, x_.options());
   }
   bool has_per_example_gradients() const override { return true; }
   torch::Tensor evaluate_per_example(int64_t b) override {

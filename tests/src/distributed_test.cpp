@@ -175,7 +175,7 @@ class DistributedRun : public DistributedGroup {
       script += fmt::format(
           "(env MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK={} WORLD_SIZE=2 {} timeout 300 {} {} --distributed "
           "> {} 2>&1; echo $? > {}.rc) {}",
-          port, rank, env, BNN_BINARY, args.at(rank), log.string(), log.string(), rank == 1 ? "& " : "; wait");
+          port, rank, env, BNN_BINARY, bnn::testing::on_cpu_unless_named(args.at(rank)), log.string(), log.string(), rank == 1 ? "& " : "; wait");
     }
     EXPECT_EQ(std::system(script.c_str()), 0);
     std::vector<bnn::testing::CommandResult> out;
