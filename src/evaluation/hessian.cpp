@@ -42,21 +42,21 @@ SpectralNormEstimate hessian_spectral_norm(const HessianVectorProduct& hvp, int6
 
 HessianVectorProduct log_posterior_hvp(models::Classifier& model, const torch::Tensor& images,
                                        const torch::Tensor& labels, double prior_precision,
-                                       double localization, int64_t chunk) {
+                                       double localization, int64_t chunk, bool prior_on_biases) {
   TORCH_CHECK(images.size(0) == labels.size(0) && images.size(0) > 0, "images (", images.sizes(), ") and labels (",
               labels.sizes(), ") must hold the same positive number of examples");
   TORCH_CHECK(chunk >= 1, "chunk must be positive, got ", chunk);
   TORCH_CHECK(prior_precision >= 0 && localization >= 0, "prior precision (", prior_precision,
               ") and localization 1/rho^2 (", localization, ") must be non-negative");
   std::vector<torch::Tensor> params;
-  std::vector<double> prior;  // lambda for x_w, 0 for biases
+  std::vector<double> prior;  // lambda for x_w, 0 for biases unless prior_on_biases
   int64_t dim = 0;
   for (const auto& item : model.named_parameters()) {
     if (!item.value().requires_grad()) continue;
     params.push_back(item.value());
     const std::string& name = item.key();
     const bool bias = name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0;
-    prior.push_back(bias ? 0.0 : prior_precision);
+    prior.push_back(bias && !prior_on_biases ? 0.0 : prior_precision);
     dim += item.value().numel();
   }
   return [&model, images, labels, params, prior, dim, localization, chunk](const torch::Tensor& v) {

@@ -49,6 +49,7 @@ SpectralNormEstimate hessian_spectral_norm(const HessianVectorProduct& hvp, int6
 // at the model's current parameters (named_parameters order, as in
 // models::FlatParameters):
 //   f(x) = sum_i CE_i(x) + (lambda / 2) ||x_w||^2 + (1 / (2 rho^2)) ||x - x*||^2
+// (x_w the weights; every parameter with `prior_on_biases`, as prior.biases)
 // over all of `images` / `labels`, evaluated `chunk` examples at a time (H v is
 // linear in the sum). The quadratic terms contribute lambda mask v and
 // `localization` v, localization = 1 / rho^2 (0 without localization, rho =
@@ -56,6 +57,7 @@ SpectralNormEstimate hessian_spectral_norm(const HessianVectorProduct& hvp, int6
 // batch statistics, as while sampling) and must outlive the returned function.
 HessianVectorProduct log_posterior_hvp(models::Classifier& model, const torch::Tensor& images,
                                        const torch::Tensor& labels, double prior_precision,
-                                       double localization = 0, int64_t chunk = 1000);
+                                       double localization = 0, int64_t chunk = 1000,
+                                       bool prior_on_biases = false);
 
 }  // namespace bnn::evaluation

@@ -61,7 +61,8 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   model->to(device);
   model->train();
   models::FlatParameters flat(*model);
-  const auto hvp = evaluation::log_posterior_hvp(*model, images, labels, config.prior.precision);
+  const auto hvp = evaluation::log_posterior_hvp(*model, images, labels, config.prior.precision,
+                                                 /*localization=*/0, /*chunk=*/1000, config.prior.biases);
   const double localization = std::isinf(config.sampler.rho) ? 0.0 : 1.0 / (config.sampler.rho * config.sampler.rho);
 
   const torch::Tensor swa = read_weights(dir, "swa", flat.numel()).to(device, torch::kFloat);

@@ -82,12 +82,13 @@ struct Softmax : models::Classifier {
 };
 
 torch::Tensor flat_gradient(Softmax& model, const torch::Tensor& x, const torch::Tensor& y, double lambda,
-                            double localization, const torch::Tensor& anchor) {
+                            double localization, const torch::Tensor& anchor, bool prior_on_biases = false) {
   model.zero_grad();
   const torch::Tensor w = model.linear->weight;
   torch::Tensor loss = torch::nn::functional::cross_entropy(
       model.forward(x), y, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
   loss = loss + 0.5 * lambda * w.pow(2).sum();
+  if (prior_on_biases) loss = loss + 0.5 * lambda * model.linear->bias.pow(2).sum();
   std::vector<torch::Tensor> flat;
   for (const auto& p : model.parameters()) flat.push_back(p.reshape({-1}));
   loss = loss + 0.5 * localization * (torch::cat(flat) - anchor).pow(2).sum();
@@ -132,6 +133,18 @@ TEST(LogPosteriorHvp, MatchesCentralDifferencesOfTheGradient) {
   const torch::Tensor expected = (plus - minus) / (2 * eps);
   EXPECT_TRUE(torch::allclose(hv, expected, /*rtol=*/1e-6, /*atol=*/1e-6))
       << "max difference " << (hv - expected).abs().max().item<double>();
+
+  // prior.biases: lambda v on the 3 bias entries too (they follow the 18 weights).
+  const auto all = log_posterior_hvp(model, images, labels, lambda, localization, /*chunk=*/7,
+                                     /*prior_on_biases=*/true)(v);
+  EXPECT_TRUE(torch::allclose(all.slice(0, 0, 18), hv.slice(0, 0, 18), 0, 1e-12));
+  EXPECT_TRUE(torch::allclose(all.slice(0, 18), hv.slice(0, 18) + lambda * v.slice(0, 18), 0, 1e-12));
+  set_flat(model, x + eps * v);
+  const torch::Tensor plus_all = flat_gradient(model, images, labels, lambda, localization, anchor, true);
+  set_flat(model, x - eps * v);
+  const torch::Tensor minus_all = flat_gradient(model, images, labels, lambda, localization, anchor, true);
+  set_flat(model, x);
+  EXPECT_TRUE(torch::allclose(all, (plus_all - minus_all) / (2 * eps), /*rtol=*/1e-6, /*atol=*/1e-6));
 }
 
 TEST(LogPosteriorHvp, BadInputIsRefused) {
