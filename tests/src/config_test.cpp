@@ -108,6 +108,14 @@ TEST(Config, ImageDatasetKeysAreChecked) {
                "valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder");
 }
 
+TEST(Config, OnlyFashionMnistKeepsUnstandardizedPixels) {
+  EXPECT_TRUE(load_config("", {}).data.standardize);
+  EXPECT_FALSE(load_config("", {"data.standardize=false"}).data.standardize);
+  expect_error([] { load_config("", {"data.dataset=cifar10", "data.standardize=false"}); },
+               "config key 'data.standardize': invalid value 'false': only fashion_mnist can keep pixels in [0, 1]; "
+               "cifar10 is always standardized");
+}
+
 TEST(Config, PaperConfigsStateTheStepActuallyRun) {
   const std::string dir = std::string(BNN_SOURCE_DIR) + "/configs/";
   const Config chest = load_config(dir + "chest_xray_paper.yaml", {});
