@@ -11,6 +11,7 @@
 
 #include "models/registry.h"
 #include "src/cli/bias_command.h"
+#include "src/cli/options.h"
 #include "src/cli/predict_command.h"
 #include "src/cli/rhat_command.h"
 #include "src/config/config.h"
@@ -123,14 +124,9 @@ int cmd_run(int argc, char** argv) {
       "distributed", "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
                      "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}{}", opts.help(), config_help());
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw bnn::config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
-  }
+  const auto parsed = bnn::cli::parse_or_help(opts, argc, argv, config_help());
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   if (args.count("resume") && (args.count("config") || args.count("out"))) {
     throw bnn::config::ConfigError("bnn run --resume RUN_DIR takes the config and directory from RUN_DIR; "
                                    "drop --config and --out");
@@ -152,12 +148,7 @@ int cmd_run(int argc, char** argv) {
     run_options.run_dir = args.count("out") ? std::filesystem::path(args["out"].as<std::string>())
                                             : std::filesystem::path("runs") / config_file.stem();
   }
-  std::vector<std::string> overrides;
-  if (args.count("set")) overrides = args["set"].as<std::vector<std::string>>();
-  if (args.count("device")) overrides.push_back("run.device=" + args["device"].as<std::string>());
-  if (args.count("threads")) overrides.push_back(fmt::format("run.threads={}", args["threads"].as<int64_t>()));
-  if (args.count("seed")) overrides.push_back(fmt::format("run.seed={}", args["seed"].as<uint64_t>()));
-  bnn::config::Config config = bnn::config::load_config(config_file, overrides);
+  bnn::config::Config config = bnn::config::load_config(config_file, bnn::cli::config_overrides(args));
   if (args.count("members")) {
     run_options.members = bnn::pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
   }
@@ -194,11 +185,9 @@ int cmd_evaluate(int argc, char** argv) {
       "dirs", "Run directories", cxxopts::value<std::vector<std::string>>())("h,help", "Show this help");
   opts.parse_positional({"dirs"});
   opts.positional_help("RUN_DIR [RUN_DIR...]");
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}", opts.help());
-    return 0;
-  }
+  const auto parsed = bnn::cli::parse_or_help(opts, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   if (!args.count("dirs")) throw bnn::config::ConfigError("bnn evaluate needs at least one RUN_DIR");
   std::vector<std::filesystem::path> dirs;
   for (const auto& d : args["dirs"].as<std::vector<std::string>>()) dirs.emplace_back(d);
@@ -234,14 +223,9 @@ int cmd_hessian(int argc, char** argv) {
       "device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))(
       "threads", "CPU threads (default all cores)", cxxopts::value<int64_t>()->default_value("0"))("h,help",
                                                                                                   "Show this help");
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}", opts.help());
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw bnn::config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
-  }
+  const auto parsed = bnn::cli::parse_or_help(opts, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   if (!args.count("checkpoint")) {
     throw bnn::config::ConfigError("bnn hessian needs --checkpoint MEMBER_DIR (see bnn hessian --help)");
   }
