@@ -1,0 +1,80 @@
+// No host synchronisation inside a sampling step. With CUDA's sync debug
+// mode set to "error", any operation that makes the host wait for the GPU
+// (an .item(), a blocking copy between host and device) throws. One epoch of
+// SMS-UBU and of SGHMC on fmnist_cnn, with the control variate and bounces,
+// the data and the chain on the GPU, must run through it.
+//
+// Needs a CUDA LibTorch with c10/cuda's headers and the CUDA toolkit's
+// (tests/CMakeLists.txt defines BNN_HAVE_C10_CUDA) and a visible GPU; skips,
+// visibly, otherwise.
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#if defined(BNN_HAVE_C10_CUDA)
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include "models/flat_parameters.h"
+#include "models/registry.h"
+#include "samplers/registry.h"
+#include "src/pipeline/model_oracle.h"
+
+namespace bnn::pipeline {
+namespace {
+
+#if defined(BNN_HAVE_C10_CUDA)
+// Sets the sync debug mode for its lifetime; restores "disabled" after.
+struct SyncIsAnError {
+  SyncIsAnError() { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR); }
+  ~SyncIsAnError() { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED); }
+};
+#endif
+
+TEST(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
+#if !defined(BNN_HAVE_C10_CUDA)
+  GTEST_SKIP() << "built without c10/cuda and CUDA toolkit headers: the host-synchronisation check did not run";
+#else
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
+  const torch::Device cuda(torch::kCUDA, 0);
+  data_loaders::Split train;
+  train.images = torch::randn({800, 1, 28, 28}).to(cuda);
+  train.labels = torch::randint(10, {800}, torch::kLong).to(cuda);
+  const data_loaders::Partition partition(train, /*batch_size=*/200, /*seed=*/1);
+  models::ModelSpec spec;
+  spec.name = "fmnist_cnn";
+  auto model = models::make_model(spec, 2);
+  model->to(cuda);
+  models::FlatParameters flat(*model);
+  ModelOracle oracle(*model, flat, partition);
+
+  // The check is live: a read of a GPU value on the host throws.
+  {
+    SyncIsAnError guard;
+    EXPECT_ANY_THROW(flat.values().sum().item<double>());
+  }
+  for (const std::string name : {"sms_ubu", "sghmc"}) {
+    const torch::Tensor anchor = flat.values().clone();
+    const auto options = samplers::LangevinOptions(1e-4).friction(7.0).rho(0.1).rho_max(0.6).prior_precision(50)
+                             .estimator(samplers::GradientEstimator::kControlVariate);
+    auto sampler = samplers::make_sampler(name, oracle, anchor, options, /*seed=*/3);  // anchor gradients: may sync
+    torch::cuda::synchronize();
+    {
+      SyncIsAnError guard;
+      try {
+        for (int64_t i = 0; i < oracle.num_batches(); ++i) sampler->step();
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << name << ": a sampling step waited for the GPU: " << e.what();
+      }
+    }
+    torch::cuda::synchronize();
+    EXPECT_TRUE(torch::isfinite(flat.values()).all().item<bool>()) << name;
+    EXPECT_FALSE(flat.values().equal(anchor)) << name;
+    EXPECT_LE((flat.values() - anchor).abs().max().item<double>(), 0.6 + 1e-6) << name;
+    torch::NoGradGuard no_grad;
+    flat.values().copy_(anchor);
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace bnn::pipeline
