@@ -19,6 +19,7 @@
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/hessian_points.h"
 #include "src/pipeline/run.h"
+#include "src/runtime/linkage.h"
 #include "src/runtime/threads.h"
 
 namespace {
@@ -48,7 +49,7 @@ Usage:
                   bias on a real posterior by chains coupled at h and h/2 (appendix D.1)
   bnn samplers    list the samplers
   bnn models      list the models with input shape, classes and parameter count
-  bnn version     LibTorch version, CUDA availability, threads
+  bnn version     LibTorch version, CUDA availability, threads, std::filesystem's library
   bnn COMMAND --help
 )";
 
@@ -58,6 +59,7 @@ int cmd_version() {
   fmt::print("CUDA available: {} ({} devices)\n", torch::cuda::is_available() ? "yes" : "no",
              torch::cuda::device_count());
   fmt::print("threads: {} (default: all {} cores)\n", bnn::runtime::configure_threads(0), std::thread::hardware_concurrency());
+  fmt::print("std::filesystem from: {}\n", bnn::runtime::filesystem_library());
   return 0;
 }
 

@@ -166,6 +166,9 @@ TEST(EndToEnd, HelpVersionAndModels) {
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("LibTorch"), std::string::npos);
   EXPECT_NE(r.output.find("CUDA available"), std::string::npos);
+  // Note [libstdc++ before LibTorch]: std::filesystem comes from libstdc++.
+  EXPECT_NE(r.output.find("std::filesystem from: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("libstdc++.so"), std::string::npos) << r.output;
   r = bnn("models");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("1265258"), std::string::npos) << r.output;
