@@ -38,20 +38,38 @@ torch::Tensor ModelOracle::evaluate_per_example(int64_t b) {
   const data_loaders::Split batch = rows_of(b);
   model_.train();
   torch::AutoGradMode grad_mode(/*enabled=*/true);
-  const torch::Tensor losses = torch::nn::functional::cross_entropy(
-      model_.forward(batch.inputs()), batch.labels,
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
-  const int64_t n = losses.size(0);
+  const torch::Tensor inputs = batch.inputs();
+  const int64_t n = batch.size();
   torch::Tensor grads = flat_.grads();
   if (!rows_.defined() || rows_.size(0) != n) rows_ = torch::empty({n, grads.numel()}, grads.options());
-  for (int64_t i = 0; i < n; ++i) {
-    flat_.zero_grad();
-    losses[i].backward({}, /*retain_graph=*/i + 1 < n);
-    rows_[i].copy_(grads);
+  torch::Tensor loss;
+  if (model_.has_batch_norm()) {
+    const torch::Tensor losses = torch::nn::functional::cross_entropy(
+        model_.forward(inputs), batch.labels,
+        torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kNone));
+    for (int64_t i = 0; i < n; ++i) {
+      flat_.zero_grad();
+      losses[i].backward({}, /*retain_graph=*/i + 1 < n);
+      rows_[i].copy_(grads);
+    }
+    loss = losses.detach().sum();
+  } else {
+    std::vector<torch::Tensor> losses;
+    losses.reserve(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      flat_.zero_grad();
+      const torch::Tensor one = torch::nn::functional::cross_entropy(
+          model_.forward(inputs.narrow(0, i, 1)), batch.labels.narrow(0, i, 1),
+          torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+      one.backward();
+      rows_[i].copy_(grads);
+      losses.push_back(one.detach());
+    }
+    loss = torch::stack(losses).sum();
   }
   torch::NoGradGuard no_grad;
   at::sum_out(grads, rows_, {0});
-  return losses.detach().sum();
+  return loss;
 }
 
 torch::Tensor ModelOracle::loss(int64_t b) {

@@ -36,13 +36,18 @@ class ModelOracle : public samplers::GradientOracle {
   // Forward only, in train mode like evaluate() (the same batch statistics).
   torch::Tensor loss(int64_t b) override;
 
-  // Per-example gradients (for nogin): one forward pass of the whole batch in
-  // train mode, then one backward pass per example (retaining the graph), each
-  // copied into a preallocated N_b x d buffer. The rows are the gradients of
-  // each example's cross-entropy with the batch's BatchNorm statistics, so they
-  // sum exactly to evaluate()'s gradient. Correct but slow: N_b backward passes
-  // per evaluation (about N_b times a step of the other samplers) and N_b * d
-  // floats of memory.
+  // Per-example gradients (for nogin), copied into a preallocated N_b x d
+  // buffer; the rows sum to evaluate()'s gradient.
+  // - With BatchNorm (train mode couples the examples through the batch
+  //   statistics): one forward pass of the whole batch, then one backward
+  //   pass per example through the whole batch's graph (retained). Row i is
+  //   the gradient of example i's cross-entropy with the batch's statistics.
+  //   About N_b backward passes of a batch per evaluation.
+  // - Without BatchNorm an example's loss depends on that example alone, so a
+  //   forward and backward pass of it alone gives the same row (to float
+  //   rounding) at about 1/N_b of the cost: about one batch's gradient, plus
+  //   the overhead of N_b small passes.
+  // Either way N_b * d floats of memory.
   bool has_per_example_gradients() const override { return true; }
   torch::Tensor evaluate_per_example(int64_t b) override;
   torch::Tensor per_example_gradients() override { return rows_; }
