@@ -16,19 +16,24 @@ namespace {
 const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
 const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
+// `bnn run` of configs/tiny.yaml into work/name with `flags`, logged to
+// work/name.txt.
+bnn::testing::CommandResult run_tiny(const std::filesystem::path& work, const std::string& name,
+                                     const std::string& flags) {
+  return bnn::testing::run_bnn("run --config " + kTiny + " --out " + (work / name).string() + " --threads 1 " + flags,
+                               work / (name + ".txt"));
+}
+
 // Two CPU workers stand in for two GPUs: the member queue, the per-device data
 // copies and the shared run directory are the same code paths. Both runs are
-// on the CPU, so they must agree bit for bit (with a GPU, the default device
-// would make the one-worker run a CUDA run).
+// on the CPU (run_bnn's default), so they must agree bit for bit.
 TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
   if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
   const auto work = bnn::testing::unique_temp_dir("bnn_devices_test");
   const auto one = work / "one", two = work / "two";
-  auto r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + one.string() + " --threads 1 --device cpu",
-                                 work / "one.txt");
+  auto r = run_tiny(work, "one", "");
   ASSERT_EQ(r.code, 0) << r.output;
-  r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + two.string() + " --threads 1 --devices cpu,cpu",
-                            work / "two.txt");
+  r = run_tiny(work, "two", "--devices cpu,cpu");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 workers on cpu, cpu"), std::string::npos) << r.output;
   for (const std::string m : {"member_000", "member_001"}) {
@@ -42,12 +47,8 @@ TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
 
 // Mean accuracy of `method` at ensemble size `size` in a run's metrics.json.
 double accuracy_of(const std::filesystem::path& run, const std::string& method, int64_t size) {
-  const auto metrics = nlohmann::json::parse(bnn::io::read_file(run / "metrics.json"));
-  for (const auto& row : metrics["ensembles"]) {
-    if (row["method"] == method && row["size"] == size) return row["accuracy"]["mean"].get<double>();
-  }
-  ADD_FAILURE() << "no " << method << " row of size " << size << " in " << run / "metrics.json";
-  return -1;
+  const auto row = bnn::testing::ensemble_row(run, method, size);
+  return row.empty() ? -1 : row["accuracy"]["mean"].get<double>();
 }
 
 // The tiny run on a GPU, as a user starts it, against the same run on the
@@ -61,11 +62,9 @@ TEST(CudaRun, TinyRunOnTheGpuScoresAsOnTheCpu) {
   if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_run_test");
   const auto cpu = work / "cpu", gpu = work / "gpu";
-  auto r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + cpu.string() + " --threads 1 --device cpu",
-                                 work / "cpu.txt");
+  auto r = run_tiny(work, "cpu", "--device cpu");
   ASSERT_EQ(r.code, 0) << r.output;
-  r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + gpu.string() + " --threads 1 --device cuda",
-                            work / "gpu.txt");
+  r = run_tiny(work, "gpu", "--device cuda");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("test images on cuda"), std::string::npos) << r.output;
   for (const std::string m : {"member_000", "member_001"}) {
@@ -90,9 +89,7 @@ TEST(CudaRun, DevicesAllSpreadsMembersOverTheGpus) {
   }
   if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_devices_test");
-  const auto r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + (work / "run").string() +
-                                           " --threads 1 --devices all",
-                                       work / "log.txt");
+  const auto r = run_tiny(work, "run", "--devices all");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find(std::to_string(torch::cuda::device_count()) + " workers on cuda:0, cuda:1"),
             std::string::npos)

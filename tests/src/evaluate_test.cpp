@@ -35,21 +35,16 @@ nlohmann::json read_json(const std::filesystem::path& path) {
 
 // The bayes row of ensemble size 1 in metrics.json.
 nlohmann::json bayes_size1(const std::filesystem::path& dir) {
-  const nlohmann::json metrics = read_json(dir / "metrics.json");
-  for (const auto& row : metrics["ensembles"]) {
-    if (row["method"] == "bayes" && row["size"] == 1) return row;
-  }
-  return {};
+  return bnn::testing::ensemble_row(dir, "bayes", 1);
 }
 
-// One tiny run shared by the tests of this file (made once per process). On
-// the CPU, where two processes repeat a trajectory bit for bit (CUDA kernels
-// need not: on an H100 a rerun moved one test prediction).
+// One tiny run shared by the tests of this file (made once per process), on
+// the CPU like every run_bnn command that names no device.
 const std::filesystem::path& tiny_run() {
   static const std::filesystem::path dir = [] {
     const auto d = kWork / ("tiny_" + std::to_string(::getpid()));
     std::filesystem::remove_all(d);
-    const Result r = bnn_cli("run --config " + kTiny + " --out " + d.string() + " --threads 1 --device cpu");
+    const Result r = bnn_cli("run --config " + kTiny + " --out " + d.string() + " --threads 1");
     EXPECT_EQ(r.code, 0) << r.output;
     return d;
   }();
@@ -124,7 +119,7 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   const auto direct = kWork / ("burn2_run_" + std::to_string(::getpid()));
   std::filesystem::remove_all(direct);
   ASSERT_EQ(bnn_cli("run --config " + kTiny + " --out " + direct.string() +
-                    " --members 0 --threads 1 --device cpu --set sampler.burn_in=2")
+                    " --members 0 --threads 1 --set sampler.burn_in=2")
                 .code,
             0);
   for (const char* metric : {"accuracy", "nll", "rps"}) {

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <string>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 #include "src/io/atomic_file.h"
 
 namespace bnn::testing {
@@ -40,6 +43,17 @@ inline CommandResult run_bnn(const std::string& args, const std::filesystem::pat
       (env.empty() ? "" : "env " + env + " ") + std::string(BNN_BINARY) + " " + on_cpu_unless_named(args) + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return {WEXITSTATUS(status), io::read_file(log)};
+}
+
+// The row of `method` at ensemble size `size` in `dir`/metrics.json (a run
+// or an evaluate output); a test failure and an empty object if absent.
+inline nlohmann::json ensemble_row(const std::filesystem::path& dir, const std::string& method, int64_t size) {
+  const auto metrics = nlohmann::json::parse(io::read_file(dir / "metrics.json"));
+  for (const auto& row : metrics["ensembles"]) {
+    if (row["method"] == method && row["size"] == size) return row;
+  }
+  ADD_FAILURE() << "no " << method << " row of size " << size << " in " << dir / "metrics.json";
+  return nlohmann::json::object();
 }
 
 }  // namespace bnn::testing
