@@ -91,7 +91,7 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   };
   const auto on = torch::TensorOptions().device(g_device);
   torch::Tensor noise = torch::empty({2, d}, on);
-  bnn::samplers::ChunkedNormal normal(g_device, 3, noise.numel());
+  bnn::samplers::ChunkedNormal normal(noise, 3);
   torch::Tensor a = torch::randn({d}, on), v = torch::randn({d}, on);
   auto noise_only = [&] {
     for (int64_t b = 0; b < batches; ++b) {

@@ -25,12 +25,12 @@ KineticLangevin::KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, L
   torch::NoGradGuard no_grad;
   TORCH_CHECK(x_.dim() == 1 && x_.is_contiguous(), "sampler parameters must be a flat contiguous vector");
   v_ = torch::empty_like(x_);
-  ChunkedNormal(x_.device(), derive_seed(seed, kVelocityStream), x_.numel()).fill(v_);
+  ChunkedNormal(v_, derive_seed(seed, kVelocityStream)).fill(v_);
 }
 
 void KineticLangevin::allocate_noise(torch::IntArrayRef shape) {
   noise_ = torch::empty(shape, x_.options());
-  noise_source_ = std::make_unique<ChunkedNormal>(x_.device(), noise_seed_, noise_.numel());
+  noise_source_ = std::make_unique<ChunkedNormal>(noise_, noise_seed_);
 }
 
 void KineticLangevin::draw_noise() {

@@ -1,5 +1,6 @@
 #include "samplers/random.h"
 
+#include <cstring>
 #include <mutex>
 
 #include <ATen/Parallel.h>
@@ -29,14 +30,32 @@ at::Generator make_generator(torch::Device device, uint64_t seed) {
   return gen;
 }
 
-ChunkedNormal::ChunkedNormal(torch::Device device, uint64_t seed, int64_t numel) : numel_(numel) {
-  const int64_t chunks = device.is_cpu() ? std::max<int64_t>(1, (numel + kChunk - 1) / kChunk) : 1;
-  for (int64_t c = 0; c < chunks; ++c) gens_.push_back(make_generator(device, derive_seed(seed, c)));
+ChunkedNormal::ChunkedNormal(const torch::Tensor& like, uint64_t seed)
+    : numel_(like.numel()), device_(like.device()), dtype_(like.scalar_type()) {
+  const bool on_cpu = device_.is_cpu();
+  const int64_t chunks = on_cpu ? std::max<int64_t>(1, (numel_ + kChunk - 1) / kChunk) : 1;
+  if (on_cpu && dtype_ == torch::kFloat) {
+    lanes_.resize(static_cast<size_t>(chunks));
+    for (int64_t c = 0; c < chunks; ++c) detail::seed_normal_lanes(lanes_[static_cast<size_t>(c)], derive_seed(seed, c));
+  } else {
+    for (int64_t c = 0; c < chunks; ++c) gens_.push_back(make_generator(device_, derive_seed(seed, c)));
+  }
 }
 
 void ChunkedNormal::fill(torch::Tensor& out) {
-  TORCH_CHECK(out.numel() == numel_ && out.is_contiguous(), "ChunkedNormal: expected a contiguous buffer of ",
-              numel_, " elements, got ", out.sizes());
+  TORCH_CHECK(out.numel() == numel_ && out.is_contiguous() && out.device() == device_ && out.scalar_type() == dtype_,
+              "ChunkedNormal: expected a contiguous ", dtype_, " buffer of ", numel_, " elements on ", device_,
+              ", got ", out.scalar_type(), " ", out.sizes(), " on ", out.device());
+  if (!lanes_.empty()) {
+    float* data = out.data_ptr<float>();
+    at::parallel_for(0, static_cast<int64_t>(lanes_.size()), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        const int64_t start = c * kChunk;
+        detail::fill_standard_normal(lanes_[static_cast<size_t>(c)], data + start, std::min(kChunk, numel_ - start));
+      }
+    });
+    return;
+  }
   if (gens_.size() == 1) {
     out.normal_(0.0, 1.0, gens_[0]);
     return;
@@ -50,12 +69,32 @@ void ChunkedNormal::fill(torch::Tensor& out) {
   });
 }
 
+// Lane states are stored bit for bit as int64: {chunks, 4, kNormalLanes}.
+static_assert(sizeof(detail::NormalLanes) == 4 * detail::kNormalLanes * sizeof(int64_t),
+              "NormalLanes must be exactly its 4 x kNormalLanes state words");
 void ChunkedNormal::save(torch::serialize::OutputArchive& archive, const std::string& prefix) const {
+  if (!lanes_.empty()) {
+    const auto chunks = static_cast<int64_t>(lanes_.size());
+    torch::Tensor state = torch::empty({chunks, 4, detail::kNormalLanes}, torch::kLong);
+    std::memcpy(state.data_ptr<int64_t>(), lanes_.data(), lanes_.size() * sizeof(detail::NormalLanes));
+    archive.write(prefix + ".xoshiro256", state);
+    return;
+  }
   archive.write(prefix + ".chunks", torch::tensor(static_cast<int64_t>(gens_.size()), torch::kLong));
   for (size_t c = 0; c < gens_.size(); ++c) write_generator(archive, prefix + "." + std::to_string(c), gens_[c]);
 }
 
 void ChunkedNormal::load(torch::serialize::InputArchive& archive, const std::string& prefix) {
+  if (!lanes_.empty()) {
+    const torch::Tensor state = read_tensor(archive, prefix + ".xoshiro256");
+    const auto chunks = static_cast<int64_t>(lanes_.size());
+    TORCH_CHECK(state.scalar_type() == torch::kLong && state.sizes().equals({chunks, 4, detail::kNormalLanes}),
+                "sampler checkpoint: noise generator state '", prefix, ".xoshiro256' has shape ", state.sizes(),
+                " but this sampler's noise needs [", chunks, ", 4, ", detail::kNormalLanes, "]");
+    const torch::Tensor cpu = state.to(torch::kCPU).contiguous();
+    std::memcpy(lanes_.data(), cpu.data_ptr<int64_t>(), lanes_.size() * sizeof(detail::NormalLanes));
+    return;
+  }
   const int64_t chunks = read_tensor(archive, prefix + ".chunks").item<int64_t>();
   TORCH_CHECK(chunks == static_cast<int64_t>(gens_.size()), "sampler checkpoint: ", chunks,
               " noise generators saved but this sampler has ", gens_.size());

@@ -126,7 +126,7 @@ NoiseCoupling::NoiseCoupling(samplers::KineticLangevin& coarse, samplers::Kineti
                              double friction, double h_coarse, uint64_t seed)
     : rule_(rule), friction_(friction), h_coarse_(h_coarse), seed_(seed) {
   fine.set_noise_hook([this](torch::Tensor& buffer) {
-    if (!normal_) normal_ = std::make_unique<samplers::ChunkedNormal>(buffer.device(), seed_, buffer.numel());
+    if (!normal_) normal_ = std::make_unique<samplers::ChunkedNormal>(buffer, seed_);
     normal_->fill(buffer);
     pending_.push_back(buffer.clone());
   });

@@ -342,7 +342,7 @@ class Member {
     {
       torch::NoGradGuard no_grad;
       torch::Tensor z = torch::empty_like(x);
-      samplers::ChunkedNormal(x.device(), samplers::derive_seed(chain_seed, 1), z.numel()).fill(z);
+      samplers::ChunkedNormal(z, samplers::derive_seed(chain_seed, 1)).fill(z);
       x.add_(z, options.rho);
     }
     spdlog::info("member {} chain {}: {}, start x* + {:g} N(0, I)", index_, c, sampler->pretty_string(), options.rho);
