@@ -2,7 +2,7 @@
 // (time of a plain SGD epoch) on the same model and the same batches, measured
 // in one run and interleaved, for every sampler of samplers/registry.h (nogin
 // only with --samplers) and for mlp and fmnist_cnn. Also splits SMS-UBU's overhead into noise generation and
-// the elementwise update.
+// the elementwise update, and times the same noise from LibTorch's normal_.
 //
 //   bnn_bench_sampling [--batches N] [--repeats R] [--threads T] [--samplers a,b] [--models mlp,fmnist_cnn]
 //                      [--device cpu|cuda|cuda:N]
@@ -117,7 +117,15 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
     sgd += best_of(1, sgd_epoch);
     for (size_t i = 0; i < chains.size(); ++i) sample[i] += best_of(1, [&] { sample_epoch(i); });
   }
+  auto gen_noise = bnn::samplers::make_generator(g_device, 4);
+  auto libtorch_noise_only = [&] {  // the same draws from LibTorch's normal_ on the whole buffer
+    for (int64_t b = 0; b < batches; ++b) {
+      noise.normal_(0.0, 1.0, gen_noise);
+      noise.normal_(0.0, 1.0, gen_noise);
+    }
+  };
   const double noise_t = best_of(repeats, noise_only);
+  const double libtorch_noise_t = best_of(repeats, libtorch_noise_only);
   const double update_t = best_of(repeats, update_only);
   fmt::print("{} d={} batches={}: SGD epoch {:.3f}s\n", name, d, batches, sgd / repeats);
   for (size_t i = 0; i < chains.size(); ++i) {
@@ -125,6 +133,8 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   }
   fmt::print("  SMS-UBU overhead per epoch: noise draws {:.3f}s ({:.1f}% of SGD), UBU vector updates {:.3f}s ({:.1f}%)\n",
              noise_t, 100 * noise_t / (sgd / repeats), update_t, 100 * update_t / (sgd / repeats));
+  fmt::print("  the same noise from LibTorch's normal_ on the whole buffer: {:.3f}s ({:.2f}x bnn's ChunkedNormal)\n",
+             libtorch_noise_t, libtorch_noise_t / noise_t);
   std::fflush(stdout);  // a long run killed later keeps this model's numbers
 }
 
