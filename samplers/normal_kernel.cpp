@@ -92,7 +92,8 @@ void seed_normal_lanes(NormalLanes& lanes, uint64_t seed) {
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(BNN_NORMAL_KERNEL_NO_CLONES)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void fill_standard_normal(NormalLanes& lanes, float* out, int64_t n) {

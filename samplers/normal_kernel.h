@@ -2,8 +2,9 @@
 // than LibTorch's CPU normal_ (see Note [CPU normal kernel]).
 //
 // Plain C++ with no LibTorch include, so that this translation unit can be
-// compiled with -fno-math-errno (samplers/CMakeLists.txt): without it GCC
-// keeps sqrt's error branch and does not vectorise the transform.
+// compiled with its own flags (samplers/CMakeLists.txt): -fno-math-errno,
+// without which GCC keeps sqrt's error branch and does not vectorise the
+// transform, and -ffp-contract=off.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +35,11 @@ namespace bnn::samplers::detail {
 // A block is 2 kNormalLanes outputs: z1 of lanes 0..7, then z2 of lanes 0..7.
 // A buffer of n values takes ceil(n / 16) steps of every lane; a partial last
 // block discards its tail. The kernel is built twice on x86-64 Linux with GCC
-// (AVX2 and baseline, chosen at load time); neither build contracts to FMA
-// and the operations are the same IEEE ones in the same order, so both give
-// the same bits, as does an unvectorised build.
+// (AVX2 and baseline, chosen at load time). The file is compiled with
+// -ffp-contract=off, so no build fuses a * b + c into an FMA (not even with
+// -march=native), and vectorising does not reorder elementwise IEEE
+// operations: every build gives the same bits (NormalKernel.* compares an
+// unoptimised scalar build, a baseline one and one for AVX2 with FMA).
 constexpr int kNormalLanes = 8;
 
 struct NormalLanes {

@@ -1,6 +1,8 @@
 #include "samplers/random.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <cmath>
 #include <sstream>
 #include <string>
@@ -10,6 +12,7 @@
 
 #include "samplers/sampler.h"
 #include "tests/support/error_text.h"
+#include "tests/support/normal_kernel_digest.h"
 
 namespace bnn::samplers {
 namespace {
@@ -204,6 +207,40 @@ TEST(ChunkedNormal, RejectsABufferUnlikeItsOwn) {
   torch::Tensor d = torch::empty({10}, torch::kDouble), longer = torch::empty({11});
   EXPECT_THROW(normal.fill(d), c10::Error);
   EXPECT_THROW(normal.fill(longer), c10::Error);
+}
+
+std::string output_of(const std::string& command) {
+  std::string out;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+  ::pclose(pipe);
+  return out;
+}
+
+std::string hex(uint64_t value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%016llx\n", static_cast<unsigned long long>(value));
+  return text;
+}
+
+// Note [CPU normal kernel]: the same bits from every build, so a chain's
+// noise does not depend on which CPU runs it (the library picks the AVX2
+// clone where the CPU has AVX2, the baseline build elsewhere).
+TEST(NormalKernel, EveryBuildGivesTheSameBits) {
+  const std::string library = hex(testing::normal_kernel_digest());
+  EXPECT_EQ(output_of(BNN_NORMAL_DIGEST_SCALAR), library) << "unoptimised scalar build (-O0)";
+  EXPECT_EQ(output_of(BNN_NORMAL_DIGEST_BASELINE), library) << "vectorised build for the baseline ISA (-O3)";
+#if defined(BNN_NORMAL_DIGEST_AVX2_FMA)
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    EXPECT_EQ(output_of(BNN_NORMAL_DIGEST_AVX2_FMA), library) << "AVX2 and FMA build (-O3 -mavx2 -mfma)";
+  } else {
+    std::printf("NormalKernel: this CPU lacks AVX2 or FMA; the AVX2 and FMA build was not compared\n");
+  }
+#endif
+  // The digest sees the draws: another seed's differ.
+  EXPECT_NE(testing::normal_kernel_digest(2027), testing::normal_kernel_digest(2026));
 }
 
 TEST(DeriveSeed, StreamsDiffer) {
