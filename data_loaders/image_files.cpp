@@ -23,6 +23,8 @@
 #include <opencv2/imgproc.hpp>
 #endif
 
+#include "samplers/splitmix64.h"
+
 namespace bnn::data_loaders {
 namespace {
 
@@ -31,12 +33,7 @@ namespace fs = std::filesystem;
 #ifdef BNN_WITH_OPENCV  // without OpenCV decode_images only throws (below)
 constexpr double kPi = 3.14159265358979323846;
 
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
+using samplers::splitmix64;
 
 // Uniform in [lo, hi) from 53 random bits.
 double uniform(std::mt19937_64& rng, double lo, double hi) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "samplers/splitmix64.h"
+
 namespace bnn::samplers::detail {
 namespace {
 
@@ -75,20 +77,15 @@ inline void block(NormalLanes& g, float* out) {
   }
 }
 
-uint64_t splitmix64_next(uint64_t& state) {
-  state += 0x9e3779b97f4a7c15ULL;
-  uint64_t z = state;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
 }  // namespace
 
 void seed_normal_lanes(NormalLanes& lanes, uint64_t seed) {
   uint64_t state = seed;
   for (int l = 0; l < kNormalLanes; ++l) {
-    for (int w = 0; w < 4; ++w) lanes.s[w][l] = splitmix64_next(state);
+    for (int w = 0; w < 4; ++w) {
+      lanes.s[w][l] = splitmix64(state);
+      state += kSplitMix64Gamma;
+    }
   }
 }
 

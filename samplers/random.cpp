@@ -6,19 +6,9 @@
 #include <ATen/Parallel.h>
 
 #include "samplers/sampler.h"
+#include "samplers/splitmix64.h"
 
 namespace bnn::samplers {
-namespace {
-
-uint64_t splitmix64(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
-
 uint64_t derive_seed(uint64_t seed, uint64_t stream) {
   return splitmix64(splitmix64(seed) ^ splitmix64(stream + 0x632be59bd9b4e019ULL));
 }
@@ -46,25 +36,20 @@ void ChunkedNormal::fill(torch::Tensor& out) {
   TORCH_CHECK(out.numel() == numel_ && out.is_contiguous() && out.device() == device_ && out.scalar_type() == dtype_,
               "ChunkedNormal: expected a contiguous ", dtype_, " buffer of ", numel_, " elements on ", device_,
               ", got ", out.scalar_type(), " ", out.sizes(), " on ", out.device());
-  if (!lanes_.empty()) {
-    float* data = out.data_ptr<float>();
-    at::parallel_for(0, static_cast<int64_t>(lanes_.size()), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c) {
-        const int64_t start = c * kChunk;
-        detail::fill_standard_normal(lanes_[static_cast<size_t>(c)], data + start, std::min(kChunk, numel_ - start));
-      }
-    });
-    return;
-  }
-  if (gens_.size() == 1) {
+  if (!device_.is_cpu()) {
     out.normal_(0.0, 1.0, gens_[0]);
     return;
   }
   torch::Tensor flat = out.view({-1});
-  at::parallel_for(0, static_cast<int64_t>(gens_.size()), 1, [&](int64_t begin, int64_t end) {
+  const int64_t chunks = static_cast<int64_t>(lanes_.empty() ? gens_.size() : lanes_.size());
+  at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
     for (int64_t c = begin; c < end; ++c) {
-      const int64_t start = c * kChunk;
-      flat.narrow(0, start, std::min(kChunk, numel_ - start)).normal_(0.0, 1.0, gens_[c]);
+      const int64_t start = c * kChunk, length = std::min(kChunk, numel_ - start);
+      if (lanes_.empty()) {
+        flat.narrow(0, start, length).normal_(0.0, 1.0, gens_[static_cast<size_t>(c)]);
+      } else {
+        detail::fill_standard_normal(lanes_[static_cast<size_t>(c)], flat.data_ptr<float>() + start, length);
+      }
     }
   });
 }

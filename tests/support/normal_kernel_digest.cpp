@@ -1,5 +1,5 @@
-// Prints a digest of the CPU normal kernel's draws (Note [CPU normal kernel]):
-// FNV-1a over the bits of normal_kernel_digest_draws() values. Built from
+// Prints the CPU normal kernel's digest (Note [CPU normal kernel];
+// testing::normal_kernel_digest in normal_kernel_digest.h). Built from
 // samplers/normal_kernel.cpp with other compiler flags (tests/CMakeLists.txt)
 // so that a test can check that every build gives the same bits.
 #include <cstdio>
