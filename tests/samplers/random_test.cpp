@@ -201,12 +201,38 @@ TEST(ChunkedNormal, LoadingAnotherGeneratorsStateNamesTheEntry) {
       << error;
 }
 
+TEST(ChunkedNormal, LoadingAStateOfAnotherSizeNamesBothShapes) {
+  torch::Tensor big = torch::empty({ChunkedNormal::kChunk + 1}), small = torch::empty({10});
+  std::stringstream stream;
+  {
+    torch::serialize::OutputArchive archive;
+    ChunkedNormal(big, 1).save(archive, "sampler.noise");  // 2 chunks
+    archive.save_to(stream);
+  }
+  torch::serialize::InputArchive archive;
+  archive.load_from(stream);
+  ChunkedNormal normal(small, 1);  // 1 chunk
+  const std::string error = testing::error_of([&] { normal.load(archive, "sampler.noise"); });
+  EXPECT_NE(error.find("sampler checkpoint: noise generator state 'sampler.noise.xoshiro256' has shape [2, 4, 8] but "
+                       "this sampler's noise needs [1, 4, 8]"),
+            std::string::npos)
+      << error;
+}
+
 TEST(ChunkedNormal, RejectsABufferUnlikeItsOwn) {
   torch::Tensor f = torch::empty({10});
   ChunkedNormal normal(f, 1);
   torch::Tensor d = torch::empty({10}, torch::kDouble), longer = torch::empty({11});
-  EXPECT_THROW(normal.fill(d), c10::Error);
-  EXPECT_THROW(normal.fill(longer), c10::Error);
+  const std::string wrong_dtype = testing::error_of([&] { normal.fill(d); });
+  EXPECT_NE(wrong_dtype.find("ChunkedNormal: expected a contiguous Float buffer of 10 elements on cpu, got Double [10] "
+                             "on cpu"),
+            std::string::npos)
+      << wrong_dtype;
+  const std::string wrong_size = testing::error_of([&] { normal.fill(longer); });
+  EXPECT_NE(wrong_size.find("ChunkedNormal: expected a contiguous Float buffer of 10 elements on cpu, got Float [11] "
+                            "on cpu"),
+            std::string::npos)
+      << wrong_size;
 }
 
 std::string output_of(const std::string& command) {
