@@ -161,23 +161,28 @@ TEST(ChunkedNormal, DoubleBuffersUseLibTorchsGenerator) {
   EXPECT_GT((z.narrow(0, 0, 16) - draws(torch::kFloat, 5, 16).to(torch::kDouble)).abs().max().item<double>(), 0.1);
 }
 
+// Saves `from`'s state under "sampler.noise", as a checkpoint does, and loads
+// it into `into`.
+void copy_state_through_archive(const ChunkedNormal& from, ChunkedNormal& into) {
+  std::stringstream stream;
+  {
+    torch::serialize::OutputArchive archive;
+    from.save(archive, "sampler.noise");
+    archive.save_to(stream);
+  }
+  torch::serialize::InputArchive archive;
+  archive.load_from(stream);
+  into.load(archive, "sampler.noise");
+}
+
 TEST(ChunkedNormal, SaveAndLoadContinueTheSameDraws) {
   for (const auto dtype : {torch::kFloat, torch::kDouble}) {
     const int64_t n = 2 * ChunkedNormal::kChunk + 7;
     torch::Tensor a = torch::empty({n}, dtype), b = torch::empty({n}, dtype);
-    ChunkedNormal first(a, 3);
+    ChunkedNormal first(a, 3), second(b, 4);  // another seed: the loaded state decides
     first.fill(a);
-    std::stringstream stream;
-    {
-      torch::serialize::OutputArchive archive;
-      first.save(archive, "noise");
-      archive.save_to(stream);
-    }
+    copy_state_through_archive(first, second);
     first.fill(a);
-    ChunkedNormal second(b, 4);  // another seed: the loaded state decides
-    torch::serialize::InputArchive archive;
-    archive.load_from(stream);
-    second.load(archive, "noise");
     second.fill(b);
     EXPECT_TRUE(a.equal(b)) << dtype;
   }
@@ -185,16 +190,9 @@ TEST(ChunkedNormal, SaveAndLoadContinueTheSameDraws) {
 
 TEST(ChunkedNormal, LoadingAnotherGeneratorsStateNamesTheEntry) {
   torch::Tensor d = torch::empty({10}, torch::kDouble), f = torch::empty({10});
-  std::stringstream stream;
-  {
-    torch::serialize::OutputArchive archive;
-    ChunkedNormal(d, 1).save(archive, "sampler.noise");  // LibTorch generator states, as before the float kernel
-    archive.save_to(stream);
-  }
-  torch::serialize::InputArchive archive;
-  archive.load_from(stream);
+  const ChunkedNormal libtorch(d, 1);  // LibTorch generator states, as before the float kernel
   ChunkedNormal normal(f, 1);
-  const std::string error = testing::error_of([&] { normal.load(archive, "sampler.noise"); });
+  const std::string error = testing::error_of([&] { copy_state_through_archive(libtorch, normal); });
   EXPECT_NE(error.find("sampler checkpoint has no entry 'sampler.noise.xoshiro256' (written by another sampler or "
                        "version?)"),
             std::string::npos)
@@ -203,16 +201,9 @@ TEST(ChunkedNormal, LoadingAnotherGeneratorsStateNamesTheEntry) {
 
 TEST(ChunkedNormal, LoadingAStateOfAnotherSizeNamesBothShapes) {
   torch::Tensor big = torch::empty({ChunkedNormal::kChunk + 1}), small = torch::empty({10});
-  std::stringstream stream;
-  {
-    torch::serialize::OutputArchive archive;
-    ChunkedNormal(big, 1).save(archive, "sampler.noise");  // 2 chunks
-    archive.save_to(stream);
-  }
-  torch::serialize::InputArchive archive;
-  archive.load_from(stream);
-  ChunkedNormal normal(small, 1);  // 1 chunk
-  const std::string error = testing::error_of([&] { normal.load(archive, "sampler.noise"); });
+  const ChunkedNormal two_chunks(big, 1);
+  ChunkedNormal one_chunk(small, 1);
+  const std::string error = testing::error_of([&] { copy_state_through_archive(two_chunks, one_chunk); });
   EXPECT_NE(error.find("sampler checkpoint: noise generator state 'sampler.noise.xoshiro256' has shape [2, 4, 8] but "
                        "this sampler's noise needs [1, 4, 8]"),
             std::string::npos)
