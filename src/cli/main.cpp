@@ -28,7 +28,8 @@ constexpr const char* kUsage = R"(bnn — Bayesian neural network ensembles (Ada
 
 Usage:
   bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]
-          [--device auto|cpu|cuda|cuda:N | --devices all|cuda:0,cuda:1] [--threads N] [--seed S]
+          [--device auto|cpu|cuda|cuda:N | --devices all|cuda:0,cuda:1] [--members-per-device K|auto]
+          [--cudnn-benchmark] [--threads N] [--seed S]
   bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N]
   bnn run ... --distributed
                   one data-parallel chain over processes (torch.distributed: Gloo on
@@ -122,6 +123,11 @@ int cmd_run(int argc, char** argv) {
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
       "devices", "Spread members over devices, one worker each: all (every GPU) or a list, e.g. cuda:0,cuda:1",
       cxxopts::value<std::string>())(
+      "members-per-device", "Members trained at once on each device, each GPU member on its own CUDA stream: "
+                            "K, or auto (as many as fit in GPU memory, at most 8; 1 on the CPU)",
+      cxxopts::value<std::string>()->default_value("auto"))(
+      "cudnn-benchmark", "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
+                         "vary between runs in the last bits)")(
       "threads", "CPU threads (default all cores; overrides run.threads)", cxxopts::value<int64_t>())(
       "distributed", "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
                      "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
@@ -161,6 +167,9 @@ int cmd_run(int argc, char** argv) {
     }
     run_options.devices = bnn::pipeline::parse_device_list(args["devices"].as<std::string>());
   }
+  run_options.members_per_device =
+      bnn::pipeline::parse_members_per_device(args["members-per-device"].as<std::string>());
+  if (args.count("cudnn-benchmark")) at::globalContext().setBenchmarkCuDNN(true);
   const int threads = bnn::runtime::configure_threads(static_cast<int>(config.run.threads));
   std::unique_ptr<bnn::distributed::ProcessGroup> group;
   if (args.count("distributed")) {

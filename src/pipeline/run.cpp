@@ -18,11 +18,13 @@
 #include "data_loaders/cifar10.h"
 #include "data_loaders/fashion_mnist.h"
 #include "data_loaders/image_folder.h"
+#include "models/registry.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/preprocess.h"
+#include "src/runtime/device_streams.h"
 
 namespace bnn::pipeline {
 
@@ -49,6 +51,17 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
     pos = comma + 1;
   }
   return out;
+}
+
+int64_t parse_members_per_device(const std::string& text) {
+  if (text == "auto") return 0;
+  const std::regex number("^\\s*(\\d{1,6})\\s*$");
+  std::smatch m;
+  if (!std::regex_match(text, m, number) || std::stoll(m[1]) < 1) {
+    throw config::ConfigError(
+        fmt::format("--members-per-device: '{}' is not a positive whole number or auto", text));
+  }
+  return std::stoll(m[1]);
 }
 
 torch::Device resolve_device(const std::string& name) {
@@ -208,6 +221,32 @@ void write_config(const config::Config& config, const std::filesystem::path& dir
 
 }  // namespace
 
+MemberMemory estimate_member_memory(const config::Config& config, const data_loaders::Dataset& data) {
+  MemberMemory m;
+  const auto model = models::make_model(model_spec(config, data), /*seed=*/0);
+  for (const auto& p : model->parameters()) m.parameters += p.numel();
+  const double d = static_cast<double>(m.parameters);
+  // x, gradient, v, x*, control-variate sum, two noise buffers; Adam's two
+  // moments; the SWA running sum in double (docs/performance.md).
+  m.state_bytes = static_cast<int64_t>(4.0 * d * (5 + 2 + 2) + 8.0 * d);
+  const int64_t num_batches = std::max<int64_t>(1, data.train.size() / config.data.batch_size);
+  const auto options = langevin_options(config, num_batches, m.parameters);
+  if (config.sampler.gradient == "control_variate" &&
+      options.anchor_gradients() == samplers::AnchorGradients::kStored) {
+    m.state_bytes += static_cast<int64_t>(4.0 * d * static_cast<double>(num_batches));
+  }
+  m.total_bytes = m.state_bytes + kActivationAllowanceBytes;
+  return m;
+}
+
+int64_t auto_members_per_device(const MemberMemory& member, const std::optional<runtime::DeviceMemory>& device,
+                                int64_t members_to_run) {
+  if (!device) return 1;
+  const int64_t fit = static_cast<int64_t>(0.9 * static_cast<double>(device->free_bytes) /
+                                           static_cast<double>(member.total_bytes));
+  return std::max<int64_t>(1, std::min({fit, kMaxAutoMembersPerDevice, members_to_run}));
+}
+
 int run(const config::Config& config, const RunOptions& options) {
   std::vector<torch::Device> devices;
   for (const auto& name : options.devices.empty() ? std::vector<std::string>{config.run.device} : options.devices) {
@@ -246,14 +285,58 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   std::vector<int64_t> todo = writer ? unfinished_members(dir, members) : std::vector<int64_t>{};
   if (group != nullptr) todo = share_todo(*group, todo, config.run.members);
+
+  // Note [Members per device] (src/runtime/device_streams.h): K workers per
+  // device entry, each on a CUDA stream of its own.
+  int64_t per_device = options.members_per_device;
+  if (per_device > 1 && group != nullptr) {
+    throw config::ConfigError("--members-per-device: a distributed run trains one member at a time on each rank");
+  }
+  const int64_t todo_per_device =
+      std::max<int64_t>(1, (static_cast<int64_t>(todo.size()) + static_cast<int64_t>(devices.size()) - 1) /
+                               static_cast<int64_t>(devices.size()));
+  if (per_device == 0) {  // auto
+    per_device = 1;
+    if (group == nullptr && devices.front().is_cuda() && !todo.empty()) {
+      const MemberMemory member = estimate_member_memory(config, data.begin()->second);
+      const auto memory = runtime::device_memory(devices.front());
+      per_device = auto_members_per_device(member, memory, todo_per_device);
+      if (memory) {
+        spdlog::info("{}: {:.1f} GiB free; about {:.2f} GiB per member ({} parameters): {} member(s) at a time",
+                     devices.front().str(), memory->free_bytes / kGiB, member.total_bytes / kGiB, member.parameters,
+                     per_device);
+      }
+    }
+  } else if (per_device > 1) {
+    for (const auto& device : devices) {
+      const auto memory = runtime::device_memory(device);
+      if (!memory) continue;
+      const MemberMemory member = estimate_member_memory(config, data.begin()->second);
+      if (static_cast<double>(per_device * member.total_bytes) > static_cast<double>(memory->free_bytes)) {
+        spdlog::warn("--members-per-device {} on {}: about {:.2f} GiB per member, {:.1f} GiB asked for, {:.1f} GiB "
+                     "free; members that run out of memory fail, the others go on",
+                     per_device, device.str(), member.total_bytes / kGiB, per_device * member.total_bytes / kGiB,
+                     memory->free_bytes / kGiB);
+      }
+      break;
+    }
+  }
+  std::vector<torch::Device> workers;
+  for (const auto& device : devices) {
+    for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);
+  }
+  // The data set was put on the device by this thread's stream; the workers'
+  // streams do not wait for it by themselves.
+  for (const auto& device : devices) runtime::synchronize_device(device);
   // Workers take the next member from a shared counter; a member failure is
   // counted, an exception (I/O) stops that worker and is rethrown at the end.
   std::atomic<size_t> next{0};
   std::atomic<int64_t> failed{0};
-  std::vector<std::exception_ptr> errors(devices.size());
+  std::vector<std::exception_ptr> errors(workers.size());
   auto worker = [&](size_t w) {
     try {
-      const MemberContext context{config, data.at(devices[w].str()), devices[w], dir, group};
+      const runtime::WorkerStream stream(workers.size() > 1 ? workers[w] : torch::Device(torch::kCPU));
+      const MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group};
       for (size_t i; (i = next++) < todo.size();) {
         if (!run_member(context, todo[i]).ok) ++failed;
       }
@@ -261,12 +344,20 @@ int run(const config::Config& config, const RunOptions& options) {
       errors[w] = std::current_exception();
     }
   };
-  if (devices.size() == 1) {
+  if (workers.size() == 1) {
     worker(0);
   } else {
-    spdlog::info("{} workers on {}", devices.size(), fmt::join(options.devices, ", "));
+    std::vector<std::string> names;
+    for (const auto& device : devices) names.push_back(device.str());
+    if (per_device == 1) {
+      spdlog::info("{} workers on {}", workers.size(), fmt::join(names, ", "));
+    } else {
+      const bool streams = runtime::has_worker_streams() && workers.front().is_cuda();
+      spdlog::info("{} workers on {}: {} members at a time per device{}", workers.size(), fmt::join(names, ", "),
+                   per_device, streams ? ", each on its own CUDA stream" : "");
+    }
     std::vector<std::thread> threads;
-    for (size_t w = 0; w < devices.size(); ++w) threads.emplace_back(worker, w);
+    for (size_t w = 0; w < workers.size(); ++w) threads.emplace_back(worker, w);
     for (auto& t : threads) t.join();
   }
   for (const auto& e : errors) {

@@ -34,6 +34,7 @@
 #include "src/config/config.h"
 #include "src/distributed/process_group.h"
 #include "src/evaluation/ensemble.h"
+#include "src/runtime/device_streams.h"
 
 namespace bnn::pipeline {
 
@@ -48,12 +49,41 @@ struct RunOptions {
   // ranks (Note [Data-parallel member] in member.h). Rank 0 chooses the
   // members to run and alone writes files. Needs a single device.
   distributed::ProcessGroup* group = nullptr;
+  // Members trained at once on each device (Note [Members per device] in
+  // src/runtime/device_streams.h); 0 = auto: on a CUDA device as many as
+  // fit in 90% of its free memory by estimate_member_memory, at most
+  // kMaxAutoMembersPerDevice; on the CPU one.
+  int64_t members_per_device = 1;
 };
+
+// Most members `auto` puts on one GPU at a time (docs/performance.md).
+inline constexpr int64_t kMaxAutoMembersPerDevice = 8;
+// What a member may take on its device beyond its state vectors: the
+// network's activations for one batch, cuDNN's workspace, allocator slack.
+inline constexpr int64_t kActivationAllowanceBytes = int64_t{2} << 30;
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// A member's device memory as bnn estimates it for --members-per-device.
+struct MemberMemory {
+  int64_t parameters = 0;
+  int64_t state_bytes = 0;  // parameter-sized vectors and stored anchor gradients
+  int64_t total_bytes = 0;  // state_bytes + kActivationAllowanceBytes
+};
+MemberMemory estimate_member_memory(const config::Config& config, const data_loaders::Dataset& data);
+
+// Members per device for `auto`: as many as fit in 90% of `device`'s free
+// memory, at least 1, at most kMaxAutoMembersPerDevice and members_to_run;
+// 1 where the free memory is unknown (the CPU).
+int64_t auto_members_per_device(const MemberMemory& member, const std::optional<runtime::DeviceMemory>& device,
+                                int64_t members_to_run);
 
 // "all" -> every visible CUDA device (an error without one); otherwise a
 // comma-separated list of devices ("cuda:0,cuda:2", "cpu,cpu"). Throws
 // ConfigError naming the bad entry.
 std::vector<std::string> parse_device_list(const std::string& text);
+
+// "auto" -> 0, "K" -> K >= 1. Throws ConfigError naming the text.
+int64_t parse_members_per_device(const std::string& text);
 
 // "3", "0-3", "0,2,5-7" -> indices. Throws ConfigError naming the text.
 std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members);

@@ -7,6 +7,7 @@
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/run.h"
+#include "src/runtime/device_streams.h"
 #include "tests/support/error_text.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
@@ -43,6 +44,104 @@ TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
   }
   EXPECT_EQ(bnn::io::read_file(one / "metrics.json"), bnn::io::read_file(two / "metrics.json"));
   std::filesystem::remove_all(work);
+}
+
+// Note [Members per device]: three members, two at a time on one device,
+// against the same members one after the other. On the CPU the members share
+// nothing that makes a result, so every output agrees bit for bit.
+TEST(Devices, MembersTrainedTogetherWriteWhatTheyWriteOneByOne) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto work = bnn::testing::unique_temp_dir("bnn_members_per_device_test");
+  const auto one = work / "one", two = work / "two";
+  auto r = run_tiny(work, "one", "--set run.members=3 --members-per-device 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_tiny(work, "two", "--set run.members=3 --members-per-device 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 workers on cpu: 2 members at a time per device"), std::string::npos) << r.output;
+  for (const std::string m : {"member_000", "member_001", "member_002"}) {
+    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy", "swa_weights.npy"}) {
+      EXPECT_EQ(bnn::io::read_file(one / m / f), bnn::io::read_file(two / m / f)) << m << "/" << f;
+    }
+  }
+  EXPECT_EQ(bnn::io::read_file(one / "metrics.json"), bnn::io::read_file(two / "metrics.json"));
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+// The same on one GPU, each member on its own CUDA stream: the members'
+// kernels now interleave on the device, so agreement is to float tolerance
+// (cuDNN and atomics do not promise the last bits anyway).
+TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the members-per-device test did not run";
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto work = bnn::testing::unique_temp_dir("bnn_cuda_members_per_device_test");
+  const auto one = work / "one", three = work / "three";
+  auto r = run_tiny(work, "one", "--device cuda --set run.members=3 --members-per-device 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_tiny(work, "three", "--device cuda --set run.members=3 --members-per-device 3");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const std::string expected = bnn::runtime::has_worker_streams()
+                                   ? "3 members at a time per device, each on its own CUDA stream"
+                                   : "3 members at a time per device";
+  EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
+  for (const std::string m : {"member_000", "member_001", "member_002"}) {
+    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
+      const torch::Tensor a = bnn::io::read_npy(one / m / f).to(torch::kDouble);
+      const torch::Tensor b = bnn::io::read_npy(three / m / f).to(torch::kDouble);
+      ASSERT_EQ(a.sizes(), b.sizes()) << m << "/" << f;
+      EXPECT_LT((a - b).abs().max().item<double>(), 1e-3) << m << "/" << f;
+    }
+  }
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+TEST(Devices, MembersPerDeviceIsAPositiveNumberOrAuto) {
+  using bnn::pipeline::parse_members_per_device;
+  EXPECT_EQ(parse_members_per_device("auto"), 0);
+  EXPECT_EQ(parse_members_per_device("4"), 4);
+  for (const std::string bad : {"0", "-2", "two", "1.5", ""}) {
+    EXPECT_EQ(bnn::testing::error_of([&] { parse_members_per_device(bad); }),
+              "--members-per-device: '" + bad + "' is not a positive whole number or auto");
+  }
+  auto r = bnn::testing::run_bnn("run --config " + kTiny + " --members-per-device 0",
+                                 bnn::testing::unique_temp_dir("bnn_members_per_device_cli") / "log.txt");
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.output.find("--members-per-device: '0' is not a positive whole number or auto"), std::string::npos)
+      << r.output;
+}
+
+// auto: as many members as fit in 90% of the free memory, within [1, 8] and
+// no more than there are members to run; 1 where the memory is unknown.
+TEST(Devices, AutoMembersPerDeviceFitsTheFreeMemory) {
+  using bnn::pipeline::auto_members_per_device;
+  bnn::pipeline::MemberMemory member;
+  member.total_bytes = int64_t{1} << 30;
+  const auto gib = [](double g) { return bnn::runtime::DeviceMemory{static_cast<int64_t>(g * (1 << 30)), 0}; };
+  EXPECT_EQ(auto_members_per_device(member, gib(4.0), 64), 3);   // 0.9 * 4 = 3.6
+  EXPECT_EQ(auto_members_per_device(member, gib(5.0), 64), 4);   // 4.5
+  EXPECT_EQ(auto_members_per_device(member, gib(80.0), 64), bnn::pipeline::kMaxAutoMembersPerDevice);
+  EXPECT_EQ(auto_members_per_device(member, gib(80.0), 3), 3);
+  EXPECT_EQ(auto_members_per_device(member, gib(0.5), 64), 1);  // too little: still one, which may then fail
+  EXPECT_EQ(auto_members_per_device(member, std::nullopt, 64), 1);
+}
+
+// The estimate behind auto: the paper network's 1,265,258 parameters, nine
+// float and one double vector of that size, and the 300 stored anchor
+// gradients of the control variate unless they are recomputed.
+TEST(Devices, MemberMemoryCountsStateAndStoredAnchors) {
+  bnn::config::Config config = bnn::config::load_config(std::string(BNN_SOURCE_DIR) + "/configs/fashion_mnist_paper.yaml", {});
+  bnn::data_loaders::Dataset data;
+  data.input_shape = {1, 28, 28};
+  data.num_classes = 10;
+  data.train.images = torch::zeros({60000, 1, 1, 1}, torch::kUInt8);
+  data.train.labels = torch::zeros({60000}, torch::kLong);
+  const int64_t d = 1265258;
+  auto m = bnn::pipeline::estimate_member_memory(config, data);
+  EXPECT_EQ(m.parameters, d);
+  EXPECT_EQ(m.state_bytes, d * (4 * 9 + 8) + d * 4 * 300);
+  EXPECT_EQ(m.total_bytes, m.state_bytes + bnn::pipeline::kActivationAllowanceBytes);
+  config.sampler.anchor_gradients = "recomputed";
+  m = bnn::pipeline::estimate_member_memory(config, data);
+  EXPECT_EQ(m.state_bytes, d * (4 * 9 + 8));
 }
 
 // Mean accuracy of `method` at ensemble size `size` in a run's metrics.json.

@@ -1,0 +1,68 @@
+// Several members on one device.
+//
+// Note [Members per device]: a member's chain is a sequence of small
+// kernels (fmnist_cnn at batch 200 keeps an H100 far from busy: about 25
+// TFLOP/s of its several hundred), so a GPU runs more member-epochs per second
+// when several members train at once. `bnn run --members-per-device K` starts
+// K worker threads per device, each taking the next unfinished member from
+// the run's queue, and each thread queues its kernels on a CUDA stream of its
+// own (LibTorch's stream pool), so the kernels of different members may run
+// side by side on the device instead of in one queue. The members share the
+// process, the data set on the device and LibTorch's caching allocator;
+// everything that makes a member's result (model, seeds, batch order,
+// noise generators, checkpoint, output files) is the member's own, so a
+// member computes the same whichever worker runs it and whatever runs beside
+// it: bit-identical on the CPU (tests/src/devices_test.cpp), and on a GPU up
+// to the run-to-run nondeterminism that cuDNN and atomics have anyway.
+//
+// The measurements that chose this design, against separate processes per
+// member, are in docs/performance.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include <torch/torch.h>
+
+namespace bnn::runtime {
+
+// For the lifetime of the object, the calling thread queues its work for a
+// CUDA `device` on a stream of its own, taken from LibTorch's pool; on
+// destruction it waits for that stream and restores the thread's previous
+// stream. Does nothing for the CPU. Built against a LibTorch without
+// c10/cuda (cmake/c10_cuda.cmake) it does nothing either: workers then share
+// the device's default stream, which is correct but serialises their kernels.
+class WorkerStream {
+ public:
+  explicit WorkerStream(torch::Device device);
+  ~WorkerStream();
+  WorkerStream(const WorkerStream&) = delete;
+  WorkerStream& operator=(const WorkerStream&) = delete;
+
+  // True if this worker has a stream of its own.
+  bool own_stream() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Whether this build can give workers their own CUDA streams.
+bool has_worker_streams();
+
+struct DeviceMemory {
+  int64_t free_bytes = 0;
+  int64_t total_bytes = 0;
+};
+
+// Free and total memory of CUDA `device` as the driver reports them
+// (LibTorch's cached blocks count as used). nullopt for the CPU, or where
+// this build cannot ask (no c10/cuda).
+std::optional<DeviceMemory> device_memory(torch::Device device);
+
+// Waits until every stream of `device` has finished its queued work (for
+// data that the main thread put on the device before workers read it).
+void synchronize_device(torch::Device device);
+
+}  // namespace bnn::runtime
