@@ -46,12 +46,9 @@ RUN python3 -m venv /opt/torch \
     && /opt/torch/bin/pip install --no-cache-dir "torch==${TORCH_VERSION}" --index-url "${TORCH_INDEX}"
 WORKDIR /opt/bnn
 COPY . .
-# nccl.h comes with the wheel's nvidia-nccl package: with it, data-parallel
-# chains (bnn run --distributed) use NCCL (cmake/c10d.cmake).
-RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DBNN_BUILD_TESTS=OFF \
-        -DCMAKE_PREFIX_PATH="$(/opt/torch/bin/python -c 'import torch; print(torch.utils.cmake_prefix_path)')" \
-        -DBNN_C10D_INCLUDE_DIRS="$(echo /opt/torch/lib/python3*/site-packages/nvidia/nccl/include)" \
-    && cmake --build build -j"$(nproc)" --target bnn \
+# The same script builds bnn on a GPU machine without Docker (README,
+# "Building by hand"); here the -dev packages come from Ubuntu's archive.
+RUN bash scripts/build-pip-torch.sh --python /opt/torch/bin/python --build build --no-tests --target bnn \
     && mkdir -p /opt/bnn-dist/lib \
     && cp build/src/bnn /opt/bnn-dist/ \
     && cp -P /opt/torch/lib/python3*/site-packages/torch/lib/*.so* /opt/bnn-dist/lib/ \
