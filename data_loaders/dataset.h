@@ -9,7 +9,7 @@
 // Split::inputs(), which converts uint8 batches on the device, without a host
 // synchronisation, and returns float32 images unchanged (no copy). Partition cuts the
 // training split once, with a seeded permutation, into N_m = floor(N_D / N_b)
-// minibatches of N_b examples (DESIGN.md section 2); the remainder is dropped,
+// minibatches of N_b examples (docs/design.md section 2); the remainder is dropped,
 // as in the reference code. The partition is fixed because the control-variate
 // gradient stores one g*_b per batch b, and the SMS order revisits each batch.
 //

@@ -5,7 +5,7 @@
 // statistics (train mode) while training and sampling. Before any prediction
 // the running statistics are recalibrated: one train-mode forward pass without
 // grad over the first K training batches (K = 20, 4000 images) makes them the
-// statistics of those images exactly; then eval mode (DESIGN.md §4).
+// statistics of those images exactly; then eval mode (docs/design.md §4).
 #pragma once
 
 #include <functional>

@@ -1,6 +1,6 @@
 // Elastic reflection of a chain into the hypercube around the anchor.
 //
-// Omega = { x : |x_j - x*_j| <= w for all j }, w = rho_max (DESIGN.md §3).
+// Omega = { x : |x_j - x*_j| <= w for all j }, w = rho_max (docs/design.md §3).
 // Per coordinate, with y = x - x*: inside (|y| <= w) nothing changes;
 // otherwise the path is folded back as many times as it crossed a face,
 //   y' = |((y - w) mod 4w) - 2w| - w,

@@ -24,7 +24,7 @@
 
 namespace bnn::samplers {
 
-// How the stochastic gradient G(x, b) is estimated (DESIGN.md §2).
+// How the stochastic gradient G(x, b) is estimated (docs/design.md §2).
 enum class GradientEstimator {
   kPlain,           // N_m * sum_b grad CE + prior + localization
   kControlVariate,  // S* + N_m * (sum_b grad CE(x) - g*_b) + prior + localization

@@ -2,7 +2,7 @@
 // gradient noise folded into the friction of the O part.
 //
 // Matthews and Weare, "Langevin Markov chain Monte Carlo with stochastic
-// gradients" (papers/nogin-matthews-weare.txt), Algorithm 1 and eq. (12)-(13),
+// gradients" (arXiv 2016), Algorithm 1 and eq. (12)-(13),
 // with unit mass and unit temperature. With lambda^2 = tanh(gamma h/2) =
 // (1 - e^{-gamma h}) / (1 + e^{-gamma h}) and S = lambda^2 I + (h^2/4) Sigma,
 // one step from (x, v):

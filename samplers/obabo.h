@@ -2,7 +2,7 @@
 // correction over blocks of steps.
 //
 // Horowitz (1991); Bussi and Parrinello (2007); Garriga-Alonso and Fortuin,
-// "Exact Langevin dynamics with stochastic gradients" (papers/ggmc-...).
+// "Exact Langevin dynamics with stochastic gradients" (AABI 2021).
 // With a = e^{-gamma h/2} and the force G cached from the previous step:
 //
 //   O:  v = a v + sqrt(1 - a^2) xi          (v_{1/4})

@@ -1,4 +1,4 @@
-// The stochastic gradient G(x, b) of the localized potential (DESIGN.md §2):
+// The stochastic gradient G(x, b) of the localized potential (docs/design.md §2):
 //
 //   f(x) = sum_i CE_i(x) + (lambda/2) ||x_w||^2 + ||x - x*||^2 / (2 rho^2)
 //   plain:           G = N_m g_b(x) + lambda m.x + (x - x*)/rho^2

@@ -2,7 +2,7 @@
 // SMS-UBU, SG-UBU and SG-UBU with random reshuffling.
 //
 // Paulin, Whalley, Chada, Leimkuhler, "Symmetric minibatch splitting and UBU
-// kinetic Langevin for Bayesian neural networks" (papers/sms-ubu-bnn-...),
+// kinetic Langevin for Bayesian neural networks" (the SMS-UBU paper),
 // Alg. 1-2. One step of size h with minibatch b:
 //
 //   U(h/2):  x += ((1 - e^{-gamma h/2})/gamma) v + Zx,  v = e^{-gamma h/2} v + Zv

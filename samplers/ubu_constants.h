@@ -6,7 +6,7 @@
 //   Var Zx = (2 gamma t - 3 + 4 e^{-gamma t} - e^{-2 gamma t}) / gamma^2.
 // With xi1, xi2 ~ N(0, I): Zx = sx xi1, Zv = (c / sx) xi1 + s2 xi2 where
 // sx = sqrt(Var Zx), c = Cov, s2 = sqrt(Var Zv - c^2 / sx^2).
-// (SMS-UBU paper, section 2; DESIGN.md section 3.) Everything is computed in
+// (SMS-UBU paper, section 2; docs/design.md section 3.) Everything is computed in
 // double with expm1 and series for small gamma t, where the closed forms
 // cancel catastrophically.
 #pragma once

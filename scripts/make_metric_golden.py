@@ -3,7 +3,7 @@
 
 Writes tests/data/metrics_golden.json, read by tests/evaluation/metrics_test.cpp and
 tests/evaluation/ensemble_test.cpp. The metrics are computed here with a separate,
-deliberately plain numpy implementation of the definitions in DESIGN.md section 5,
+deliberately plain numpy implementation of the definitions in docs/design.md section 5,
 so that the C++ code is checked against the definitions rather than against itself.
 
 Usage (numpy only; Debian: apt-get install python3-numpy):
@@ -36,7 +36,7 @@ ACE_BINS = 20
 ECE_BINS = 15
 
 
-# --- metric definitions (DESIGN.md section 5) ---------------------------------
+# --- metric definitions (docs/design.md section 5) ---------------------------------
 
 
 def accuracy(p, y):

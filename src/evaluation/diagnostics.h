@@ -1,4 +1,4 @@
-// Convergence diagnostics of scalar traces across parallel chains (DESIGN.md
+// Convergence diagnostics of scalar traces across parallel chains (docs/design.md
 // section 5): the Gelman-Rubin potential scale reduction R-hat, classic and
 // split, and the multi-chain effective sample size. The paper's Fig. 3 runs
 // four SMS-UBU chains from perturbations of one SWA point and reports R-hat of

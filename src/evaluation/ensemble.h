@@ -1,4 +1,4 @@
-// Ensemble scoring (DESIGN.md section 5): members' predictive probabilities are
+// Ensemble scoring (docs/design.md section 5): members' predictive probabilities are
 // merged into ensembles of size 1, 2, 4, ... and each size is reported as the mean
 // and spread of the metrics over disjoint groups of members, for Adam, SWA and the
 // Bayesian sampler side by side. Also renders those rows as JSON, CSV and a

@@ -45,7 +45,7 @@ SpectralNormEstimate hessian_spectral_norm(const HessianVectorProduct& hvp, int6
                                            const PowerIterationOptions& power, at::Generator generator,
                                            const torch::TensorOptions& options = torch::kDouble);
 
-// Hessian-vector products of the log-posterior potential of DESIGN.md section 2
+// Hessian-vector products of the log-posterior potential of docs/design.md section 2
 // at the model's current parameters (named_parameters order, as in
 // models::FlatParameters):
 //   f(x) = sum_i CE_i(x) + (lambda / 2) ||x_w||^2 + (1 / (2 rho^2)) ||x - x*||^2

@@ -1,6 +1,6 @@
 // Scoring of predictive probabilities against labels: accuracy, NLL, class-wise
 // adaptive calibration error (ACE), ranked probability score (RPS), top-label ECE,
-// Brier score and predictive entropy, defined exactly as in DESIGN.md section 5 so
+// Brier score and predictive entropy, defined exactly as in docs/design.md section 5 so
 // that our numbers can be compared with the reference code's published anchors.
 //
 // Note [Metric conventions]: every function takes `probs` (N x K, any floating
@@ -22,7 +22,7 @@
 
 namespace bnn::evaluation {
 
-// Bin counts of the reference code (DESIGN.md section 5).
+// Bin counts of the reference code (docs/design.md section 5).
 inline constexpr int64_t kAceBins = 20;
 inline constexpr int64_t kEceBins = 15;
 

@@ -5,7 +5,7 @@
 // Minimises the potential per example,
 //   F(x) = (1/N_D) [ sum_i CE_i(x) + (lambda/2) sum_j mask_j x_j^2 ],
 // with N_D the examples of the oracle's fixed batches (the potential f of
-// DESIGN.md §2 without localization, divided by N_D so that the gradient
+// docs/design.md §2 without localization, divided by N_D so that the gradient
 // tolerance does not scale with the data set). Each evaluation of F is one
 // pass over every batch (full batch, as L-BFGS needs a deterministic
 // objective); torch::optim::LBFGS runs with the strong Wolfe line search.

@@ -26,7 +26,7 @@ torch::Tensor ModelOracle::evaluate(int64_t b) {
   model_.train();
   torch::AutoGradMode grad_mode(/*enabled=*/true);
   // Summed, not averaged: the sampler scales by N_m to estimate the full-data
-  // gradient (DESIGN.md §2: a mean-reduced loss would be off by N_b).
+  // gradient (docs/design.md §2: a mean-reduced loss would be off by N_b).
   const torch::Tensor loss = torch::nn::functional::cross_entropy(
       model_.forward(batch.inputs()), batch.labels,
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));

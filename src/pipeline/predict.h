@@ -7,7 +7,7 @@
 // preprocessed as the training images were (Note [Preprocessing] in
 // preprocess.h).
 //
-// Methods (DESIGN.md §5), each over the selected finished members:
+// Methods (docs/design.md §5), each over the selected finished members:
 //   swa    each member's x* (swa_weights.npy) with its recalibrated BatchNorm
 //          statistics (swa_buffers.npy); the ensemble is the mean over members
 //          (in a run with map.optimizer lbfgs: the MAP point, map_weights.npy

@@ -1,4 +1,4 @@
-// The gradient scale (DESIGN.md §2): the oracle returns the batch *sum* of
+// The gradient scale (docs/design.md §2): the oracle returns the batch *sum* of
 // per-example gradients, so the batch gradients add up to the full-data
 // gradient of sum_i CE_i, and N_m times one batch estimates it without bias.
 #include "src/pipeline/model_oracle.h"
