@@ -12,6 +12,7 @@
 #include "samplers/random.h"
 #include "samplers/registry.h"
 #include "samplers/ubu_constants.h"
+#include "src/config/sampler_options.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/map_estimate.h"
 #include "src/pipeline/member.h"
@@ -200,11 +201,11 @@ std::vector<CoupledBiasRow> run_coupled_bias(const config::Config& config, const
       c.sampler.name = name;
       c.sampler.step_size = h;
       const auto coarse_sampler =
-          samplers::make_sampler(name, *coarse.oracle, x_star, pipeline::langevin_options(c, nb, x_star.numel()),
+          samplers::make_sampler(name, *coarse.oracle, x_star, config::langevin_options(c, nb, x_star.numel()),
                                  level_seed);
       c.sampler.step_size = h / 2.0;
       const auto fine_sampler = samplers::make_sampler(
-          name, *fine.oracle, x_star, pipeline::langevin_options(c, nb, x_star.numel()), level_seed);
+          name, *fine.oracle, x_star, config::langevin_options(c, nb, x_star.numel()), level_seed);
       auto* coarse_kl = dynamic_cast<samplers::KineticLangevin*>(coarse_sampler.get());
       auto* fine_kl = dynamic_cast<samplers::KineticLangevin*>(fine_sampler.get());
       TORCH_CHECK(coarse_kl != nullptr && fine_kl != nullptr, "coupled-bias: ", name, " is not a Langevin sampler");

@@ -18,8 +18,7 @@
 #include "src/evaluation/uncertainty.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
-#include "src/pipeline/member.h"
-#include "src/pipeline/run.h"
+#include "src/pipeline/run_directory.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -42,7 +41,7 @@ void require_file(const std::filesystem::path& path, const std::string& what) {
 // The stored samples of a member, (step, file) sorted by step.
 std::vector<std::pair<int64_t, std::filesystem::path>> stored_samples(const std::filesystem::path& member) {
   std::vector<std::pair<int64_t, std::filesystem::path>> out;
-  const auto dir = member / "samples";
+  const auto dir = member / kSamplesDir;
   if (!std::filesystem::exists(dir)) return out;
   const std::regex name("^step_(\\d+)\\.npy$");
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
@@ -57,14 +56,14 @@ std::vector<std::pair<int64_t, std::filesystem::path>> stored_samples(const std:
 evaluation::LossTrace read_trace(const std::filesystem::path& member) {
   evaluation::LossTrace trace;
   trace.member = member.filename().string();
-  std::istringstream in(io::read_file(member / "trace.csv"));
+  std::istringstream in(io::read_file(member / kTraceFile));
   std::string line;
   std::getline(in, line);  // header: phase,epoch,loss,test_accuracy,lr_or_h,seconds
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string phase, epoch, loss;
     if (!std::getline(fields, phase, ',') || !std::getline(fields, epoch, ',') || !std::getline(fields, loss, ',')) {
-      throw ConfigError(fmt::format("{}: malformed line '{}'", (member / "trace.csv").string(), line));
+      throw ConfigError(fmt::format("{}: malformed line '{}'", (member / kTraceFile).string(), line));
     }
     trace.phase.push_back(phase);
     trace.loss.push_back(std::stod(loss));
@@ -94,7 +93,7 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   MemberData m;
   m.dir = dir;
   for (const std::string& method : point_estimates(config)) {
-    m.point[method] = io::read_npy(dir / (method + "_probs.npy"));
+    m.point[method] = io::read_npy(point_probs_path(dir, method));
   }
   m.trace = read_trace(dir);
   const auto stored = stored_samples(dir);
@@ -105,7 +104,7 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   }
   int64_t burn_in_steps = 0;
   if (selection.burn_in) {
-    const auto status = nlohmann::json::parse(io::read_file(dir / "status.json"));
+    const auto status = nlohmann::json::parse(io::read_file(dir / kStatusFile));
     if (!status.contains("batches_per_epoch")) {
       throw ConfigError(fmt::format("{}/status.json does not record batches_per_epoch (written by an older bnn): "
                                     "--burn-in cannot be applied",
@@ -128,7 +127,7 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
     ++next;
   }
   m.samples = static_cast<int64_t>(keep.size());
-  m.bayes = selection.recompute ? m.bayes_draws.mean().to(torch::kFloat) : io::read_npy(dir / "bayes_probs.npy");
+  m.bayes = selection.recompute ? m.bayes_draws.mean().to(torch::kFloat) : io::read_npy(dir / kBayesProbsFile);
   return m;
 }
 
@@ -234,7 +233,8 @@ std::string diagnostics_section(const std::vector<MemberData>& members, int64_t 
       "Per member, the training loss of each sampling epoch after the burn-in of {} epoch(s), taken as one "
       "chain: split R-hat (near 1 when its two halves agree; above 1.1 the chain still drifts) and the effective "
       "sample size of its mean (src/evaluation/diagnostics.h; at least {} epochs needed). Members start from "
-      "different SWA points, so no R-hat is taken across members.\n\n"
+      "different SWA points, so these per-member figures measure mixing within a mode; the R-hat across members "
+      "(next section) asks whether the modes reach the same loss level.\n\n"
       "| member | epochs | split R-hat | ESS |\n|:---|---:|---:|---:|\n",
       burn_in, kMinDiagnosticDraws);
   for (const MemberData& m : members) {
@@ -284,7 +284,7 @@ std::string report(const std::vector<std::filesystem::path>& run_dirs, const con
                    config.sampler.burn_in, samples);
   }
   out += "\n## Ensemble metrics\n\nMean ± standard deviation over disjoint groups of members "
-         "(DESIGN.md §5; the same numbers as metrics.csv).\n\n";
+         "(docs/design.md §5; the same numbers as metrics.csv).\n\n";
   out += evaluation::to_markdown(rows);
 
   fmt::format_to(std::back_inserter(out),
@@ -337,22 +337,22 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
                                                    const EvaluateOptions& options) {
   TORCH_CHECK(!run_dirs.empty(), "evaluate needs at least one run directory");
   const auto& first = run_dirs.front();
-  require_file(first / "config.yaml", "config.yaml");
-  require_file(first / "labels.npy", "labels.npy");
-  const config::Config config = config::load_config(first / "config.yaml", {});
-  const torch::Tensor labels = io::read_npy(first / "labels.npy");
+  require_file(first / kConfigFile, kConfigFile);
+  require_file(first / kLabelsFile, kLabelsFile);
+  const config::Config config = config::load_config(first / kConfigFile, {});
+  const torch::Tensor labels = io::read_npy(first / kLabelsFile);
   // Members from every directory, ordered by member index so that merging
   // partial runs gives exactly the table of the full run.
   std::map<std::string, std::filesystem::path> found;
   for (const auto& dir : run_dirs) {
-    require_file(dir / "config.yaml", "config.yaml");
-    require_file(dir / "labels.npy", "labels.npy");
-    if (!same_experiment(config::load_config(dir / "config.yaml", {}), config)) {
+    require_file(dir / kConfigFile, kConfigFile);
+    require_file(dir / kLabelsFile, kLabelsFile);
+    if (!same_experiment(config::load_config(dir / kConfigFile, {}), config)) {
       throw ConfigError(fmt::format("{} and {} hold different configurations; only members of one "
                                     "experiment can be merged",
                                     first.string(), dir.string()));
     }
-    if (!io::read_npy(dir / "labels.npy").equal(labels)) {
+    if (!io::read_npy(dir / kLabelsFile).equal(labels)) {
       throw ConfigError(fmt::format("{} and {} were evaluated on different test sets", first.string(), dir.string()));
     }
     for (const auto& d : finished_members(dir)) {

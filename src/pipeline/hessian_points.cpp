@@ -14,6 +14,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/run.h"
+#include "src/pipeline/run_directory.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -22,12 +23,15 @@ namespace {
 constexpr uint64_t kPowerStream = 0;
 constexpr uint64_t kPerturbationStream = 1;
 
-torch::Tensor read_weights(const std::filesystem::path& dir, const std::string& point, int64_t numel) {
-  const auto path = dir / (point + "_weights.npy");
+torch::Tensor read_weights(const std::filesystem::path& dir, const std::string& point, int64_t numel,
+                           const config::Config& config) {
+  const auto path = point_weights_path(dir, point);
   if (!std::filesystem::exists(path)) {
-    throw config::ConfigError(fmt::format("{} missing: the member was run by an older bnn or has not finished Adam "
-                                          "and SWA",
-                                          path.string()));
+    std::vector<std::string> phases;
+    for (const auto& p : point_estimates(config)) phases.push_back(p == "map" ? "L-BFGS" : p == "swa" ? "SWA" : "Adam");
+    throw config::ConfigError(fmt::format("{} missing: the member has not finished {} (or was run by a bnn older "
+                                          "than the stored weights)",
+                                          path.string(), fmt::join(phases, " and ")));
   }
   const torch::Tensor w = io::read_npy(path);
   if (w.dim() != 1 || w.numel() != numel) {
@@ -42,11 +46,11 @@ torch::Tensor read_weights(const std::filesystem::path& dir, const std::string& 
 std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) {
   const auto& dir = options.member_dir;
   const auto run_dir = std::filesystem::absolute(dir).parent_path();
-  if (!std::filesystem::exists(run_dir / "config.yaml")) {
+  if (!std::filesystem::exists(run_dir / kConfigFile)) {
     throw config::ConfigError(fmt::format("{} is not a member directory of a bnn run: {} missing", dir.string(),
-                                          (run_dir / "config.yaml").string()));
+                                          (run_dir / kConfigFile).string()));
   }
-  const config::Config config = config::load_config(run_dir / "config.yaml", {});
+  const config::Config config = config::load_config(run_dir / kConfigFile, {});
   const torch::Device device = resolve_device(options.device);
   const data_loaders::Dataset data = load_dataset(config, device);
   if (options.examples < 0 || options.examples > data.train.size()) {
@@ -65,15 +69,17 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
                                                  /*localization=*/0, /*chunk=*/1000, config.prior.biases);
   const double localization = std::isinf(config.sampler.rho) ? 0.0 : 1.0 / (config.sampler.rho * config.sampler.rho);
 
-  const torch::Tensor swa = read_weights(dir, "swa", flat.numel()).to(device, torch::kFloat);
+  // The initialisation, the member's point estimates (adam and swa, or map)
+  // and x* perturbed by N(0, rho^2 I).
+  const std::string anchor = anchor_point(config);
+  const torch::Tensor x_star = read_weights(dir, anchor, flat.numel(), config).to(device, torch::kFloat);
   auto noise_gen = samplers::make_generator(device, samplers::derive_seed(options.seed, kPerturbationStream));
   const double rho = std::isinf(config.sampler.rho) ? 0.0 : config.sampler.rho;
-  const std::vector<std::pair<std::string, torch::Tensor>> points = {
-      {"init", read_weights(dir, "init", flat.numel())},
-      {"adam", read_weights(dir, "adam", flat.numel())},
-      {"swa", swa},
-      {"swa_perturbed", swa + rho * torch::randn(swa.sizes(), noise_gen, swa.options())},
-  };
+  std::vector<std::pair<std::string, torch::Tensor>> points = {{"init", read_weights(dir, "init", flat.numel(), config)}};
+  for (const std::string& point : point_estimates(config)) {
+    points.emplace_back(point, point == anchor ? x_star : read_weights(dir, point, flat.numel(), config));
+  }
+  points.emplace_back(anchor + "_perturbed", x_star + rho * torch::randn(x_star.sizes(), noise_gen, x_star.options()));
   std::vector<HessianPoint> out;
   for (const auto& [name, weights] : points) {
     {

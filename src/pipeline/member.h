@@ -1,27 +1,46 @@
-// One ensemble member, end to end (DESIGN.md §1, §4):
+// One ensemble member, end to end (docs/design.md §1, §4):
 //   Adam (lr decaying linearly to 0) -> SWA (constant lr, average of every
 //   iterate) = x*, or x* = the MAP point by L-BFGS (map.optimizer lbfgs)
 //   -> sampler around x*; after burn-in, one sample every `thin`
 //   steps: BatchNorm recalibration, test prediction, running average.
-// Outputs go to <run_dir>/member_NNN/ (Note [Run directory] in run.h), among
+// Outputs go to <run_dir>/member_NNN/ (Note [Run directory] in
+// run_directory.h), among
 // them the flat parameters (models::FlatParameters order, float32) at
 // initialisation, after Adam and at x*: init_, adam_ and swa_weights.npy; the
 // status file is written last, so a member without one did not finish. A
 // member checkpoints at every epoch end and resumes from its checkpoint when
-// run again (Note [Member checkpoints] in member.cpp).
+// run again (Note [Member checkpoints] in member_checkpoint.h).
+//
+// `Member` orchestrates; the work is in units of their own:
+//   optimiser_phases.h   Adam, SWA and L-BFGS and their schedules
+//   sampling_phase.h     the sampling loop and which states are retained
+//   member_checkpoint.h  the member's resumable state and checkpoint format
+//   fault_injection.h    the crash-and-resume tests' kill switch
+//   rhat.h               perturbed chains from a member's x* (`bnn rhat`)
+//   src/config/sampler_options.h  config -> sampler options
 #pragma once
 
 #include <filesystem>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
 #include "data_loaders/dataset.h"
+#include "models/flat_parameters.h"
 #include "models/registry.h"
-#include "samplers/langevin_options.h"
+#include "samplers/gradient_oracle.h"
+#include "samplers/sampler.h"
 #include "src/config/config.h"
+#include "src/distributed/data_parallel_oracle.h"
 #include "src/distributed/process_group.h"
+#include "src/pipeline/fault_injection.h"
+#include "src/pipeline/member_checkpoint.h"
+#include "src/pipeline/model_oracle.h"
+#include "src/pipeline/phase_hooks.h"
+#include "src/pipeline/run_directory.h"
 
 namespace bnn::pipeline {
 
@@ -45,21 +64,8 @@ struct MemberOutcome {
   std::string message;  // diagnostic when !ok
 };
 
-std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index);
-
-// The point estimates a member of `config` writes, in order, each as
-// <name>_weights.npy and <name>_probs.npy: "adam" and "swa" (x* by SWA), or
-// "map" alone when map.optimizer is lbfgs (x* by L-BFGS).
-std::vector<std::string> point_estimates(const config::Config& config);
-
 // The model a member of `config` trains on `data`.
 models::ModelSpec model_spec(const config::Config& config, const data_loaders::Dataset& data);
-
-// The sampler options of `config` for a model of `num_parameters` parameters
-// trained on `num_batches` batches (auto values resolved: csghmc's cycle
-// length, whether the control-variate anchor gradients are stored).
-samplers::LangevinOptions langevin_options(const config::Config& config, int64_t num_batches,
-                                           int64_t num_parameters);
 
 // Note [BatchNorm]: recalibrates the model on the first `bn_batches` training
 // batches, then returns its test-set probabilities (N x K, float32).
@@ -76,36 +82,75 @@ torch::Tensor predict_test_probabilities(models::Classifier& model, const data_l
 // errors (distributed::CommunicationError).
 MemberOutcome run_member(const MemberContext& context, int64_t index);
 
-// Note [Perturbed chains] (the R-hat experiment of the SMS-UBU paper, Fig. 3;
-// src/pipeline/rhat.h): member `index` trains its x* exactly as run_member()
-// does (same seeds, same Adam and SWA outputs in its directory, so x* equals
-// that member's x* in `bnn run` with the same config), then, instead of its
-// sampling phase, runs `chains` chains of the configured sampler, one after
-// the other. Chain c is the configured sampler built at x* (control-variate
-// anchor and bounce box stay at x*, as in the paper) with its own seed, whose
-// position is then moved to x* + rho z, z ~ N(0, I) drawn from a seed of its
-// own; the first bounce folds any coordinate outside the box back into it.
-// Both seeds are streams of derive_seed(member seed, 4) and c (Note [RNG
-// streams]), so a chain depends on the member seed and c only. Chains record
-// the loss the sampler computes at every step (no test predictions are made),
-// per epoch and per `loss_every` steps. Checkpoints are neither read nor
-// written. Deterministic given the seed, device and thread count.
-struct ChainOptions {
-  int64_t chains = 4;
-  double rho = 0;          // standard deviation of the start's perturbation of x*
-  int64_t loss_every = 0;  // also record the mean loss per this many steps (0: off)
+// A member that does not finish: a non-finite loss or parameters (the
+// message says where).
+class NonFiniteError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
-struct ChainLosses {
-  // Per sampling epoch: summed training cross-entropy / number of examples (as trace.csv).
-  std::vector<double> epoch_loss;
-  // Per window of loss_every steps (steps w k + 1 .. (w + 1) k, counted
-  // across epochs): summed cross-entropy / examples in those batches.
-  std::vector<double> window_loss;
-  int64_t steps_per_epoch = 0;  // batches per epoch
-};
+// One member: its model, data order, oracle and state, and the phases run in
+// order. run_member() is the way to run one; the class is public for the
+// perturbed chains of `bnn rhat` (src/pipeline/rhat.h), which train x* like
+// a member and then sample from it their own way.
+class Member : private PhaseHooks {
+ public:
+  Member(const MemberContext& context, int64_t index);
 
-// Throws for any failure, a non-finite loss included (the message names the chain).
-std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t index, const ChainOptions& options);
+  // Adam and SWA (or L-BFGS), then sampling, from the checkpoint if one exists.
+  void run();
+  // Adam and SWA (or L-BFGS) only, from the start, leaving the parameters at
+  // x*; with `resume`, from the checkpoint if one exists. Returns where
+  // sampling starts.
+  Position train_anchor(bool resume);
+
+  // Removes the checkpoint once the member's status says done.
+  void discard_checkpoint() const;
+
+  int64_t index() const { return index_; }
+  uint64_t seed() const { return seed_; }
+  int64_t samples() const { return state_.samples; }
+  int64_t batches_per_epoch() const { return partition_.num_batches(); }
+  int64_t thin_steps() const;
+  const config::Config& config() const { return cfg_; }
+  const data_loaders::Partition& partition() const { return partition_; }
+  models::FlatParameters& flat() { return *flat_; }
+  // The configured sampler at `anchor`, where the parameters must be.
+  std::unique_ptr<samplers::Sampler> make_sampler(const torch::Tensor& anchor, uint64_t seed);
+  // PhaseHooks::check_finite, for callers that run their own loops.
+  void check_epoch(const std::string& phase, int64_t epoch, double loss) { check_finite(phase, epoch, loss); }
+
+ private:
+  // PhaseHooks
+  void check_finite(const std::string& phase, int64_t epoch, double loss) override;
+  void log_epoch(const std::string& phase, int64_t epoch, int64_t epochs, double loss, double accuracy, double rate,
+                 Clock::time_point start) override;
+  void save_checkpoint(Position at, torch::optim::Adam* adam) override;
+  torch::Tensor predict() override;
+  double accuracy(const torch::Tensor& probs) const override;
+  void write_npy(const std::filesystem::path& name, const torch::Tensor& t) const override;
+  void store_sample(int64_t step) override;
+
+  // An output file at `path` (rank 0 only: Note [Data-parallel member]).
+  void save_npy(const std::filesystem::path& path, const torch::Tensor& t) const;
+  // Note [Data-parallel member]: throws unless every rank holds the same parameters.
+  void check_ranks_agree(const std::string& where);
+  std::filesystem::path checkpoint_path() const { return dir_ / kCheckpointFile; }
+
+  const MemberContext& ctx_;
+  const config::Config& cfg_;
+  int64_t index_;
+  uint64_t seed_;
+  std::filesystem::path dir_;
+  data_loaders::Partition partition_;
+  std::shared_ptr<models::Classifier> model_;
+  std::unique_ptr<models::FlatParameters> flat_;
+  std::unique_ptr<ModelOracle> model_oracle_;  // this rank's shard of each batch with a process group
+  std::unique_ptr<distributed::DataParallelOracle> parallel_oracle_;
+  samplers::GradientOracle* oracle_ = nullptr;  // the one that gives full-batch sums
+  FaultInjection faults_;
+  bool writer_;
+  MemberState state_;
+};
 
 }  // namespace bnn::pipeline

@@ -15,6 +15,7 @@
 #include "src/pipeline/member.h"
 #include "src/pipeline/preprocess.h"
 #include "src/pipeline/run.h"
+#include "src/pipeline/run_directory.h"
 #include "src/pipeline/stored_weights.h"
 
 namespace bnn::pipeline {
@@ -136,10 +137,10 @@ class StoredModels {
 // x* of each member: SWA's, or the MAP point of a run with map.optimizer
 // lbfgs (map_weights.npy; the method is then reported as "map").
 MethodPrediction swa_ensemble(StoredModels& models, const std::vector<fs::path>& members) {
-  const std::string point = fs::exists(members.front() / "swa_weights.npy") ? "swa" : "map";
+  const std::string point = fs::exists(point_weights_path(members.front(), "swa")) ? "swa" : "map";
   evaluation::MixtureAccumulator mixture;
   for (const auto& m : members) {
-    mixture.add(models.probabilities(m / (point + "_weights.npy"), m / (point + "_buffers.npy")));
+    mixture.add(models.probabilities(point_weights_path(m, point), point_buffers_path(m, point)));
   }
   return summarize(point, static_cast<int64_t>(members.size()), mixture);
 }

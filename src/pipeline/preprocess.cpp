@@ -4,6 +4,7 @@
 
 #include "src/io/atomic_file.h"
 #include "src/pipeline/member.h"
+#include "src/pipeline/run_directory.h"
 
 namespace bnn::pipeline {
 
@@ -34,7 +35,7 @@ nlohmann::json to_json(const Preprocess& p) {
 }
 
 Preprocess read_preprocess(const std::filesystem::path& run_dir) {
-  const auto path = run_dir / "preprocess.json";
+  const auto path = run_dir / kPreprocessFile;
   if (!std::filesystem::exists(path)) {
     throw config::ConfigError(fmt::format("{} missing: {} is not a bnn run directory, or was made by a bnn older "
                                           "than `bnn predict`",

@@ -9,12 +9,60 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "samplers/random.h"
 #include "src/evaluation/figures.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/run.h"
+#include "src/pipeline/sampling_phase.h"
 
 namespace bnn::pipeline {
 namespace {
+
+constexpr uint64_t kChainStream = 4;  // of a member seed (Note [RNG streams] in samplers/random.h)
+
+// Chain c of Note [Perturbed chains], from x* + rho z, the member's
+// parameters at x* = `anchor`.
+ChainLosses run_chain(Member& member, const torch::Tensor& anchor, int64_t c, const ChainOptions& options) {
+  const config::Config& cfg = member.config();
+  const data_loaders::Partition& partition = member.partition();
+  const uint64_t chain_seed = samplers::derive_seed(samplers::derive_seed(member.seed(), kChainStream), c);
+  torch::Tensor x = member.flat().values();
+  {
+    torch::NoGradGuard no_grad;
+    x.copy_(anchor);  // the control variate is built at x*
+  }
+  const auto sampler = member.make_sampler(anchor, samplers::derive_seed(chain_seed, 0));
+  {
+    torch::NoGradGuard no_grad;
+    torch::Tensor z = torch::empty_like(x);
+    samplers::ChunkedNormal(z, samplers::derive_seed(chain_seed, 1)).fill(z);
+    x.add_(z, options.rho);
+  }
+  spdlog::info("member {} chain {}: {}, start x* + {:g} N(0, I)", member.index(), c, sampler->pretty_string(),
+               options.rho);
+  const double examples_per_window = static_cast<double>(options.loss_every * partition.batch_size());
+  ChainLosses out;
+  out.steps_per_epoch = partition.num_batches();
+  torch::Tensor window = torch::zeros({}, x.options());
+  for (int64_t e = 0; e < cfg.sampler.epochs; ++e) {
+    const auto start = Clock::now();
+    const double loss = sampling_epoch(
+        *sampler, partition, x.options(),
+        fmt::format("member {} chain {} {}/{}", member.index(), c, e + 1, cfg.sampler.epochs),
+        [&](const torch::Tensor& step_loss) {
+          if (options.loss_every <= 0) return;
+          window += step_loss;
+          if (sampler->steps_taken() % options.loss_every != 0) return;
+          out.window_loss.push_back(window.item<double>() / examples_per_window);
+          window.zero_();
+        });
+    member.check_epoch(fmt::format("chain {} sample", c), e, loss);
+    out.epoch_loss.push_back(loss);
+    spdlog::info("member {} chain {} epoch {:>3}/{}: loss {:.4f}  {:.1f}s", member.index(), c, e + 1,
+                 cfg.sampler.epochs, loss, std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  return out;
+}
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 // Split R-hat and ESS need this many draws per chain (diagnostics.h).
@@ -225,6 +273,26 @@ std::string rhat_table(const RhatResult& result) {
            "size.\n";
   }
   return out;
+}
+
+std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t index, const ChainOptions& options) {
+  TORCH_CHECK(options.chains >= 1, "perturbed chains: need at least one chain, got ", options.chains);
+  TORCH_CHECK(options.rho >= 0 && std::isfinite(options.rho), "perturbed chains: rho must be finite and >= 0, got ",
+              options.rho);
+  TORCH_CHECK(options.loss_every >= 0, "perturbed chains: loss_every must be >= 0, got ", options.loss_every);
+  config::Config config = context.config;
+  config.run.checkpoint = false;  // perturbed chains neither read nor write checkpoints
+  const MemberContext without_checkpoints{config, context.data, context.device, context.run_dir};
+  try {
+    Member member(without_checkpoints, index);
+    member.train_anchor(/*resume=*/false);
+    const torch::Tensor anchor = member.flat().values().clone();
+    std::vector<ChainLosses> out;
+    for (int64_t c = 0; c < options.chains; ++c) out.push_back(run_chain(member, anchor, c, options));
+    return out;
+  } catch (const NonFiniteError& e) {
+    throw std::runtime_error(fmt::format("member {}: {}", index, e.what()));
+  }
 }
 
 }  // namespace bnn::pipeline

@@ -3,7 +3,7 @@
 // (repeat r trains member r's x*: Adam then SWA with member r's seed), then C
 // chains of the configured sampler start at x* + N(0, rho^2 I), each with its
 // own noise, while the control variate and the bounce box stay at x* (Note
-// [Perturbed chains] in member.h). Each chain's mean training loss per
+// [Perturbed chains] below). Each chain's mean training loss per
 // sampling epoch is one scalar trace; R-hat and split R-hat of those traces
 // across the C chains, over the epochs after sampler.burn_in, say whether the
 // chains forget their starts and agree on the level of the training loss. The
@@ -37,6 +37,39 @@
 #include "src/pipeline/member.h"
 
 namespace bnn::pipeline {
+
+// Note [Perturbed chains] (the R-hat experiment of the SMS-UBU paper, Fig. 3):
+// member `index` trains its x* exactly as run_member()
+// does (same seeds, same Adam and SWA outputs in its directory, so x* equals
+// that member's x* in `bnn run` with the same config), then, instead of its
+// sampling phase, runs `chains` chains of the configured sampler, one after
+// the other. Chain c is the configured sampler built at x* (control-variate
+// anchor and bounce box stay at x*, as in the paper) with its own seed, whose
+// position is then moved to x* + rho z, z ~ N(0, I) drawn from a seed of its
+// own; the first bounce folds any coordinate outside the box back into it.
+// Both seeds are streams of derive_seed(member seed, 4) and c (Note [RNG
+// streams]), so a chain depends on the member seed and c only. Chains record
+// the loss the sampler computes at every step (no test predictions are made),
+// per epoch and per `loss_every` steps. Checkpoints are neither read nor
+// written. Deterministic given the seed, device and thread count.
+struct ChainOptions {
+  int64_t chains = 4;
+  double rho = 0;          // standard deviation of the start's perturbation of x*
+  int64_t loss_every = 0;  // also record the mean loss per this many steps (0: off)
+};
+
+struct ChainLosses {
+  // Per sampling epoch: summed training cross-entropy / number of examples (as trace.csv).
+  std::vector<double> epoch_loss;
+  // Per window of loss_every steps (steps w k + 1 .. (w + 1) k, counted
+  // across epochs): summed cross-entropy / examples in those batches.
+  std::vector<double> window_loss;
+  int64_t steps_per_epoch = 0;  // batches per epoch
+};
+
+// Throws for any failure, a non-finite loss included (the message names the chain).
+std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t index, const ChainOptions& options);
+
 
 struct RhatOptions {
   std::filesystem::path out_dir;

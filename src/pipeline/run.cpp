@@ -19,6 +19,7 @@
 #include "data_loaders/fashion_mnist.h"
 #include "data_loaders/image_folder.h"
 #include "models/registry.h"
+#include "src/config/sampler_options.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
@@ -147,15 +148,6 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
   return data_loaders::load_fashion_mnist(o, device);
 }
 
-bool same_experiment(config::Config a, const config::Config& b) {
-  a.run.device = b.run.device;
-  a.run.threads = b.run.threads;
-  a.run.checkpoint = b.run.checkpoint;
-  a.evaluation.save_sample_weights = b.evaluation.save_sample_weights;
-  a.evaluation.sample_weights_every = b.evaluation.sample_weights_every;
-  a.evaluation.sample_weights_dtype = b.evaluation.sample_weights_dtype;
-  return config::to_yaml(a) == config::to_yaml(b);
-}
 
 std::vector<std::string> parse_device_list(const std::string& text) {
   std::vector<std::string> out;
@@ -210,7 +202,7 @@ std::vector<int64_t> share_todo(distributed::ProcessGroup& group, const std::vec
 
 void write_config(const config::Config& config, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
-  const auto config_path = dir / "config.yaml";
+  const auto config_path = dir / kConfigFile;
   if (std::filesystem::exists(config_path) && !same_experiment(config::load_config(config_path, {}), config)) {
     throw config::ConfigError(fmt::format(
         "{} holds a different configuration; use another --out directory (members of one run must share it)",
@@ -230,7 +222,7 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
   // moments; the SWA running sum in double (docs/performance.md).
   m.state_bytes = static_cast<int64_t>(4.0 * d * (5 + 2 + 2) + 8.0 * d);
   const int64_t num_batches = std::max<int64_t>(1, data.train.size() / config.data.batch_size);
-  const auto options = langevin_options(config, num_batches, m.parameters);
+  const auto options = config::langevin_options(config, num_batches, m.parameters);
   if (config.sampler.gradient == "control_variate" &&
       options.anchor_gradients() == samplers::AnchorGradients::kStored) {
     m.state_bytes += static_cast<int64_t>(4.0 * d * static_cast<double>(num_batches));
@@ -274,8 +266,8 @@ int run(const config::Config& config, const RunOptions& options) {
                  device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
   if (writer) {
-    io::write_npy(dir / "labels.npy", data.begin()->second.test.labels);
-    io::write_file_atomically(dir / "preprocess.json",
+    io::write_npy(dir / kLabelsFile, data.begin()->second.test.labels);
+    io::write_file_atomically(dir / kPreprocessFile,
                               to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");
   }
 
@@ -374,19 +366,6 @@ int run(const config::Config& config, const RunOptions& options) {
     return 3;
   }
   return 0;
-}
-
-std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir) {
-  std::vector<std::filesystem::path> dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
-    const auto& d = entry.path();
-    if (!entry.is_directory() || d.filename().string().rfind("member_", 0) != 0) continue;
-    if (!std::filesystem::exists(d / "status.json")) continue;
-    const auto status = nlohmann::json::parse(io::read_file(d / "status.json"));
-    if (status.value("status", "") == "done") dirs.push_back(d);
-  }
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
 }
 
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir) {

@@ -1,27 +1,8 @@
 // `bnn run`: members of one configuration into one run directory, then the
 // ensemble table over every finished member found there.
 //
-// Note [Run directory]:
-//   <run>/config.yaml          resolved config (all keys, auto values resolved)
-//   <run>/labels.npy           test labels (int64)
-//   <run>/preprocess.json      model and image preprocessing, for `bnn predict`
-//                              (Note [Preprocessing] in src/pipeline/preprocess.h)
-//   <run>/member_NNN/          adam_probs.npy, swa_probs.npy, bayes_probs.npy
-//                              (float32 N x K), samples/step_XXXXXXXX.npy (float16
-//                              test probabilities of each retained sample),
-//                              {init,adam,swa}_weights.npy (flat parameters;
-//                              with map.optimizer lbfgs map_probs.npy and
-//                              map_weights.npy instead of adam_* and swa_*),
-//                              swa_buffers.npy and, with
-//                              evaluation.save_sample_weights,
-//                              samples/{weights,buffers}_XXXXXXXX.npy (Note
-//                              [Stored samples] in src/pipeline/stored_weights.h),
-//                              trace.csv, status.json (written last; with
-//                              batches_per_epoch and thin_steps)
-//   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md,
-//   <run>/figures/     outputs of `bnn evaluate` (src/pipeline/evaluate.h)
-// Members selected with --members may run as separate processes (or hosts
-// sharing the directory); each run evaluates whatever members have finished.
+// The run directory's layout: Note [Run directory] in
+// src/pipeline/run_directory.h.
 #pragma once
 
 #include <filesystem>
@@ -34,6 +15,7 @@
 #include "src/config/config.h"
 #include "src/distributed/process_group.h"
 #include "src/evaluation/ensemble.h"
+#include "src/pipeline/run_directory.h"
 #include "src/runtime/device_streams.h"
 
 namespace bnn::pipeline {
@@ -100,14 +82,6 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
 // the process exit code: 0 if every selected member finished, 3 if some
 // failed (their diagnostics are logged; metrics are still written).
 int run(const config::Config& config, const RunOptions& options);
-
-// Member directories of `run_dir` whose status.json says "done", sorted.
-std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir);
-
-// Members of one run may use different devices, thread counts,
-// checkpointing and sample weight storage (none of them changes a result);
-// every other key must agree.
-bool same_experiment(config::Config a, const config::Config& b);
 
 // `bnn evaluate` of `run_dir` into itself with default options (evaluate.h).
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir);

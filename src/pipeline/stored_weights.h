@@ -22,7 +22,7 @@
 //                                              sample, k = sample_weights_every
 // Files are written atomically; a resumed member rewrites the samples taken
 // after its last checkpoint with the same bytes (Note [Member checkpoints] in
-// member.cpp).
+// member_checkpoint.h).
 #pragma once
 
 #include <cstdint>

@@ -260,7 +260,7 @@ TEST_F(DistributedRun, TwoRanksOnLoopbackEqualTheSingleProcessChain) {
 }
 
 // Both ranks share the run directory, are killed in the middle of sampling
-// (after the epoch-2 checkpoint, Note [Fault injection] in member.cpp) and
+// (after the epoch-2 checkpoint, Note [Fault injection] in fault_injection.h) and
 // resume from rank 0's checkpoint: the result is bit-identical to an
 // uninterrupted 2-rank run.
 TEST_F(DistributedRun, KilledRanksResumeBitIdentically) {

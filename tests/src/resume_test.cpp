@@ -1,4 +1,4 @@
-// Crash-safe resume (Note [Member checkpoints] in src/pipeline/member.cpp):
+// Crash-safe resume (Note [Member checkpoints] in src/pipeline/member_checkpoint.h):
 // a run killed with SIGKILL in the middle of sampling and resumed with
 // `bnn run --resume` ends with the same predictions and metrics, bit for bit,
 // as a run that was never interrupted.

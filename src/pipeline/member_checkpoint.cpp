@@ -1,0 +1,103 @@
+#include "src/pipeline/member_checkpoint.h"
+
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "samplers/random.h"
+#include "src/io/atomic_file.h"
+
+namespace bnn::pipeline {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::kAdam: return "adam";
+    case Phase::kSwa: return "swa";
+    case Phase::kSample: return "sampling";
+    case Phase::kMap: return "map";
+  }
+  throw std::runtime_error("checkpoint: unknown phase");
+}
+
+void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Position at, const MemberState& state,
+                            const torch::Tensor& parameters, models::Classifier& model, torch::optim::Adam* adam) {
+  torch::serialize::OutputArchive a;
+  a.write("member.seed", torch::tensor(static_cast<int64_t>(seed), torch::kLong));
+  a.write("member.phase", torch::tensor(static_cast<int64_t>(at.phase), torch::kLong));
+  a.write("member.epochs_done", torch::tensor(at.epochs_done, torch::kLong));
+  a.write("member.trace", c10::IValue(state.trace));
+  a.write("model.parameters", parameters);
+  for (const auto& b : model.named_buffers()) a.write("model.buffer." + b.key(), b.value());
+  samplers::write_generator(a, "member.optimiser_order", state.order_gen);
+  if (adam != nullptr) {
+    torch::serialize::OutputArchive adam_state;
+    adam->save(adam_state);
+    a.write("adam", adam_state);
+  }
+  if (at.phase == Phase::kSwa) {
+    a.write("swa.sum", state.swa_sum);
+    a.write("swa.count", torch::tensor(state.swa_count, torch::kLong));
+  }
+  if (at.phase == Phase::kSample) {
+    a.write("sample.anchor", state.anchor);
+    a.write("sample.prob_sum", state.prob_sum);
+    a.write("sample.count", torch::tensor(state.samples, torch::kLong));
+    torch::serialize::OutputArchive sampler_state;
+    state.sampler->save(sampler_state);
+    a.write("sampler", sampler_state);
+  }
+  std::ostringstream bytes;
+  a.save_to(bytes);
+  io::write_file_atomically(path, bytes.str());
+}
+
+Position restore_member_checkpoint(const std::filesystem::path& path, torch::Device device, uint64_t seed,
+                                   MemberState& state, torch::Tensor parameters, models::Classifier& model,
+                                   torch::optim::Adam& adam,
+                                   const std::function<std::unique_ptr<samplers::Sampler>()>& make_sampler) {
+  torch::serialize::InputArchive a;
+  try {
+    a.load_from(path.string(), device);
+  } catch (const c10::Error& e) {
+    throw std::runtime_error(fmt::format("{}: not a readable checkpoint ({}); delete it to restart the member",
+                                         path.string(), e.what_without_backtrace()));
+  }
+  auto scalar = [&](const std::string& key) { return samplers::read_tensor(a, key).item<int64_t>(); };
+  if (static_cast<uint64_t>(scalar("member.seed")) != seed) {
+    throw std::runtime_error(fmt::format("{} belongs to another member or run seed; delete it to restart",
+                                         path.string()));
+  }
+  const Position at{static_cast<Phase>(scalar("member.phase")), scalar("member.epochs_done")};
+  c10::IValue trace;
+  a.read("member.trace", trace);
+  state.trace = trace.toStringRef();
+  torch::NoGradGuard no_grad;
+  samplers::read_into(a, "model.parameters", parameters);
+  for (auto& b : model.named_buffers()) samplers::read_into(a, "model.buffer." + b.key(), b.value());
+  samplers::read_generator(a, "member.optimiser_order", state.order_gen);
+  if (at.phase != Phase::kSample) {
+    torch::serialize::InputArchive adam_state;
+    a.read("adam", adam_state);
+    adam.load(adam_state);
+  }
+  if (at.phase == Phase::kSwa) {
+    state.swa_sum = samplers::read_tensor(a, "swa.sum");
+    state.swa_count = scalar("swa.count");
+  }
+  if (at.phase == Phase::kSample) {
+    state.anchor = samplers::read_tensor(a, "sample.anchor");
+    state.prob_sum = samplers::read_tensor(a, "sample.prob_sum");
+    state.samples = scalar("sample.count");
+    const torch::Tensor x = parameters.clone();
+    parameters.copy_(state.anchor);  // the control variate is built at x*
+    state.sampler = make_sampler();
+    torch::serialize::InputArchive sampler_state;
+    a.read("sampler", sampler_state);
+    state.sampler->load(sampler_state);
+    TORCH_CHECK(parameters.equal(x), "checkpoint: sampler and model parameters disagree");
+  }
+  return at;
+}
+
+}  // namespace bnn::pipeline

@@ -1,0 +1,69 @@
+// A member's resumable state and its checkpoint file.
+//
+// Note [Member checkpoints]: at the end of every epoch of every phase the
+// member writes member_NNN/checkpoint.pt atomically: the phase and epochs
+// done, the parameters and BatchNorm buffers, the optimiser's batch-order
+// generator, the trace, and per phase the Adam state (Adam, SWA), the SWA
+// running sum and count (SWA), or x*, the sampler's checkpoint (Note
+// [Sampler checkpoints]) and the running prediction sum (sampling). The
+// predictions and stored sample weights written so far stay on disk (a
+// resumed member rewrites those after the checkpoint, identically).
+// Restoring rebuilds the sampler at x*, which recomputes the control
+// variate's anchor gradients, then loads its state, so a resumed member
+// continues bit-identically on the same device and thread count. The
+// checkpoint is removed once the member is done.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "models/classifier.h"
+#include "samplers/sampler.h"
+
+namespace bnn::pipeline {
+
+enum class Phase : int64_t { kAdam = 0, kSwa = 1, kSample = 2, kMap = 3 };
+
+// "adam", "swa", "sampling", "map".
+const char* phase_name(Phase p);
+
+// Where a member stands: `epochs_done` epochs of `phase` are complete.
+struct Position {
+  Phase phase;
+  int64_t epochs_done;
+};
+
+// What a member carries from epoch to epoch besides its model's parameters
+// and buffers.
+struct MemberState {
+  std::string trace;        // trace.csv's rows
+  at::Generator order_gen;  // the optimiser's batch order
+  torch::Tensor swa_sum;    // SWA running sum (double) and count
+  int64_t swa_count = 0;
+  torch::Tensor anchor;     // x*
+  std::unique_ptr<samplers::Sampler> sampler;
+  torch::Tensor prob_sum;   // sum of retained samples' test probabilities (double)
+  int64_t samples = 0;
+};
+
+// Writes the checkpoint of a member of `seed` at `at` atomically. `adam` is
+// the optimiser of the Adam and SWA phases (nullptr while sampling).
+void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Position at, const MemberState& state,
+                            const torch::Tensor& parameters, models::Classifier& model, torch::optim::Adam* adam);
+
+// Reads the checkpoint at `path` into `state`, `parameters`, `model`'s
+// buffers and `adam`, and returns where the member stands. A sampling-phase
+// checkpoint rebuilds the sampler with `make_sampler` while the parameters
+// are at x* (state.anchor), then loads its state. Throws naming the file
+// when it is unreadable or belongs to another seed.
+Position restore_member_checkpoint(const std::filesystem::path& path, torch::Device device, uint64_t seed,
+                                   MemberState& state, torch::Tensor parameters, models::Classifier& model,
+                                   torch::optim::Adam& adam,
+                                   const std::function<std::unique_ptr<samplers::Sampler>()>& make_sampler);
+
+}  // namespace bnn::pipeline

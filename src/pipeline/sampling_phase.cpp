@@ -1,0 +1,81 @@
+#include "src/pipeline/sampling_phase.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "src/pipeline/progress.h"
+#include "src/pipeline/run_directory.h"
+
+namespace bnn::pipeline {
+
+double sampling_epoch(samplers::Sampler& sampler, const data_loaders::Partition& partition,
+                      const torch::TensorOptions& loss_options, const std::string& label,
+                      const std::function<void(const torch::Tensor&)>& after_step) {
+  const int64_t n = partition.num_batches();
+  torch::Tensor loss_sum = torch::zeros({}, loss_options);
+  Progress progress(label, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const torch::Tensor step_loss = sampler.step();
+    loss_sum += step_loss;
+    after_step(step_loss);
+    progress.update(i + 1);
+  }
+  return loss_sum.item<double>() / static_cast<double>(partition.num_examples());
+}
+
+int64_t thin_steps(const config::Config& config, const data_loaders::Partition& partition) {
+  return config.sampler.thin == 0 ? partition.num_batches() : config.sampler.thin;
+}
+
+SamplingPhase::SamplingPhase(const config::Config& config, int64_t member, const data_loaders::Partition& partition,
+                             const data_loaders::Split& test, int64_t num_classes,
+                             std::function<std::unique_ptr<samplers::Sampler>()> make_sampler, PhaseHooks& hooks)
+    : cfg_(config), member_(member), partition_(partition), test_(test), num_classes_(num_classes),
+      make_sampler_(std::move(make_sampler)), hooks_(hooks) {}
+
+void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int64_t first_epoch,
+                        const FaultInjection& faults) {
+  const auto& s = cfg_.sampler;
+  const Retention retention(s.burn_in * partition_.num_batches(), thin_steps(cfg_, partition_));
+  if (first_epoch == 0) {
+    state.anchor = parameters.clone();
+    state.sampler = make_sampler_();
+    state.prob_sum = torch::zeros({test_.size(), num_classes_}, test_.labels.options().dtype(torch::kDouble));
+    state.samples = 0;
+  }
+  samplers::Sampler& sampler = *state.sampler;
+  spdlog::info("member {}: {}", member_, sampler.pretty_string());
+  for (int64_t e = first_epoch; e < s.epochs; ++e) {
+    const auto start = Clock::now();
+    torch::Tensor last_probs;
+    const double loss =
+        sampling_epoch(sampler, partition_, parameters.options(), fmt::format("member {} sample {}/{}", member_, e + 1, s.epochs),
+                       [&](const torch::Tensor&) {
+                         const int64_t done = sampler.steps_taken();
+                         faults.after_sampler_step(done);  // Note [Fault injection]
+                         if (!retention.retains(done)) return;
+                         last_probs = hooks_.predict();
+                         state.prob_sum += last_probs;
+                         ++state.samples;
+                         if (cfg_.evaluation.save_sample_probs) {
+                           hooks_.write_npy(sample_probs_path(std::filesystem::path(), done),
+                                            last_probs.to(torch::kHalf));
+                         }
+                         // Note [Stored samples]: the k-th, 2k-th, ... retained sample.
+                         if (cfg_.evaluation.save_sample_weights &&
+                             state.samples % cfg_.evaluation.sample_weights_every == 0) {
+                           hooks_.store_sample(done);
+                         }
+                       });
+    hooks_.check_finite("sample", e, loss);
+    if (!last_probs.defined() || sampler.steps_taken() % retention.thin() != 0) last_probs = hooks_.predict();
+    hooks_.log_epoch("sample", e, s.epochs, loss, hooks_.accuracy(last_probs), sampler.step_size(), start);
+    if (const std::string d = sampler.diagnostics(); !d.empty()) spdlog::info("member {} sampler: {}", member_, d);
+    hooks_.save_checkpoint({Phase::kSample, e + 1}, nullptr);
+  }
+  TORCH_CHECK(state.samples > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", retention.thin(),
+              " steps leave none");
+  hooks_.write_npy(kBayesProbsFile, (state.prob_sum / static_cast<double>(state.samples)).to(torch::kFloat));
+}
+
+}  // namespace bnn::pipeline
