@@ -47,12 +47,6 @@ std::vector<double> parse_step_sizes(const std::string& text) {
 
 }  // namespace
 
-int cmd_samplers() {
-  fmt::print("{:<10} {}\n", "name", "description");
-  for (const auto& name : samplers::sampler_names()) fmt::print("{:<10} {}\n", name, samplers::sampler_summary(name));
-  return 0;
-}
-
 int cmd_bias(int argc, char** argv) {
   cxxopts::Options opts("bnn bias",
                         "Wasserstein bias of the integrators on the 1-D Gaussian target of the SMS-UBU paper "

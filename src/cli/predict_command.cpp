@@ -46,7 +46,7 @@ int cmd_predict(int argc, char** argv) {
   options.swa = method != "bayes";
   options.bayes = method != "swa";
   if (args.count("members")) {
-    const auto config = config::load_config(options.run_dir / "config.yaml", {});
+    const auto config = config::load_config(options.run_dir / pipeline::kConfigFile, {});
     options.members = pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
   }
   if (args.count("out")) pipeline::check_predictions_path(args["out"].as<std::string>());

@@ -1,0 +1,94 @@
+#include "src/cli/commands.h"
+
+#include <string_view>
+
+#include <cxxopts.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <torch/torch.h>
+
+#include "src/cli/bias_command.h"
+#include "src/cli/hessian_command.h"
+#include "src/cli/info_commands.h"
+#include "src/cli/predict_command.h"
+#include "src/cli/rhat_command.h"
+#include "src/cli/run_command.h"
+
+namespace bnn::cli {
+
+const std::vector<Command>& commands() {
+  static const std::vector<Command> table = {
+      {"run",
+       "  bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]\n"
+       "          [--device auto|cpu|cuda|cuda:N | --devices all|cuda:0,cuda:1] [--members-per-device K|auto]\n"
+       "          [--cudnn-benchmark] [--threads N] [--seed S]\n"
+       "  bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N]\n"
+       "  bnn run ... --distributed\n"
+       "                  one data-parallel chain over processes (torch.distributed: Gloo on\n"
+       "                  CPU, NCCL on CUDA); rendezvous from MASTER_ADDR, MASTER_PORT, RANK,\n"
+       "                  WORLD_SIZE as torchrun sets them (docs/distributed.md)\n",
+       cmd_run},
+      {"evaluate",
+       "  bnn evaluate RUN_DIR [RUN_DIR...] [--out DIR] [--burn-in N] [--thin K]\n"
+       "               [--members LIST] [--no-figures]\n",
+       cmd_evaluate},
+      {"predict",
+       "  bnn predict --run RUN_DIR --images PATH [PATH...] [--out FILE.csv|FILE.json]\n"
+       "              [--members LIST] [--method swa|bayes|both]\n"
+       "                  class probabilities and uncertainties of new images\n",
+       cmd_predict},
+      {"hessian", "  bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K]\n", cmd_hessian},
+      {"rhat",
+       "  bnn rhat --config FILE [--set key=value]... [--chains C] [--repeats R] [--rho RHO]\n"
+       "           [--loss-every K] [--out DIR] [--device ...] [--threads N]\n"
+       "                  R-hat of chains from perturbations of x* (paper Fig. 3)\n",
+       cmd_rhat},
+      {"bias",
+       "  bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]\n"
+       "                  Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)\n",
+       cmd_bias},
+      {"coupled-bias",
+       "  bnn coupled-bias --config FILE [--samplers a,b] [--h0 H] [--levels L] [--epochs E] [--out F]\n"
+       "                  bias on a real posterior by chains coupled at h and h/2 (appendix D.1)\n",
+       cmd_coupled_bias},
+      {"samplers", "  bnn samplers    list the samplers\n", cmd_samplers},
+      {"models", "  bnn models      list the models with input shape, classes and parameter count\n", cmd_models},
+      {"version", "  bnn version     LibTorch version, CUDA availability, threads, std::filesystem's library\n",
+       cmd_version},
+  };
+  return table;
+}
+
+std::string usage() {
+  std::string out = "bnn — Bayesian neural network ensembles (Adam -> SWA -> SMS-UBU / SGHMC)\n\nUsage:\n";
+  for (const Command& c : commands()) out += c.usage;
+  return out + "  bnn COMMAND --help\n";
+}
+
+int main(int argc, char** argv) {
+  const std::string_view name = argc > 1 ? argv[1] : "";
+  try {
+    if (name.empty() || name == "--help" || name == "-h" || name == "help") {
+      fmt::print("{}", usage());
+      return name.empty() ? 1 : 0;
+    }
+    const std::string_view command = name == "--version" ? "version" : name;
+    std::vector<std::string_view> names;
+    for (const Command& c : commands()) {
+      if (command == c.name) return c.run(argc - 1, argv + 1);
+      names.push_back(c.name);
+    }
+    fmt::print(stderr, "bnn: error: unknown command '{}' (commands: {}; see bnn --help)\n", name,
+               fmt::join(names, ", "));
+    return 2;
+  } catch (const c10::Error& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());
+  } catch (const cxxopts::exceptions::exception& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+  }
+  return 2;
+}
+
+}  // namespace bnn::cli

@@ -1,0 +1,42 @@
+#include "src/cli/info_commands.h"
+
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "models/registry.h"
+#include "samplers/registry.h"
+#include "src/runtime/linkage.h"
+#include "src/runtime/threads.h"
+
+namespace bnn::cli {
+
+int cmd_version(int, char**) {
+  fmt::print("bnn {}\n", BNN_VERSION_STRING);
+  fmt::print("LibTorch {}.{}.{}\n", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
+  fmt::print("CUDA available: {} ({} devices)\n", torch::cuda::is_available() ? "yes" : "no",
+             torch::cuda::device_count());
+  fmt::print("threads: {} (default: all {} cores)\n", runtime::configure_threads(0), std::thread::hardware_concurrency());
+  fmt::print("std::filesystem from: {}\n", runtime::filesystem_library());
+  return 0;
+}
+
+int cmd_models(int, char**) {
+  fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", "name", "input", "classes", "parameters", "description");
+  for (const auto& name : models::model_names()) {
+    const models::ModelSpec spec = models::default_spec(name);
+    auto model = models::make_model(spec, /*seed=*/0);
+    fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", name, fmt::format("{}", fmt::join(spec.input_shape, "x")),
+               spec.num_classes, models::count_parameters(*model), model->pretty_string());
+  }
+  return 0;
+}
+
+int cmd_samplers(int, char**) {
+  fmt::print("{:<10} {}\n", "name", "description");
+  for (const auto& name : samplers::sampler_names()) fmt::print("{:<10} {}\n", name, samplers::sampler_summary(name));
+  return 0;
+}
+
+}  // namespace bnn::cli
