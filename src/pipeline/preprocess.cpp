@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "data_loaders/registry.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/run_directory.h"
@@ -13,8 +14,9 @@ Preprocess preprocess_of(const config::Config& config, const data_loaders::Datas
   p.dataset = data.name;
   p.model = model_spec(config, data);
   p.class_names = data.class_names;
-  p.resize = !(data.name == "fashion_mnist" || data.name == "cifar10");
-  p.center_square = data.name == "celeba";
+  const data_loaders::DatasetEntry& entry = data_loaders::dataset_entry(data.name);
+  p.resize = entry.resizable;
+  p.center_square = entry.center_square;
   p.stats = data.pixel_stats;
   p.standardization = data.train.images.scalar_type() == torch::kByte ? "affine" : "table";
   return p;

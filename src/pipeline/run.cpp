@@ -13,11 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "data_loaders/celeba.h"
-#include "data_loaders/chest_xray.h"
-#include "data_loaders/cifar10.h"
-#include "data_loaders/fashion_mnist.h"
-#include "data_loaders/image_folder.h"
+#include "data_loaders/registry.h"
 #include "models/registry.h"
 #include "src/config/sampler_options.h"
 #include "src/io/atomic_file.h"
@@ -83,69 +79,24 @@ torch::Device resolve_device(const std::string& name) {
   return device;
 }
 
-namespace {
-
-// The side of square image datasets: data.image_size, or the dataset's own.
-int64_t image_side(const config::DataConfig& data, int64_t default_side) {
-  return data.image_size == 0 ? default_side : data.image_size;
-}
-
-}  // namespace
-
-// data.dataset is one of the config's choices (src/config/config.cpp), so
-// every name that reaches here has a branch. Image decoding uses run.threads
-// (0 = all cores); augmentation and the image_folder split use run.seed.
+// Through the data set registry (data_loaders/registry.h). Image decoding
+// uses run.threads (0 = all cores); augmentation and the image_folder split
+// use run.seed.
 data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device) {
   const config::DataConfig& d = config.data;
-  if (d.dataset == "cifar10") {
-    data_loaders::Cifar10Options o;
-    o.dir = d.dir;
-    o.train_limit = d.train_limit;
-    o.test_limit = d.test_limit;
-    return data_loaders::load_cifar10(o, device);
-  }
-  if (d.dataset == "chest_xray") {
-    data_loaders::ChestXrayOptions o;
-    o.dir = d.dir;
-    o.side = image_side(d, data_loaders::kChestXrayDefaultSide);
-    o.copies = {d.augment_copies.at(0), d.augment_copies.at(1)};
-    o.seed = config.run.seed;
-    o.skip_bad_images = d.skip_bad_images;
-    o.threads = config.run.threads;
-    o.train_limit = d.train_limit;
-    o.test_limit = d.test_limit;
-    return data_loaders::load_chest_xray(o, device);
-  }
-  if (d.dataset == "celeba") {
-    data_loaders::CelebaOptions o;
-    o.dir = d.dir;
-    o.side = image_side(d, data_loaders::kCelebaDefaultSide);
-    o.skip_bad_images = d.skip_bad_images;
-    o.threads = config.run.threads;
-    o.train_limit = d.train_limit;
-    o.test_limit = d.test_limit;
-    return data_loaders::load_celeba(o, device);
-  }
-  if (d.dataset == "image_folder") {
-    data_loaders::ImageFolderOptions o;
-    o.dir = d.dir;
-    o.side = image_side(d, data_loaders::kImageFolderDefaultSide);
-    o.channels = d.channels;
-    o.split_ratio = d.split_ratio;
-    o.seed = config.run.seed;
-    o.skip_bad_images = d.skip_bad_images;
-    o.threads = config.run.threads;
-    o.train_limit = d.train_limit;
-    o.test_limit = d.test_limit;
-    return data_loaders::load_image_folder(o, device);
-  }
-  TORCH_INTERNAL_ASSERT(d.dataset == "fashion_mnist", "unhandled data.dataset '", d.dataset, "'");
-  data_loaders::FashionMnistOptions o;
+  data_loaders::LoadOptions o;
   o.dir = d.dir;
   o.train_limit = d.train_limit;
   o.test_limit = d.test_limit;
+  o.side = d.image_size;
   o.standardize = d.standardize;
-  return data_loaders::load_fashion_mnist(o, device);
+  o.skip_bad_images = d.skip_bad_images;
+  o.augment_copies = {d.augment_copies.at(0), d.augment_copies.at(1)};
+  o.split_ratio = d.split_ratio;
+  o.channels = d.channels;
+  o.seed = config.run.seed;
+  o.threads = static_cast<int>(config.run.threads);
+  return data_loaders::load_dataset(d.dataset, o, device);
 }
 
 
