@@ -62,6 +62,22 @@ void KineticLangevin::load_state(torch::serialize::InputArchive& archive) {
   load_extra(archive);
 }
 
+std::vector<std::pair<std::string, double>> KineticLangevin::option_values() const {
+  const auto& o = options_;
+  return {{"step_size", o.step_size()},
+          {"friction", o.friction()},
+          {"rho", o.rho()},
+          {"rho_max", o.rho_max()},
+          {"prior_precision", o.prior_precision()},
+          {"temperature", o.temperature()},
+          {"order", static_cast<double>(order_.kind())},
+          {"estimator", static_cast<double>(o.estimator())},
+          {"anchor_gradients", static_cast<double>(o.anchor_gradients())},
+          {"cycle_length", static_cast<double>(o.cycle_length())},
+          {"mh_block", static_cast<double>(o.mh_block())},
+          {"noise_covariance", static_cast<double>(o.noise_covariance())}};
+}
+
 std::string KineticLangevin::describe(const std::string& name, const std::string& extra) const {
   return fmt::format("{}(h={:g}, gamma={:g}, rho={:g}, rho_max={:g}, lambda={:g}, T={:g}, order={}, gradient={}{}{})",
                      name, options_.step_size(), options_.friction(), options_.rho(), options_.rho_max(),

@@ -22,6 +22,8 @@ class KineticLangevin : public Sampler {
   const torch::Tensor& velocity() const override { return v_; }
   const LangevinOptions& options() const { return options_; }
   const StochasticGradient& gradient_estimator() const { return gradient_; }
+  // Every LangevinOptions field, and the batch order in effect.
+  std::vector<std::pair<std::string, double>> option_values() const override;
 
   // Note [Coupled noise]: when a hook is set, every draw of the sampler's
   // N(0, I) noise calls hook(buffer) to fill the preallocated buffer instead

@@ -31,8 +31,10 @@ struct Entry {
   BatchOrderKind order;
   Factory make;
   std::string summary;
-  bool cyclical = false;
-  bool metropolis = false;
+  bool cyclical = false;    // reads cycle_length
+  bool metropolis = false;  // reads mh_block
+  bool overdamped = false;  // no velocity: ignores friction
+  bool noise_corrected = false;  // reads noise_covariance
 };
 
 const std::vector<Entry>& entries() {
@@ -49,12 +51,13 @@ const std::vector<Entry>& entries() {
       {"em_rr", K::kReshuffle, factory<EulerMaruyama>(), "Euler-Maruyama, reshuffled sweeps (EM-RR = sghmc)"},
       {"sms_em", K::kSymmetric, factory<EulerMaruyama>(), "Euler-Maruyama, symmetric sweeps (SMS-EM)"},
       {"csghmc", K::kReshuffle, factory<EulerMaruyama>(), "cyclical SGHMC, cosine step-size cycles", true},
-      {"sgld", K::kReshuffle, factory<Sgld>(), "SGLD, overdamped Langevin"},
+      {"sgld", K::kReshuffle, factory<Sgld>(), "SGLD, overdamped Langevin", false, false, true},
       {"sgnht", K::kReshuffle, factory<Sgnht>(), "SGNHT, Nose-Hoover thermostat"},
       {"obabo", K::kReshuffle, factory<Obabo>(), "OBABO (GGMC), Metropolis-Hastings with mh_block > 0", false,
        true},
       {"nogin", K::kWithReplacement, factory<Nogin>(),
-       "NOGIN, ABOBA with the gradient-noise covariance in the friction (needs per-example gradients)"},
+       "NOGIN, ABOBA with the gradient-noise covariance in the friction (needs per-example gradients)", false,
+       false, false, true},
   };
   return table;
 }
@@ -81,6 +84,27 @@ const std::string& sampler_summary(const std::string& name) { return entry(name)
 
 BatchOrderKind default_batch_order(const std::string& name) { return entry(name).order; }
 
+const char* to_string(SamplerOption option) {
+  switch (option) {
+    case SamplerOption::kFriction: return "friction";
+    case SamplerOption::kCycleLength: return "cycle_length";
+    case SamplerOption::kMhBlock: return "mh_block";
+    case SamplerOption::kNoiseCovariance: return "noise_covariance";
+  }
+  TORCH_CHECK(false, "unknown sampler option");
+}
+
+bool reads_option(const std::string& name, SamplerOption option) {
+  const Entry& e = entry(name);
+  switch (option) {
+    case SamplerOption::kFriction: return !e.overdamped;
+    case SamplerOption::kCycleLength: return e.cyclical;
+    case SamplerOption::kMhBlock: return e.metropolis;
+    case SamplerOption::kNoiseCovariance: return e.noise_corrected;
+  }
+  return false;
+}
+
 std::unique_ptr<Sampler> make_sampler(const std::string& name, GradientOracle& oracle, torch::Tensor anchor,
                                       const LangevinOptions& options, uint64_t seed) {
   const Entry& e = entry(name);
@@ -91,6 +115,8 @@ std::unique_ptr<Sampler> make_sampler(const std::string& name, GradientOracle& o
               "' needs a positive cycle_length (steps per cosine cycle)");
   TORCH_CHECK(e.metropolis || options.mh_block() == 0, "sampler '", name,
               "' has no Metropolis-Hastings correction; mh_block applies to obabo only");
+  TORCH_CHECK(e.noise_corrected || options.noise_covariance() == NoiseCovariance::kDiagonal, "sampler '", name,
+              "' estimates no gradient-noise covariance; noise_covariance applies to nogin only");
   LangevinOptions resolved = options;
   if (!resolved.order()) resolved.order(e.order);
   return e.make(oracle, std::move(anchor), resolved, seed);

@@ -42,6 +42,21 @@ const std::string& sampler_summary(const std::string& name);
 // The default batch order of a sampler (the table above).
 BatchOrderKind default_batch_order(const std::string& name);
 
+// The options that only some samplers read; every sampler reads the step
+// size, rho, rho_max, the prior, the temperature, the batch order and the
+// gradient estimator.
+enum class SamplerOption {
+  kFriction,         // gamma: all but sgld (overdamped: no velocity)
+  kCycleLength,      // csghmc
+  kMhBlock,          // obabo
+  kNoiseCovariance,  // nogin
+};
+// The option's name in LangevinOptions ("friction", "cycle_length", ...).
+const char* to_string(SamplerOption option);
+// Whether sampler `name` reads `option` (the registry's table); throws on
+// unknown names.
+bool reads_option(const std::string& name, SamplerOption option);
+
 // Creates sampler `name` over `oracle`, anchored at `anchor` (x*). Unknown
 // names throw, listing the valid names; options are validated, an unset batch
 // order becomes the sampler's default, and options that the sampler ignores

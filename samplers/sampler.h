@@ -12,7 +12,10 @@
 // end-of-step force, thermostat, Metropolis-Hastings block). load() expects a
 // sampler constructed like the saved one (same oracle, anchor, options and
 // seed); the control variate's anchor gradients are recomputed by that
-// constructor rather than stored, so checkpoints stay O(d).
+// constructor rather than stored, so checkpoints stay O(d). The options are
+// stored as exact values (option_values()) and must match bit for bit: a
+// step size that differs in the 10th digit is another chain (checkpoints
+// written before bnn stored them are matched by their description alone).
 //
 // Thread-safety: a sampler is used by one thread at a time.
 // Reproducibility: same seed, same device, same thread count -> identical
@@ -20,6 +23,8 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -43,6 +48,10 @@ class Sampler {
   // A short line of sampler-specific diagnostics for the epoch log (e.g. the
   // acceptance rate or the thermostat); empty if none. May synchronise.
   virtual std::string diagnostics() const { return {}; }
+
+  // The sampler's options as exact values, by name (step_size, friction,
+  // ...): a checkpoint records them and load() requires the same bits.
+  virtual std::vector<std::pair<std::string, double>> option_values() const { return {}; }
 
   // Note [Sampler checkpoints].
   void save(torch::serialize::OutputArchive& archive) const;

@@ -11,10 +11,7 @@
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
-#include "data_loaders/celeba.h"
-#include "data_loaders/chest_xray.h"
-#include "data_loaders/cifar10.h"
-#include "data_loaders/fashion_mnist.h"
+#include "data_loaders/registry.h"
 #include "models/registry.h"
 #include "samplers/registry.h"
 
@@ -161,45 +158,44 @@ Field int_list(std::string key, std::vector<int64_t>& target, std::string def, i
 
 constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
 
-// data.dir = auto: each dataset's default directory (image_folder has none).
-const std::map<std::string, std::string>& default_dirs() {
-  static const std::map<std::string, std::string> dirs = {
-      {"fashion_mnist", data_loaders::kFashionMnistDefaultDir},
-      {"cifar10", data_loaders::kCifar10DefaultDir},
-      {"chest_xray", data_loaders::kChestXrayDefaultDir},
-      {"celeba", data_loaders::kCelebaDefaultDir},
-  };
-  return dirs;
+// data.dir's help: each data set's layout and default directory (data_loaders/registry.h).
+std::string data_dir_doc() {
+  std::vector<std::string> layouts, defaults;
+  for (const auto& e : data_loaders::dataset_entries()) {
+    layouts.push_back(e.name + ": " + e.layout);
+    defaults.push_back(e.name + ": " + (e.default_dir.empty() ? "none, data.dir is required" : e.default_dir));
+  }
+  return fmt::format("Directory holding the data set's files ({}). auto = {}.", fmt::join(layouts, "; "),
+                     fmt::join(defaults, ", "));
 }
 
-std::vector<std::string> default_dir_docs() {
-  std::vector<std::string> docs;
-  for (const auto& [name, dir] : default_dirs()) docs.push_back(name + ": " + dir);
-  return docs;
+std::string image_size_doc() {
+  std::vector<std::string> resizable, fixed;
+  for (const auto& e : data_loaders::dataset_entries()) {
+    if (e.resizable) {
+      resizable.push_back(fmt::format("{} {}", e.name, e.default_side));
+    } else {
+      fixed.push_back(e.name);
+    }
+  }
+  return fmt::format("Side of the square images of the resizable data sets (0 = their defaults: {}); {} have fixed "
+                     "sizes and need 0.",
+                     fmt::join(resizable, ", "), fmt::join(fixed, " and "));
 }
 
 // The single place where keys, defaults, bounds and descriptions live.
 std::vector<Field> fields(Config& c) {
   return {
-      text("data.dataset", c.data.dataset, "fashion_mnist",
-           {"fashion_mnist", "cifar10", "chest_xray", "celeba", "image_folder"},
+      text("data.dataset", c.data.dataset, "fashion_mnist", data_loaders::dataset_names(),
            "Dataset to load (README.md, Datasets, shows each one's directory layout)."),
-      text("data.dir", c.data.dir, "auto", {},
-           "Directory holding the dataset files (Fashion-MNIST: the four IDX files, plain or .gz; "
-           "CIFAR-10: the binary version's data_batch_1.bin ... data_batch_5.bin and test_batch.bin; "
-           "chest X-ray: the chest_xray folder with train/ and test/; CelebA: img_align_celeba/, "
-           "list_attr_celeba.txt, list_eval_partition.txt; image_folder: one subfolder per class, optionally "
-           "under train/ and test/). auto = " + fmt::format("{}", fmt::join(default_dir_docs(), ", ")) +
-               "; image_folder has no default."),
+      text("data.dir", c.data.dir, "auto", {}, data_dir_doc()),
       integer("data.train_limit", c.data.train_limit, "0", 0, kBig,
               "Use only the first N training examples (0 = all); for chest_xray the first N images before "
               "augmentation."),
       integer("data.test_limit", c.data.test_limit, "0", 0, kBig, "Use only the first N test examples (0 = all)."),
       integer("data.batch_size", c.data.batch_size, "200", 1, kBig,
               "Minibatch size N_b; the training set is split once into floor(N_D/N_b) fixed batches."),
-      integer("data.image_size", c.data.image_size, "0", 0, 4096,
-              "Side of the square images of chest_xray, celeba and image_folder (0 = their defaults: 180, 64, "
-              "64); fashion_mnist and cifar10 have fixed sizes and need 0."),
+      integer("data.image_size", c.data.image_size, "0", 0, 4096, image_size_doc()),
       boolean("data.skip_bad_images", c.data.skip_bad_images, "false",
               "Leave unreadable image files out (counted in the log) instead of stopping with an error naming "
               "the file (chest_xray, celeba, image_folder)."),
@@ -372,16 +368,16 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
 namespace {
 
 void validate_data(DataConfig& d) {
+  const data_loaders::DatasetEntry& entry = data_loaders::dataset_entry(d.dataset);
   if (d.dir == "auto") {
-    const auto it = default_dirs().find(d.dataset);
-    if (it == default_dirs().end()) {
+    if (entry.default_dir.empty()) {
       throw ConfigError(fmt::format("config key 'data.dir': invalid value 'auto': {} has no default directory; "
                                     "set data.dir to the folder holding your images",
                                     d.dataset));
     }
-    d.dir = it->second;
+    d.dir = entry.default_dir;
   }
-  if (d.image_size != 0 && (d.dataset == "fashion_mnist" || d.dataset == "cifar10")) {
+  if (d.image_size != 0 && !entry.resizable) {
     throw ConfigError(fmt::format("config key 'data.image_size': invalid value '{}': {} images have a fixed size; "
                                   "leave it at 0",
                                   d.image_size, d.dataset));
@@ -396,7 +392,7 @@ void validate_data(DataConfig& d) {
                                   "class is the test split)",
                                   d.split_ratio));
   }
-  if (!d.standardize && d.dataset != "fashion_mnist") {
+  if (!d.standardize && !entry.optional_standardization) {
     throw ConfigError(fmt::format("config key 'data.standardize': invalid value 'false': only fashion_mnist can keep "
                                   "pixels in [0, 1]; {} is always standardized",
                                   d.dataset));
@@ -431,18 +427,38 @@ void validate_and_resolve(Config& c) {
                                   "sampler.epochs ({})",
                                   s.burn_in, s.epochs));
   }
-  if (s.cycle_length > 0 && s.name != "csghmc") {
-    throw ConfigError(fmt::format("config key 'sampler.cycle_length': invalid value '{}': only sampler csghmc "
-                                  "has step-size cycles (sampler.name is '{}')",
-                                  s.cycle_length, s.name));
-  }
-  if (s.mh_block > 0 && s.name != "obabo") {
-    throw ConfigError(fmt::format("config key 'sampler.mh_block': invalid value '{}': only sampler obabo has a "
-                                  "Metropolis-Hastings correction (sampler.name is '{}')",
-                                  s.mh_block, s.name));
+  // A key the sampler does not read is an error, not silently ignored; the
+  // sampler registry knows which samplers read which option.
+  struct SpecificKey {
+    const char* key;
+    samplers::SamplerOption option;
+    bool given;
+    std::string value;
+  };
+  const std::vector<SpecificKey> specific = {
+      {"sampler.friction", samplers::SamplerOption::kFriction, s.friction.has_value(),
+       s.friction ? fmt::format("{}", *s.friction) : ""},
+      {"sampler.cycle_length", samplers::SamplerOption::kCycleLength, s.cycle_length > 0,
+       std::to_string(s.cycle_length)},
+      {"sampler.mh_block", samplers::SamplerOption::kMhBlock, s.mh_block > 0, std::to_string(s.mh_block)},
+      {"sampler.nogin_covariance", samplers::SamplerOption::kNoiseCovariance, s.nogin_covariance != "diagonal",
+       s.nogin_covariance},
+  };
+  for (const SpecificKey& k : specific) {
+    if (!k.given || samplers::reads_option(s.name, k.option)) continue;
+    std::vector<std::string> readers;
+    for (const auto& name : samplers::sampler_names()) {
+      if (samplers::reads_option(name, k.option)) readers.push_back(name);
+    }
+    throw ConfigError(fmt::format("config key '{}': invalid value '{}': sampler {} does not use it (samplers that "
+                                  "do: {}); remove the key",
+                                  k.key, k.value, s.name, fmt::join(readers, ", ")));
   }
   const bool localized = std::isfinite(s.rho);
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
+  if (!s.friction && !samplers::reads_option(s.name, samplers::SamplerOption::kFriction)) {
+    s.friction = localized ? 1.0 / s.rho : 1.0;  // unread; resolved only so that every key has a value
+  }
   if (!s.friction) {
     if (!localized) {
       throw ConfigError("config key 'sampler.friction': auto means 1/rho, which needs a finite sampler.rho; "

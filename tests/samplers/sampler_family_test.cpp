@@ -6,6 +6,9 @@
 #include <cmath>
 #include <sstream>
 
+#include <map>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "samplers/euler_maruyama.h"
@@ -262,6 +265,51 @@ TEST(SamplerFamily, CheckpointOfAnotherSamplerIsRefused) {
   const std::string error = testing::error_of([&] { ubu->load(in); });
   EXPECT_NE(error.find("sampler checkpoint was written by Sgnht(h=0.05"), std::string::npos) << error;
   EXPECT_NE(error.find("loaded into Ubu(h=0.05"), std::string::npos) << error;
+}
+
+// Note [Sampler checkpoints]: the options are compared exactly. Two step
+// sizes equal to 6 digits print the same description, and were accepted
+// when the description was all that was compared.
+TEST(SamplerFamily, CheckpointWithOptionsEqualTo6DigitsIsRefused) {
+  auto oracle = make_oracle(10);
+  const double h = 0.05, h_close = 0.05 * (1 + 1e-9);
+  auto a = make_sampler("sms_ubu", oracle, anchor_for(oracle), LangevinOptions(h), 1);
+  auto b = make_sampler("sms_ubu", oracle, anchor_for(oracle), LangevinOptions(h_close), 1);
+  ASSERT_EQ(a->pretty_string(), b->pretty_string());
+  std::stringstream buffer;
+  torch::serialize::OutputArchive out;
+  a->save(out);
+  out.save_to(buffer);
+  torch::serialize::InputArchive in;
+  in.load_from(buffer);
+  const std::string error = testing::error_of([&] { b->load(in); });
+  EXPECT_NE(error.find(fmt::format("sampler checkpoint was written with step_size = {:.17g} but this sampler has "
+                                   "step_size = {:.17g}",
+                                   h, h_close)),
+            std::string::npos)
+      << error;
+}
+
+// Which samplers read the options that only some read (the registry's table).
+TEST(SamplerFamily, RegistryKnowsWhichSamplersReadWhichOption) {
+  std::map<std::string, std::vector<std::string>> readers;
+  for (const auto& name : sampler_names()) {
+    for (auto option : {SamplerOption::kFriction, SamplerOption::kCycleLength, SamplerOption::kMhBlock,
+                        SamplerOption::kNoiseCovariance}) {
+      if (reads_option(name, option)) readers[to_string(option)].push_back(name);
+    }
+  }
+  EXPECT_EQ(readers["cycle_length"], std::vector<std::string>{"csghmc"});
+  EXPECT_EQ(readers["mh_block"], std::vector<std::string>{"obabo"});
+  EXPECT_EQ(readers["noise_covariance"], std::vector<std::string>{"nogin"});
+  EXPECT_EQ(readers["friction"].size(), sampler_names().size() - 1);
+  EXPECT_FALSE(reads_option("sgld", SamplerOption::kFriction));
+  auto oracle = make_oracle(10);
+  const std::string error = testing::error_of([&] {
+    make_sampler("sms_ubu", oracle, anchor_for(oracle), LangevinOptions(0.1).noise_covariance(NoiseCovariance::kLowRank),
+                 1);
+  });
+  EXPECT_NE(error.find("noise_covariance applies to nogin only"), std::string::npos) << error;
 }
 
 TEST(SamplerFamily, OptionErrorsNameTheProblem) {
