@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles (syntax only) the sources that are built only against a CUDA
-# LibTorch, on a machine without CUDA: tests/src/cuda_sync_test.cpp with
+# LibTorch, on a machine without CUDA: tests/src/pipeline/cuda_sync_test.cpp with
 # BNN_HAVE_C10_CUDA, against this machine's LibTorch headers (Debian's
 # libtorch-dev ships c10/cuda/) and the CUDA runtime headers of Debian's
 # nvidia-cuda-dev (non-free; about 770 MB, downloaded into a temporary
@@ -28,7 +28,7 @@ fi
 # CMake generates this header when it builds c10_cuda; a CPU LibTorch has none.
 echo '#define C10_CUDA_BUILD_SHARED_LIBS' > "$work/shim/c10/cuda/impl/cuda_cmake_macros.h"
 
-source=tests/src/cuda_sync_test.cpp
+source=tests/src/pipeline/cuda_sync_test.cpp
 g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wno-unused-parameter -D_GLIBCXX_USE_CXX11_ABI=1 \
   -DBNN_HAVE_C10_CUDA=1 -I"$root" -isystem "$torch_include" -isystem "$work/shim" \
   -isystem "$work/cuda/usr/include" "$root/$source"

@@ -25,7 +25,7 @@
 // rows of the run's swa_probs.npy and bayes_probs.npy (averaged over the
 // selected members) for the same images to float32 rounding: the same
 // weights, statistics and inputs, scored in batches of another size and
-// averaged in another order (tests/src/predict_test.cpp measures 0 for swa and
+// averaged in another order (tests/src/pipeline/predict_test.cpp measures 0 for swa and
 // 3e-8 for bayes, and allows 1e-5). float16 weights moved them by 3e-4 there
 // (allowed 5e-3).
 //

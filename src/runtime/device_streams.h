@@ -12,7 +12,7 @@
 // everything that makes a member's result (model, seeds, batch order,
 // noise generators, checkpoint, output files) is the member's own, so a
 // member computes the same whichever worker runs it and whatever runs beside
-// it: bit-identical on the CPU (tests/src/devices_test.cpp), and on a GPU up
+// it: bit-identical on the CPU (tests/src/pipeline/devices_test.cpp), and on a GPU up
 // to the run-to-run nondeterminism that cuDNN and atomics have anyway.
 //
 // The measurements that chose this design, against separate processes per

@@ -13,6 +13,7 @@
 
 #include "samplers/registry.h"
 #include "tests/samplers/quadratic_oracle.h"
+#include "tests/support/error_text.h"
 
 namespace bnn::samplers {
 namespace {
@@ -183,12 +184,7 @@ TEST(Samplers, OneGradientPerStep) {
 }
 
 void expect_error(const LangevinOptions& options, const std::string& text) {
-  try {
-    options.validate();
-    FAIL() << "expected an error containing: " << text;
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
+  testing::expect_error<c10::Error>([&] { options.validate(); }, text);
 }
 
 TEST(LangevinOptions, InvalidValuesAreNamed) {

@@ -1,6 +1,7 @@
 // Tests for src/evaluation/metrics.h: golden values from an independent numpy
 // implementation (scripts/make_metric_golden.py), analytic cases and input checks.
 #include "src/evaluation/metrics.h"
+#include "tests/support/error_text.h"
 #include "tests/support/golden_json.h"
 
 #include <cmath>
@@ -29,13 +30,7 @@ void expect_close(double actual, double expected, const std::string& what) {
 }
 
 void expect_error_contains(const std::function<void()>& call, const std::string& substring) {
-  try {
-    call();
-    ADD_FAILURE() << "expected a c10::Error containing '" << substring << "'";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(substring), std::string::npos)
-        << "message was: " << e.what_without_backtrace();
-  }
+  testing::expect_error<c10::Error>(call, substring);
 }
 
 TEST(MetricsGolden, EachMetricMatchesNumpy) {

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/error_text.h"
+
 namespace bnn::config {
 namespace {
 
@@ -17,12 +19,7 @@ std::filesystem::path write_temp(const std::string& name, const std::string& tex
 }
 
 void expect_error(const std::function<void()>& f, const std::string& text) {
-  try {
-    f();
-    FAIL() << "expected ConfigError containing: " << text;
-  } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
+  testing::expect_error<ConfigError>(f, text);
 }
 
 TEST(Config, DefaultsAreThePapersSettings) {
@@ -106,6 +103,30 @@ TEST(Config, ImageDatasetKeysAreChecked) {
   expect_error([] { load_config("", {"data.channels=2"}); }, "config key 'data.channels': invalid value '2'");
   expect_error([] { load_config("", {"data.dataset=mnist"}); },
                "valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder");
+}
+
+// A key that the chosen sampler does not read is refused, naming the
+// samplers that do read it (samplers/registry.h), instead of being ignored.
+TEST(Config, KeysTheSamplerDoesNotReadAreRefused) {
+  expect_error([] { load_config("", {"sampler.name=sgld", "sampler.friction=5"}); },
+               "config key 'sampler.friction': invalid value '5': sampler sgld does not use it (samplers that do: "
+               "sms_ubu, sg_ubu, ubu_rr, sms_baoab, sg_baoab, baoab_rr, sghmc, sg_em, em_rr, sms_em, csghmc, sgnht, "
+               "obabo, nogin); remove the key");
+  expect_error([] { load_config("", {"sampler.nogin_covariance=low_rank"}); },
+               "config key 'sampler.nogin_covariance': invalid value 'low_rank': sampler sms_ubu does not use it "
+               "(samplers that do: nogin); remove the key");
+  expect_error([] { load_config("", {"sampler.cycle_length=8"}); },
+               "config key 'sampler.cycle_length': invalid value '8': sampler sms_ubu does not use it (samplers that "
+               "do: csghmc)");
+  expect_error([] { load_config("", {"sampler.name=sghmc", "sampler.mh_block=2"}); },
+               "config key 'sampler.mh_block': invalid value '2': sampler sghmc does not use it (samplers that do: "
+               "obabo)");
+  EXPECT_EQ(load_config("", {"sampler.name=nogin", "sampler.nogin_covariance=low_rank"}).sampler.nogin_covariance,
+            "low_rank");
+  // sgld's friction is unread: auto needs no finite rho for it.
+  EXPECT_EQ(*load_config("", {"sampler.name=sgld", "sampler.rho=.inf"}).sampler.friction, 1.0);
+  expect_error([] { load_config("", {"sampler.name=sghmc", "sampler.rho=.inf"}); },
+               "auto means 1/rho, which needs a finite sampler.rho");
 }
 
 TEST(Config, OnlyFashionMnistKeepsUnstandardizedPixels) {
