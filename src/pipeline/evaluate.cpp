@@ -15,6 +15,7 @@
 #include "src/config/config.h"
 #include "src/evaluation/diagnostics.h"
 #include "src/evaluation/figures.h"
+#include "src/evaluation/report.h"
 #include "src/evaluation/uncertainty.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
@@ -131,57 +132,6 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   return m;
 }
 
-std::string class_table(const std::vector<std::string>& methods,
-                        const std::map<std::string, evaluation::UncertaintySummary>& summaries) {
-  std::string out = "| class |";
-  std::string rule = "|---:|";
-  for (const std::string& method : methods) {
-    out += fmt::format(" {} |", method);
-    rule += "---:|";
-  }
-  out += "\n" + rule + "\n";
-  const size_t k = summaries.at("bayes").per_class_accuracy.size();
-  for (size_t c = 0; c < k; ++c) {
-    out += fmt::format("| {} |", c);
-    for (const std::string& method : methods) {
-      const double a = summaries.at(method).per_class_accuracy[c];
-      out += std::isnan(a) ? " – |" : fmt::format(" {:.4f} |", a);
-    }
-    out += '\n';
-  }
-  return out;
-}
-
-std::string confusion_table(const evaluation::UncertaintySummary& s) {
-  const size_t k = s.confusion.size();
-  std::string out = "| true \\ predicted |";
-  std::string rule = "|---:|";
-  for (size_t c = 0; c < k; ++c) {
-    out += fmt::format(" {} |", c);
-    rule += "---:|";
-  }
-  out += "\n" + rule + "\n";
-  for (size_t t = 0; t < k; ++t) {
-    out += fmt::format("| **{}** |", t);
-    for (size_t p = 0; p < k; ++p) out += fmt::format(" {} |", s.confusion[t][p]);
-    out += '\n';
-  }
-  return out;
-}
-
-// Split R-hat and ESS need at least this many draws (diagnostics.h).
-constexpr size_t kMinDiagnosticDraws = 4;
-
-// A member's training loss of each sampling epoch after `burn_in` epochs, in order.
-std::vector<double> sampling_losses(const evaluation::LossTrace& trace, int64_t burn_in) {
-  std::vector<double> losses;
-  int64_t epoch = 0;
-  for (size_t e = 0; e < trace.phase.size(); ++e) {
-    if (trace.phase[e] == "sample" && ++epoch > burn_in) losses.push_back(trace.loss[e]);
-  }
-  return losses;
-}
-
 // Note [R-hat across members]: split R-hat of the members' sampling losses
 // per epoch, over epochs burn_in+1 .. e for each e (rhat_vs_epoch). Members
 // start from different SWA points, so this measures whether the loss level
@@ -192,130 +142,12 @@ std::vector<evaluation::RhatAtEpoch> rhat_across_members(const std::vector<Membe
   if (members.size() < 2) return {};
   std::vector<torch::Tensor> rows;
   for (const MemberData& m : members) {
-    const std::vector<double> losses = sampling_losses(m.trace, /*burn_in=*/0);
+    const std::vector<double> losses = evaluation::sampling_losses(m.trace, /*burn_in=*/0);
     if (!rows.empty() && static_cast<int64_t>(losses.size()) != rows.front().numel()) return {};
     rows.push_back(torch::tensor(losses, torch::kDouble));
   }
-  if (rows.front().numel() < burn_in + static_cast<int64_t>(kMinDiagnosticDraws)) return {};
+  if (rows.front().numel() < burn_in + static_cast<int64_t>(evaluation::kMinDiagnosticDraws)) return {};
   return evaluation::rhat_by_epoch(torch::stack(rows), burn_in);
-}
-
-std::string number_or_dash(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : "–"; }
-
-std::string rhat_section(const std::vector<evaluation::RhatAtEpoch>& curve, size_t members, int64_t burn_in) {
-  std::string out = "\n## R-hat against epoch\n\n";
-  if (curve.empty()) {
-    return out + fmt::format("Not computed: R-hat across members needs at least 2 members and {} sampling epochs "
-                             "after the burn-in of {} epoch(s) ({} member(s) here).\n",
-                             kMinDiagnosticDraws, burn_in, members);
-  }
-  fmt::format_to(std::back_inserter(out),
-                 "R-hat and split R-hat across the {} members of the per-epoch sampling-phase training loss, using "
-                 "the epochs from the end of burn-in ({} epoch(s)) to each epoch (figure rhat_vs_epoch). The members "
-                 "start from different SWA points x*, so this measures between-mode mixing of the training loss "
-                 "(do the modes reach the same loss level?), unlike `bnn rhat`, whose chains all start near one x*."
-                 "\n\n| epoch | draws | R-hat | split R-hat |\n|---:|---:|---:|---:|\n",
-                 members, burn_in);
-  // At most about ten rows, evenly spaced, the last epoch always among them.
-  const size_t stride = (curve.size() + 9) / 10;
-  for (size_t i = 0; i < curve.size(); ++i) {
-    if ((curve.size() - 1 - i) % stride != 0) continue;
-    const auto& p = curve[i];
-    fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", p.epoch, p.draws, number_or_dash(p.rhat),
-                   number_or_dash(p.split_rhat));
-  }
-  return out;
-}
-
-std::string diagnostics_section(const std::vector<MemberData>& members, int64_t burn_in) {
-  std::string out = fmt::format(
-      "\n## Sampling diagnostics\n\n"
-      "Per member, the training loss of each sampling epoch after the burn-in of {} epoch(s), taken as one "
-      "chain: split R-hat (near 1 when its two halves agree; above 1.1 the chain still drifts) and the effective "
-      "sample size of its mean (src/evaluation/diagnostics.h; at least {} epochs needed). Members start from "
-      "different SWA points, so these per-member figures measure mixing within a mode; the R-hat across members "
-      "(next section) asks whether the modes reach the same loss level.\n\n"
-      "| member | epochs | split R-hat | ESS |\n|:---|---:|---:|---:|\n",
-      burn_in, kMinDiagnosticDraws);
-  for (const MemberData& m : members) {
-    const std::vector<double> losses = sampling_losses(m.trace, burn_in);
-    std::string rhat = "–", ess = "–";
-    if (losses.size() >= kMinDiagnosticDraws) {
-      const torch::Tensor chain =
-          torch::tensor(losses, torch::kDouble).reshape({1, static_cast<int64_t>(losses.size())});
-      try {
-        rhat = fmt::format("{:.4f}", evaluation::split_rhat(chain));
-        ess = fmt::format("{:.1f}", evaluation::effective_sample_size(chain));
-      } catch (const c10::Error&) {
-        rhat = ess = "constant loss";
-      }
-    }
-    fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", m.trace.member, losses.size(), rhat, ess);
-  }
-  return out;
-}
-
-std::string report(const std::vector<std::filesystem::path>& run_dirs, const config::Config& config,
-                   const Selection& selection, const std::vector<MemberData>& members,
-                   const std::vector<evaluation::EnsembleRow>& rows,
-                   const std::map<std::string, evaluation::UncertaintySummary>& summaries,
-                   const std::vector<evaluation::RhatAtEpoch>& rhat_curve, const evaluation::FigureOutcome& figures,
-                   bool figures_requested) {
-  std::string out = "# bnn evaluation report\n\n";
-  std::string dirs;
-  for (const auto& d : run_dirs) dirs += (dirs.empty() ? "" : ", ") + fmt::format("`{}`", d.string());
-  int64_t samples = 0;
-  for (const auto& m : members) samples += m.samples;
-  fmt::format_to(std::back_inserter(out),
-                 "- Run directories: {}\n- Experiment: model `{}` on `{}`, sampler `{}` (h = {}), {} sampling "
-                 "epochs\n- Members: {} ({})\n- Test examples: {}\n",
-                 dirs, config.model.name, config.data.dataset, config.sampler.name, config.sampler.step_size,
-                 config.sampler.epochs, members.size(), fmt::join(selection.members, ", "),
-                 members.front().bayes.size(0));
-  if (selection.recompute) {
-    fmt::format_to(std::back_inserter(out),
-                   "- Bayesian ensemble: recomputed from the stored float16 samples after a burn-in of {} "
-                   "epoch(s), every {} stored sample(s): {} samples in all\n",
-                   selection.burn_in.value_or(config.sampler.burn_in), selection.thin, samples);
-  } else {
-    fmt::format_to(std::back_inserter(out),
-                   "- Bayesian ensemble: each member's bayes_probs.npy (samples after the run's burn-in of {} "
-                   "epoch(s); {} stored samples in all)\n",
-                   config.sampler.burn_in, samples);
-  }
-  out += "\n## Ensemble metrics\n\nMean ± standard deviation over disjoint groups of members "
-         "(docs/design.md §5; the same numbers as metrics.csv).\n\n";
-  out += evaluation::to_markdown(rows);
-
-  fmt::format_to(std::back_inserter(out),
-                 "\n## Uncertainty of the full ensemble ({} members)\n\n"
-                 "Means over test examples of the predictive entropy H(p̄), the expected entropy of the draws "
-                 "and their difference, the mutual information (epistemic part). Draws are members for the point "
-                 "estimates ({}), and {} for the Bayesian ensemble (uncertainty.json).\n\n"
-                 "| method | draws | accuracy | predictive entropy | expected entropy | mutual information |\n"
-                 "|:---|---:|---:|---:|---:|---:|\n",
-                 members.size(), fmt::join(point_estimates(config), ", "),
-                 selection.draws_are_samples ? "every retained sample of every member" : "members");
-  for (const std::string& method : methods_of(config)) {
-    const auto& s = summaries.at(method);
-    fmt::format_to(std::back_inserter(out), "| {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", method, s.draws,
-                   s.accuracy, s.predictive_entropy, s.expected_entropy, s.mutual_information);
-  }
-  out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(methods_of(config), summaries);
-  out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
-         confusion_table(summaries.at("bayes"));
-
-  const int64_t burn_in = selection.burn_in.value_or(config.sampler.burn_in);
-  out += diagnostics_section(members, burn_in);
-  out += rhat_section(rhat_curve, members.size(), burn_in);
-
-  out += "\n## Figures\n\n";
-  if (!figures_requested) return out + "Not drawn (--no-figures).\n";
-  if (!figures.error.empty()) return out + fmt::format("Not drawn: {}.\n", figures.error);
-  for (const auto& name : figures.figures) {
-    fmt::format_to(std::back_inserter(out), "![{0}](figures/{0}.png)\n\n[{0}.svg](figures/{0}.svg)\n\n", name);
-  }
-  return out;
 }
 
 }  // namespace
@@ -464,8 +296,32 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     figures = evaluation::draw_figures(inputs, out_dir / "figures");
     if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);
   }
-  io::write_file_atomically(out_dir / "report.md", report(run_dirs, config, selection, members, rows, summaries,
-                                                          rhat_curve, figures, options.figures));
+  evaluation::ReportInputs report;
+  for (const auto& d : run_dirs) report.run_dirs.push_back(d.string());
+  report.model = config.model.name;
+  report.dataset = config.data.dataset;
+  report.sampler = config.sampler.name;
+  report.step_size = config.sampler.step_size;
+  report.sampling_epochs = config.sampler.epochs;
+  report.point_estimates = point_estimates(config);
+  report.methods = methods_of(config);
+  report.members = selection.members;
+  for (const MemberData& m : members) {
+    report.traces.push_back(m.trace);
+    report.samples += m.samples;
+  }
+  report.test_examples = members.front().bayes.size(0);
+  report.recomputed = selection.recompute;
+  report.burn_in = selection.burn_in.value_or(config.sampler.burn_in);
+  report.run_burn_in = config.sampler.burn_in;
+  report.thin = selection.thin;
+  report.draws_are_samples = selection.draws_are_samples;
+  report.rows = rows;
+  report.summaries = summaries;
+  report.rhat_curve = rhat_curve;
+  report.figures = figures;
+  report.figures_requested = options.figures;
+  io::write_file_atomically(out_dir / "report.md", evaluation::render_report(report));
   return rows;
 }
 

@@ -1,0 +1,171 @@
+#include "src/evaluation/report.h"
+
+#include <cmath>
+#include <iterator>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace bnn::evaluation {
+namespace {
+
+std::string class_table(const std::vector<std::string>& methods,
+                        const std::map<std::string, UncertaintySummary>& summaries) {
+  std::string out = "| class |";
+  std::string rule = "|---:|";
+  for (const std::string& method : methods) {
+    out += fmt::format(" {} |", method);
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  const size_t k = summaries.at("bayes").per_class_accuracy.size();
+  for (size_t c = 0; c < k; ++c) {
+    out += fmt::format("| {} |", c);
+    for (const std::string& method : methods) {
+      const double a = summaries.at(method).per_class_accuracy[c];
+      out += std::isnan(a) ? " – |" : fmt::format(" {:.4f} |", a);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string confusion_table(const UncertaintySummary& s) {
+  const size_t k = s.confusion.size();
+  std::string out = "| true \\ predicted |";
+  std::string rule = "|---:|";
+  for (size_t c = 0; c < k; ++c) {
+    out += fmt::format(" {} |", c);
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  for (size_t t = 0; t < k; ++t) {
+    out += fmt::format("| **{}** |", t);
+    for (size_t p = 0; p < k; ++p) out += fmt::format(" {} |", s.confusion[t][p]);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string number_or_dash(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : "–"; }
+
+std::string rhat_section(const std::vector<RhatAtEpoch>& curve, size_t members, int64_t burn_in) {
+  std::string out = "\n## R-hat against epoch\n\n";
+  if (curve.empty()) {
+    return out + fmt::format("Not computed: R-hat across members needs at least 2 members and {} sampling epochs "
+                             "after the burn-in of {} epoch(s) ({} member(s) here).\n",
+                             kMinDiagnosticDraws, burn_in, members);
+  }
+  fmt::format_to(std::back_inserter(out),
+                 "R-hat and split R-hat across the {} members of the per-epoch sampling-phase training loss, using "
+                 "the epochs from the end of burn-in ({} epoch(s)) to each epoch (figure rhat_vs_epoch). The members "
+                 "start from different SWA points x*, so this measures between-mode mixing of the training loss "
+                 "(do the modes reach the same loss level?), unlike `bnn rhat`, whose chains all start near one x*."
+                 "\n\n| epoch | draws | R-hat | split R-hat |\n|---:|---:|---:|---:|\n",
+                 members, burn_in);
+  // At most about ten rows, evenly spaced, the last epoch always among them.
+  const size_t stride = (curve.size() + 9) / 10;
+  for (size_t i = 0; i < curve.size(); ++i) {
+    if ((curve.size() - 1 - i) % stride != 0) continue;
+    const auto& p = curve[i];
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", p.epoch, p.draws, number_or_dash(p.rhat),
+                   number_or_dash(p.split_rhat));
+  }
+  return out;
+}
+
+std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t burn_in) {
+  std::string out = fmt::format(
+      "\n## Sampling diagnostics\n\n"
+      "Per member, the training loss of each sampling epoch after the burn-in of {} epoch(s), taken as one "
+      "chain: split R-hat (near 1 when its two halves agree; above 1.1 the chain still drifts) and the effective "
+      "sample size of its mean (src/evaluation/diagnostics.h; at least {} epochs needed). Members start from "
+      "different SWA points, so these per-member figures measure mixing within a mode; the R-hat across members "
+      "(next section) asks whether the modes reach the same loss level.\n\n"
+      "| member | epochs | split R-hat | ESS |\n|:---|---:|---:|---:|\n",
+      burn_in, kMinDiagnosticDraws);
+  for (const LossTrace& trace : traces) {
+    const std::vector<double> losses = sampling_losses(trace, burn_in);
+    std::string rhat = "–", ess = "–";
+    if (losses.size() >= kMinDiagnosticDraws) {
+      const torch::Tensor chain =
+          torch::tensor(losses, torch::kDouble).reshape({1, static_cast<int64_t>(losses.size())});
+      try {
+        rhat = fmt::format("{:.4f}", split_rhat(chain));
+        ess = fmt::format("{:.1f}", effective_sample_size(chain));
+      } catch (const c10::Error&) {
+        rhat = ess = "constant loss";
+      }
+    }
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", trace.member, losses.size(), rhat, ess);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<double> sampling_losses(const LossTrace& trace, int64_t burn_in) {
+  std::vector<double> losses;
+  int64_t epoch = 0;
+  for (size_t e = 0; e < trace.phase.size(); ++e) {
+    if (trace.phase[e] == "sample" && ++epoch > burn_in) losses.push_back(trace.loss[e]);
+  }
+  return losses;
+}
+
+
+std::string render_report(const ReportInputs& in) {
+  std::string out = "# bnn evaluation report\n\n";
+  std::string dirs;
+  for (const auto& d : in.run_dirs) dirs += (dirs.empty() ? "" : ", ") + fmt::format("`{}`", d);
+  fmt::format_to(std::back_inserter(out),
+                 "- Run directories: {}\n- Experiment: model `{}` on `{}`, sampler `{}` (h = {}), {} sampling "
+                 "epochs\n- Members: {} ({})\n- Test examples: {}\n",
+                 dirs, in.model, in.dataset, in.sampler, in.step_size, in.sampling_epochs, in.traces.size(),
+                 fmt::join(in.members, ", "), in.test_examples);
+  if (in.recomputed) {
+    fmt::format_to(std::back_inserter(out),
+                   "- Bayesian ensemble: recomputed from the stored float16 samples after a burn-in of {} "
+                   "epoch(s), every {} stored sample(s): {} samples in all\n",
+                   in.burn_in, in.thin, in.samples);
+  } else {
+    fmt::format_to(std::back_inserter(out),
+                   "- Bayesian ensemble: each member's bayes_probs.npy (samples after the run's burn-in of {} "
+                   "epoch(s); {} stored samples in all)\n",
+                   in.run_burn_in, in.samples);
+  }
+  out += "\n## Ensemble metrics\n\nMean ± standard deviation over disjoint groups of members "
+         "(docs/design.md §5; the same numbers as metrics.csv).\n\n";
+  out += to_markdown(in.rows);
+
+  fmt::format_to(std::back_inserter(out),
+                 "\n## Uncertainty of the full ensemble ({} members)\n\n"
+                 "Means over test examples of the predictive entropy H(p̄), the expected entropy of the draws "
+                 "and their difference, the mutual information (epistemic part). Draws are members for the point "
+                 "estimates ({}), and {} for the Bayesian ensemble (uncertainty.json).\n\n"
+                 "| method | draws | accuracy | predictive entropy | expected entropy | mutual information |\n"
+                 "|:---|---:|---:|---:|---:|---:|\n",
+                 in.traces.size(), fmt::join(in.point_estimates, ", "),
+                 in.draws_are_samples ? "every retained sample of every member" : "members");
+  for (const std::string& method : in.methods) {
+    const auto& s = in.summaries.at(method);
+    fmt::format_to(std::back_inserter(out), "| {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", method, s.draws,
+                   s.accuracy, s.predictive_entropy, s.expected_entropy, s.mutual_information);
+  }
+  out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(in.methods, in.summaries);
+  out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
+         confusion_table(in.summaries.at("bayes"));
+
+  out += diagnostics_section(in.traces, in.burn_in);
+  out += rhat_section(in.rhat_curve, in.traces.size(), in.burn_in);
+
+  out += "\n## Figures\n\n";
+  if (!in.figures_requested) return out + "Not drawn (--no-figures).\n";
+  if (!in.figures.error.empty()) return out + fmt::format("Not drawn: {}.\n", in.figures.error);
+  for (const auto& name : in.figures.figures) {
+    fmt::format_to(std::back_inserter(out), "![{0}](figures/{0}.png)\n\n[{0}.svg](figures/{0}.svg)\n\n", name);
+  }
+  return out;
+}
+
+}  // namespace bnn::evaluation

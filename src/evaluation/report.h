@@ -1,0 +1,54 @@
+// The Markdown report of an evaluation (report.md): the ensemble tables, the
+// uncertainty of the full ensemble, per-class accuracy, the confusion matrix,
+// the sampling diagnostics, R-hat across members and the figures. The
+// numbers come from the evaluation (src/pipeline/evaluate.h); this file only
+// renders them.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/evaluation/diagnostics.h"
+#include "src/evaluation/ensemble.h"
+#include "src/evaluation/figures.h"
+#include "src/evaluation/uncertainty.h"
+
+namespace bnn::evaluation {
+
+// Split R-hat and ESS need at least this many draws per chain (diagnostics.h).
+inline constexpr size_t kMinDiagnosticDraws = 4;
+
+// A member's training loss of each sampling epoch after `burn_in` epochs, in order.
+std::vector<double> sampling_losses(const LossTrace& trace, int64_t burn_in);
+
+struct ReportInputs {
+  std::vector<std::string> run_dirs;
+  // The experiment.
+  std::string model, dataset, sampler;
+  double step_size = 0;
+  int64_t sampling_epochs = 0;
+  std::vector<std::string> point_estimates;  // "adam", "swa" or "map"
+  std::vector<std::string> methods;          // the point estimates and "bayes"
+  // The members evaluated and their samples.
+  std::vector<std::string> members;  // their directory names
+  std::vector<LossTrace> traces;     // one per member, in order
+  int64_t test_examples = 0;
+  int64_t samples = 0;         // retained samples used, all members together
+  bool recomputed = false;     // Bayesian ensemble recomputed from stored samples
+  int64_t burn_in = 0;         // epochs, as evaluated
+  int64_t run_burn_in = 0;     // epochs, as the run used (sampler.burn_in)
+  int64_t thin = 1;
+  bool draws_are_samples = true;
+  // The results.
+  std::vector<EnsembleRow> rows;
+  std::map<std::string, UncertaintySummary> summaries;  // by method
+  std::vector<RhatAtEpoch> rhat_curve;                  // across members
+  FigureOutcome figures;
+  bool figures_requested = true;
+};
+
+std::string render_report(const ReportInputs& in);
+
+}  // namespace bnn::evaluation
