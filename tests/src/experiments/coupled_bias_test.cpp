@@ -12,6 +12,7 @@
 #include "src/experiments/coupled_bias.h"
 #include "src/io/atomic_file.h"
 #include "tests/samplers/quadratic_oracle.h"
+#include "tests/support/logistic_slice.h"
 #include "tests/support/run_bnn.h"
 
 namespace bnn {
@@ -95,19 +96,12 @@ TEST(CoupledBias, SamplersWithoutACouplingAreRefusedByName) {
 }
 
 // The command line, on a slice of the real Fashion-MNIST.
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
-const std::filesystem::path kWork =
-    std::filesystem::temp_directory_path() /
-    ("bnn_coupled_bias_test_" + std::to_string(std::hash<std::string>{}(BNN_SOURCE_DIR) % 1000000007));
-const std::string kConfig = std::string(BNN_SOURCE_DIR) + "/configs/logistic_fmnist.yaml";
-const std::string kSlice = " --set data.train_limit=2000 --set data.test_limit=300 --threads 1";
+const std::filesystem::path kFmnist = testing::kFashionMnistDir;
+const std::filesystem::path kWork = testing::slice_work_dir("bnn_coupled_bias_test");
+const std::string kConfig = testing::kLogisticConfig;
+const std::string kSlice = testing::kLogisticSlice;
 
-testing::CommandResult bnn_cli(const std::string& args) {
-  std::filesystem::create_directories(kWork);
-  static int calls = 0;
-  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
-}
+testing::CommandResult bnn_cli(const std::string& args) { return testing::run_logged(kWork, args); }
 
 TEST(LogisticEndToEnd, CoupledBiasWritesOneRowPerSamplerAndLevel) {
   if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;

@@ -25,6 +25,17 @@ bnn::testing::CommandResult run_tiny(const std::filesystem::path& work, const st
                                work / (name + ".txt"));
 }
 
+// The members' outputs of runs `a` and `b`, byte for byte.
+void expect_same_member_files(const std::filesystem::path& a, const std::filesystem::path& b,
+                              const std::vector<std::string>& members, const std::vector<std::string>& files) {
+  for (const std::string& m : members) {
+    for (const std::string& f : files) {
+      EXPECT_EQ(bnn::io::read_file(a / m / f), bnn::io::read_file(b / m / f)) << m << "/" << f;
+    }
+  }
+  EXPECT_EQ(bnn::io::read_file(a / "metrics.json"), bnn::io::read_file(b / "metrics.json"));
+}
+
 // Two CPU workers stand in for two GPUs: the member queue, the per-device data
 // copies and the shared run directory are the same code paths. Both runs are
 // on the CPU (run_bnn's default), so they must agree bit for bit.
@@ -37,12 +48,8 @@ TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
   r = run_tiny(work, "two", "--devices cpu,cpu");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 workers on cpu, cpu"), std::string::npos) << r.output;
-  for (const std::string m : {"member_000", "member_001"}) {
-    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
-      EXPECT_EQ(bnn::io::read_file(one / m / f), bnn::io::read_file(two / m / f)) << m << "/" << f;
-    }
-  }
-  EXPECT_EQ(bnn::io::read_file(one / "metrics.json"), bnn::io::read_file(two / "metrics.json"));
+  expect_same_member_files(one, two, {"member_000", "member_001"},
+                           {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"});
   std::filesystem::remove_all(work);
 }
 
@@ -58,12 +65,8 @@ TEST(Devices, MembersTrainedTogetherWriteWhatTheyWriteOneByOne) {
   r = run_tiny(work, "two", "--set run.members=3 --members-per-device 2");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 workers on cpu: 2 members at a time per device"), std::string::npos) << r.output;
-  for (const std::string m : {"member_000", "member_001", "member_002"}) {
-    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy", "swa_weights.npy"}) {
-      EXPECT_EQ(bnn::io::read_file(one / m / f), bnn::io::read_file(two / m / f)) << m << "/" << f;
-    }
-  }
-  EXPECT_EQ(bnn::io::read_file(one / "metrics.json"), bnn::io::read_file(two / "metrics.json"));
+  expect_same_member_files(one, two, {"member_000", "member_001", "member_002"},
+                           {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy", "swa_weights.npy"});
   if (!HasFailure()) std::filesystem::remove_all(work);
 }
 

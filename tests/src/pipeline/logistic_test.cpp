@@ -18,6 +18,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/map_estimate.h"
 #include "src/pipeline/model_oracle.h"
+#include "tests/support/logistic_slice.h"
 #include "tests/support/run_bnn.h"
 
 namespace bnn {
@@ -93,19 +94,12 @@ TEST(MapConfig, LbfgsReplacesAdamAndSwa) {
 }
 
 // The command line, on a slice of the real Fashion-MNIST.
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
-const std::filesystem::path kWork =
-    std::filesystem::temp_directory_path() /
-    ("bnn_logistic_test_" + std::to_string(std::hash<std::string>{}(BNN_SOURCE_DIR) % 1000000007));
-const std::string kConfig = std::string(BNN_SOURCE_DIR) + "/configs/logistic_fmnist.yaml";
-const std::string kSlice = " --set data.train_limit=2000 --set data.test_limit=300 --threads 1";
+const std::filesystem::path kFmnist = testing::kFashionMnistDir;
+const std::filesystem::path kWork = testing::slice_work_dir("bnn_logistic_test");
+const std::string kConfig = testing::kLogisticConfig;
+const std::string kSlice = testing::kLogisticSlice;
 
-testing::CommandResult bnn_cli(const std::string& args) {
-  std::filesystem::create_directories(kWork);
-  static int calls = 0;
-  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
-}
+testing::CommandResult bnn_cli(const std::string& args) { return testing::run_logged(kWork, args); }
 
 TEST(LogisticEndToEnd, MapThenSamplingScoresMapAndBayes) {
   if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
