@@ -1,0 +1,3 @@
+// A fixture for Layering.IncludeCycleIsFound.
+#pragma once
+#include "src/pipeline/a.h"
