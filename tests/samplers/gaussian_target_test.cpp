@@ -174,15 +174,6 @@ TEST(Samplers, SameSeedSameChainDifferentSeedDifferentChain) {
   }
 }
 
-TEST(Samplers, OneGradientPerStep) {
-  auto oracle = make_oracle();
-  auto sampler = make_sampler("sms_ubu", oracle, torch::full({kChains}, kAnchor, torch::kDouble),
-                              LangevinOptions(0.05), 1);
-  for (int i = 0; i < 10; ++i) sampler->step();
-  EXPECT_EQ(oracle.evaluations(), 10);
-  EXPECT_EQ(sampler->steps_taken(), 10);
-}
-
 void expect_error(const LangevinOptions& options, const std::string& text) {
   testing::expect_error<c10::Error>([&] { options.validate(); }, text);
 }

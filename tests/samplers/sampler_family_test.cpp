@@ -350,7 +350,9 @@ TEST(SamplerFamily, BatchOrderDistinguishesTheVariants) {
 }
 
 // BAOAB and OBABO reuse the end-of-step gradient: one evaluation per step
-// after the first; every other sampler evaluates once per step.
+// after the first; every other sampler evaluates once per step. (This
+// replaces Samplers.OneGradientPerStep of gaussian_target_test.cpp, which
+// checked sms_ubu alone.)
 TEST(SamplerFamily, OneGradientPerStep) {
   for (const auto& name : sampler_names()) {
     SCOPED_TRACE(name);
@@ -361,6 +363,7 @@ TEST(SamplerFamily, OneGradientPerStep) {
     const bool reuses = name.find("baoab") != std::string::npos || name == "obabo";
     for (int i = 0; i < 10; ++i) sampler->step();
     EXPECT_EQ(oracle.evaluations(), reuses ? 11 : 10);
+    EXPECT_EQ(sampler->steps_taken(), 10);
   }
 }
 
