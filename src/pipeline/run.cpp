@@ -17,6 +17,7 @@
 #include "models/registry.h"
 #include "src/config/sampler_options.h"
 #include "src/io/atomic_file.h"
+#include "src/io/file_lock.h"
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/member.h"
@@ -151,6 +152,24 @@ std::vector<int64_t> share_todo(distributed::ProcessGroup& group, const std::vec
   return out;
 }
 
+// Note [Member locks]: the lock of member `index`, or nullopt (logged) if
+// another process holds it or the member has finished meanwhile.
+std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_t index) {
+  const auto member = member_dir(dir, index);
+  std::filesystem::create_directories(member);
+  auto lock = io::FileLock::try_acquire(member / kLockFile);
+  if (!lock) {
+    spdlog::warn("member {}: another process is training it ({} is locked); skipping", index,
+                 (member / kLockFile).string());
+    return std::nullopt;
+  }
+  if (member_finished(member)) {
+    spdlog::info("member {} already finished in {}; skipping", index, dir.string());
+    return std::nullopt;
+  }
+  return lock;
+}
+
 void write_config(const config::Config& config, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const auto config_path = dir / kConfigFile;
@@ -227,7 +246,20 @@ int run(const config::Config& config, const RunOptions& options) {
     for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
   }
   std::vector<int64_t> todo = writer ? unfinished_members(dir, members) : std::vector<int64_t>{};
-  if (group != nullptr) todo = share_todo(*group, todo, config.run.members);
+  // Note [Member locks]. A data-parallel run's ranks must agree on the
+  // members, so rank 0 locks all of its members before sharing the list and
+  // holds the locks to the end; other runs lock each member as they start it.
+  std::vector<io::FileLock> held;
+  if (group != nullptr) {
+    std::vector<int64_t> locked;
+    for (int64_t index : todo) {
+      if (auto lock = lock_member(dir, index)) {
+        held.push_back(std::move(*lock));
+        locked.push_back(index);
+      }
+    }
+    todo = share_todo(*group, locked, config.run.members);
+  }
 
   // Note [Members per device] (src/runtime/device_streams.h): K workers per
   // device entry, each on a CUDA stream of its own.
@@ -281,6 +313,10 @@ int run(const config::Config& config, const RunOptions& options) {
       const runtime::WorkerStream stream(workers.size() > 1 ? workers[w] : torch::Device(torch::kCPU));
       const MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group};
       for (size_t i; (i = next++) < todo.size();) {
+        // Note [Member locks]: one process at a time trains a member. A
+        // data-parallel run's ranks follow rank 0's list instead.
+        std::optional<io::FileLock> lock;
+        if (group == nullptr && !(lock = lock_member(dir, todo[i]))) continue;
         if (!run_member(context, todo[i]).ok) ++failed;
       }
     } catch (...) {

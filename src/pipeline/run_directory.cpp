@@ -46,14 +46,18 @@ bool same_experiment(config::Config a, const config::Config& b) {
   return config::to_yaml(a) == config::to_yaml(b);
 }
 
+bool member_finished(const std::filesystem::path& member) {
+  if (!std::filesystem::exists(member / kStatusFile)) return false;
+  const auto status = nlohmann::json::parse(io::read_file(member / kStatusFile));
+  return status.value("status", "") == "done";
+}
+
 std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir) {
   std::vector<std::filesystem::path> dirs;
   for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
     const auto& d = entry.path();
     if (!entry.is_directory() || d.filename().string().rfind("member_", 0) != 0) continue;
-    if (!std::filesystem::exists(d / kStatusFile)) continue;
-    const auto status = nlohmann::json::parse(io::read_file(d / kStatusFile));
-    if (status.value("status", "") == "done") dirs.push_back(d);
+    if (member_finished(d)) dirs.push_back(d);
   }
   std::sort(dirs.begin(), dirs.end());
   return dirs;

@@ -23,6 +23,8 @@
 //                              (Note [Stored samples] in src/pipeline/stored_weights.h)
 //     trace.csv                phase,epoch,loss,test_accuracy,lr_or_h,seconds
 //     checkpoint.pt            while unfinished (Note [Member checkpoints])
+//     lock                     held by the process training the member (Note
+//                              [Member locks] in src/io/file_lock.h)
 //     status.json              written last: done or failed, with the seed,
 //                              samples, batches_per_epoch and thin_steps
 //     hessian.json             written by `bnn hessian`
@@ -47,6 +49,7 @@ inline constexpr const char* kPreprocessFile = "preprocess.json";
 inline constexpr const char* kTraceFile = "trace.csv";
 inline constexpr const char* kStatusFile = "status.json";
 inline constexpr const char* kCheckpointFile = "checkpoint.pt";
+inline constexpr const char* kLockFile = "lock";
 inline constexpr const char* kBayesProbsFile = "bayes_probs.npy";
 inline constexpr const char* kSamplesDir = "samples";
 
@@ -70,6 +73,9 @@ std::filesystem::path sample_probs_path(const std::filesystem::path& member, int
 // use different devices, thread counts, checkpointing and sample weight
 // storage (none of them changes a result); every other key must agree.
 bool same_experiment(config::Config a, const config::Config& b);
+
+// Whether the member directory's status.json says "done".
+bool member_finished(const std::filesystem::path& member);
 
 // Member directories of `run_dir` whose status.json says "done", sorted.
 std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir);

@@ -1,5 +1,8 @@
 // `bnn run --devices`: members spread over several workers (one per device)
 // write the same results as one worker; bad device lists are clear errors.
+#include <thread>
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -93,6 +96,37 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
       ASSERT_EQ(a.sizes(), b.sizes()) << m << "/" << f;
       EXPECT_LT((a - b).abs().max().item<double>(), 1e-3) << m << "/" << f;
     }
+  }
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+// Note [Member locks]: two `bnn run` processes started together into one run
+// directory train every member exactly once between them, and both end with
+// the whole run's table.
+TEST(Devices, TwoProcessesOnOneRunDirectoryTrainEachMemberOnce) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto work = bnn::testing::unique_temp_dir("bnn_two_processes_test");
+  const int members = 6;
+  const std::string flags = "--set run.members=" + std::to_string(members);
+  bnn::testing::CommandResult a, b;
+  std::thread first([&] { a = run_tiny(work, "shared", flags); });
+  std::thread second([&] {
+    b = bnn::testing::run_bnn("run --config " + kTiny + " --out " + (work / "shared").string() + " --threads 1 " +
+                                  flags,
+                              work / "second.txt");
+  });
+  first.join();
+  second.join();
+  ASSERT_EQ(a.code, 0) << a.output;
+  ASSERT_EQ(b.code, 0) << b.output;
+  for (int m = 0; m < members; ++m) {
+    const std::string started = "member " + std::to_string(m) + ": seed ";
+    size_t count = 0;
+    for (const std::string* log : {&a.output, &b.output}) {
+      for (size_t at = log->find(started); at != std::string::npos; at = log->find(started, at + 1)) ++count;
+    }
+    EXPECT_EQ(count, 1u) << "member " << m << " trained " << count << " times\n" << a.output << b.output;
+    EXPECT_TRUE(std::filesystem::exists(work / "shared" / fmt::format("member_{:03d}", m) / "status.json"));
   }
   if (!HasFailure()) std::filesystem::remove_all(work);
 }

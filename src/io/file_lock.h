@@ -1,0 +1,41 @@
+// Advisory locks between processes that share a run directory.
+//
+// Note [Member locks]: a process trains member NNN only while it holds an
+// exclusive flock(2) on member_NNN/lock, taken without waiting. The kernel
+// drops the lock when the holder closes the file or dies in any way (SIGKILL,
+// OOM killer, a pre-empted node's process), so no stale lock is ever left
+// behind and a killed member can be resumed at once. A second process that
+// finds the lock held skips the member with a log line; two `bnn run`s
+// started together into one directory thereby split the members between
+// them. Limits: flock is advisory (only bnn takes it); on NFS, Linux clients
+// (2.6.12 and later) emulate flock with byte-range fcntl locks, which work
+// across hosts with NFSv4 or NFSv3 with a running lock manager (lockd), but
+// not on mounts with `nolock` or `local_lock=flock`, where the lock is seen
+// by one host only. Lustre needs the `flock` mount option, and GPFS/Spectrum
+// Scale supports it natively.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+
+namespace bnn::io {
+
+class FileLock {
+ public:
+  // The lock on `path` (created if missing), or nullopt if another open file
+  // holds it. Throws std::runtime_error naming the path if the file cannot
+  // be opened or the lock fails for another reason.
+  static std::optional<FileLock> try_acquire(const std::filesystem::path& path);
+
+  FileLock(FileLock&& other) noexcept;
+  FileLock& operator=(FileLock&& other) noexcept;
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+  ~FileLock();  // releases the lock
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace bnn::io

@@ -1,0 +1,67 @@
+// Note [Member locks]: an flock held by one open file keeps others out, and
+// the kernel drops it when its holder dies, even by SIGKILL.
+#include "src/io/file_lock.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/temp_dir.h"
+
+namespace bnn::io {
+namespace {
+
+TEST(FileLock, HeldLockKeepsOthersOutUntilReleased) {
+  const auto dir = testing::unique_temp_dir("bnn_file_lock_test");
+  const auto path = dir / "lock";
+  {
+    auto first = FileLock::try_acquire(path);
+    ASSERT_TRUE(first.has_value());
+    EXPECT_FALSE(FileLock::try_acquire(path).has_value());  // another open file of this process
+    FileLock moved = std::move(*first);
+    EXPECT_FALSE(FileLock::try_acquire(path).has_value());  // still held after a move
+  }
+  EXPECT_TRUE(FileLock::try_acquire(path).has_value());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileLock, AProcessKilledWhileHoldingTheLockLeavesNoStaleLock) {
+  const auto dir = testing::unique_temp_dir("bnn_file_lock_kill_test");
+  const auto path = dir / "lock";
+  int ready[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the holder: lock, tell the parent, wait to be killed
+    const auto lock = FileLock::try_acquire(path);
+    const char byte = lock ? '1' : '0';
+    if (::write(ready[1], &byte, 1) != 1) ::_exit(2);
+    for (;;) ::pause();
+  }
+  char byte = 0;
+  ASSERT_EQ(::read(ready[0], &byte, 1), 1);
+  ASSERT_EQ(byte, '1');
+  EXPECT_FALSE(FileLock::try_acquire(path).has_value());  // held by the other process
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_TRUE(FileLock::try_acquire(path).has_value());
+  ::close(ready[0]);
+  ::close(ready[1]);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FileLock, UnopenableFileIsNamed) {
+  try {
+    FileLock::try_acquire("/no/such/dir/lock");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot open lock file /no/such/dir/lock"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace bnn::io
