@@ -456,15 +456,14 @@ void validate_and_resolve(Config& c) {
   }
   const bool localized = std::isfinite(s.rho);
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
-  if (!s.friction && !samplers::reads_option(s.name, samplers::SamplerOption::kFriction)) {
-    s.friction = localized ? 1.0 / s.rho : 1.0;  // unread; resolved only so that every key has a value
-  }
   if (!s.friction) {
-    if (!localized) {
+    // A sampler that reads no friction (sgld) gets a value only so that every key has one.
+    const bool read = samplers::reads_option(s.name, samplers::SamplerOption::kFriction);
+    if (!localized && read) {
       throw ConfigError("config key 'sampler.friction': auto means 1/rho, which needs a finite sampler.rho; "
                         "set sampler.friction explicitly for a global sampler");
     }
-    s.friction = 1.0 / s.rho;
+    s.friction = localized ? 1.0 / s.rho : 1.0;
   }
   if (localized && std::isfinite(*s.rho_max) && *s.rho_max < s.rho) {
     throw ConfigError(fmt::format("config key 'sampler.rho_max': invalid value '{}': must be at least "

@@ -125,10 +125,9 @@ namespace {
 std::vector<int64_t> unfinished_members(const std::filesystem::path& dir, const std::vector<int64_t>& requested) {
   // A finished member is never run again into the same directory, so a rerun
   // (or a second process given overlapping --members) cannot destroy results.
-  const auto finished = finished_members(dir);
   std::vector<int64_t> todo;
   for (int64_t index : requested) {
-    if (std::find(finished.begin(), finished.end(), member_dir(dir, index)) != finished.end()) {
+    if (member_finished(member_dir(dir, index))) {
       spdlog::info("member {} already finished in {}; skipping", index, dir.string());
     } else {
       todo.push_back(index);
@@ -170,6 +169,29 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
   return lock;
 }
 
+// Members trained at once on `device`: `requested`, or for 0 (auto) as many as
+// fit in its free memory (auto_members_per_device). Where the free memory is
+// known, logs the choice or warns when `requested` members do not fit.
+int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
+                           int64_t requested, int64_t members_to_run) {
+  const auto memory = runtime::device_memory(device);
+  if (!memory || members_to_run == 0 || requested == 1) return requested == 0 ? 1 : requested;
+  const MemberMemory member = estimate_member_memory(config, data);
+  if (requested == 0) {
+    const int64_t k = auto_members_per_device(member, memory, members_to_run);
+    spdlog::info("{}: {:.1f} GiB free; about {:.2f} GiB per member ({} parameters): {} member(s) at a time",
+                 device.str(), memory->free_bytes / kGiB, member.total_bytes / kGiB, member.parameters, k);
+    return k;
+  }
+  if (static_cast<double>(requested * member.total_bytes) > static_cast<double>(memory->free_bytes)) {
+    spdlog::warn("--members-per-device {} on {}: about {:.2f} GiB per member, {:.1f} GiB asked for, {:.1f} GiB free; "
+                 "members that run out of memory fail, the others go on",
+                 requested, device.str(), member.total_bytes / kGiB, requested * member.total_bytes / kGiB,
+                 memory->free_bytes / kGiB);
+  }
+  return requested;
+}
+
 void write_config(const config::Config& config, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const auto config_path = dir / kConfigFile;
@@ -193,7 +215,7 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
   m.state_bytes = static_cast<int64_t>(4.0 * d * (5 + 2 + 2) + 8.0 * d);
   const int64_t num_batches = std::max<int64_t>(1, data.train.size() / config.data.batch_size);
   const auto options = config::langevin_options(config, num_batches, m.parameters);
-  if (config.sampler.gradient == "control_variate" &&
+  if (options.estimator() == samplers::GradientEstimator::kControlVariate &&
       options.anchor_gradients() == samplers::AnchorGradients::kStored) {
     m.state_bytes += static_cast<int64_t>(4.0 * d * static_cast<double>(num_batches));
   }
@@ -220,6 +242,10 @@ int run(const config::Config& config, const RunOptions& options) {
     if (config.sampler.name == "nogin") {
       throw config::ConfigError("sampler nogin needs per-example gradients, which a distributed run does not gather "
                                 "across ranks; run it without --distributed");
+    }
+    if (options.members_per_device > 1) {
+      throw config::ConfigError(
+          "--members-per-device: a distributed run trains one member at a time on each rank; drop the option");
     }
   }
   const bool writer = group == nullptr || group->rank() == 0;
@@ -263,39 +289,13 @@ int run(const config::Config& config, const RunOptions& options) {
 
   // Note [Members per device] (src/runtime/device_streams.h): K workers per
   // device entry, each on a CUDA stream of its own.
-  int64_t per_device = options.members_per_device;
-  if (per_device > 1 && group != nullptr) {
-    throw config::ConfigError("--members-per-device: a distributed run trains one member at a time on each rank");
-  }
   const int64_t todo_per_device =
-      std::max<int64_t>(1, (static_cast<int64_t>(todo.size()) + static_cast<int64_t>(devices.size()) - 1) /
-                               static_cast<int64_t>(devices.size()));
-  if (per_device == 0) {  // auto
-    per_device = 1;
-    if (group == nullptr && devices.front().is_cuda() && !todo.empty()) {
-      const MemberMemory member = estimate_member_memory(config, data.begin()->second);
-      const auto memory = runtime::device_memory(devices.front());
-      per_device = auto_members_per_device(member, memory, todo_per_device);
-      if (memory) {
-        spdlog::info("{}: {:.1f} GiB free; about {:.2f} GiB per member ({} parameters): {} member(s) at a time",
-                     devices.front().str(), memory->free_bytes / kGiB, member.total_bytes / kGiB, member.parameters,
-                     per_device);
-      }
-    }
-  } else if (per_device > 1) {
-    for (const auto& device : devices) {
-      const auto memory = runtime::device_memory(device);
-      if (!memory) continue;
-      const MemberMemory member = estimate_member_memory(config, data.begin()->second);
-      if (static_cast<double>(per_device * member.total_bytes) > static_cast<double>(memory->free_bytes)) {
-        spdlog::warn("--members-per-device {} on {}: about {:.2f} GiB per member, {:.1f} GiB asked for, {:.1f} GiB "
-                     "free; members that run out of memory fail, the others go on",
-                     per_device, device.str(), member.total_bytes / kGiB, per_device * member.total_bytes / kGiB,
-                     memory->free_bytes / kGiB);
-      }
-      break;
-    }
-  }
+      (static_cast<int64_t>(todo.size()) + static_cast<int64_t>(devices.size()) - 1) /
+      static_cast<int64_t>(devices.size());
+  const int64_t per_device =
+      group != nullptr ? 1
+                       : members_per_device(config, data.begin()->second, devices.front(),
+                                            options.members_per_device, todo_per_device);
   std::vector<torch::Device> workers;
   for (const auto& device : devices) {
     for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);

@@ -300,4 +300,14 @@ TEST_F(DistributedRun, NoginIsRefused) {
       << r.output;
 }
 
+TEST_F(DistributedRun, SeveralMembersPerDeviceAreRefused) {
+  const auto r = bnn(args(work_ / "run") + " --members-per-device 2 --distributed",
+                     fmt::format("MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK=0 WORLD_SIZE=1", free_port()));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("bnn: error: --members-per-device: a distributed run trains one member at a time on each "
+                          "rank; drop the option"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
