@@ -290,6 +290,29 @@ TEST(SamplerFamily, CheckpointWithOptionsEqualTo6DigitsIsRefused) {
       << error;
 }
 
+// A checkpoint that records other option names (a future or foreign layout)
+// is refused with both lists, not read value by value.
+TEST(SamplerFamily, CheckpointWithOtherOptionNamesIsRefused) {
+  auto oracle = make_oracle(10);
+  auto sampler = make_sampler("sms_ubu", oracle, anchor_for(oracle), LangevinOptions(0.05), 1);
+  std::stringstream buffer;
+  {
+    torch::serialize::OutputArchive out;
+    out.write("sampler.description", c10::IValue(sampler->pretty_string()));
+    out.write("sampler.option_names", c10::IValue(std::string("step_size")));
+    out.write("sampler.option_values", torch::tensor({0.05}, torch::kDouble));
+    out.save_to(buffer);
+  }
+  torch::serialize::InputArchive in;
+  in.load_from(buffer);
+  const std::string error = testing::error_of([&] { sampler->load(in); });
+  EXPECT_NE(error.find("sampler checkpoint records the options step_size but this sampler has step_size,friction,"
+                       "rho,rho_max,prior_precision,temperature,order,estimator,anchor_gradients,cycle_length,"
+                       "mh_block,noise_covariance"),
+            std::string::npos)
+      << error;
+}
+
 // Which samplers read the options that only some read (the registry's table).
 TEST(SamplerFamily, RegistryKnowsWhichSamplersReadWhichOption) {
   std::map<std::string, std::vector<std::string>> readers;

@@ -13,6 +13,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/run.h"
+#include "tests/support/logistic_slice.h"
 #include "tests/support/run_bnn.h"
 
 namespace {
@@ -63,6 +64,31 @@ TEST(HessianCli, FourPointsOfATinyRun) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"init", "adam", "swa", "swa_perturbed"}));
   EXPECT_NE(h.output.find("swa_perturbed"), std::string::npos) << h.output;
+  std::filesystem::remove_all(run);
+}
+
+// A run whose x* is the MAP point by L-BFGS has map_weights.npy instead of
+// adam_ and swa_weights.npy: its points are init, map and map_perturbed, and
+// a missing file names the phase that writes it.
+TEST(HessianCli, PointsOfAnLbfgsRun) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto run = kWork / ("lbfgs_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(run);
+  const auto r = bnn_cli("run --config " + bnn::testing::kLogisticConfig + bnn::testing::kLogisticSlice +
+                         " --set sampler.epochs=2 --set sampler.burn_in=1 --out " + run.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto member = run / "member_000";
+  const auto h = bnn_cli("hessian --checkpoint " + member.string() + " --examples 200 --iterations 20 --threads 1");
+  ASSERT_EQ(h.code, 0) << h.output;
+  const auto report = nlohmann::json::parse(bnn::io::read_file(member / "hessian.json"));
+  std::vector<std::string> names;
+  for (const auto& p : report["points"]) names.push_back(p["point"]);
+  EXPECT_EQ(names, (std::vector<std::string>{"init", "map", "map_perturbed"}));
+  std::filesystem::remove(member / "map_weights.npy");
+  const auto missing = bnn_cli("hessian --checkpoint " + member.string() + " --examples 200 --threads 1");
+  EXPECT_EQ(missing.code, 2) << missing.output;
+  EXPECT_NE(missing.output.find("map_weights.npy missing: the member has not finished L-BFGS"), std::string::npos)
+      << missing.output;
   std::filesystem::remove_all(run);
 }
 
