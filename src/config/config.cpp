@@ -67,6 +67,19 @@ struct Range {
   }
 };
 
+// Every number is used in float32 arithmetic on the parameters: a finite
+// value outside float's range would become inf or 0 there, long after the
+// config was read.
+void check_float_range(const std::string& key, const YAML::Node& node, double v) {
+  if (!std::isfinite(v) || v == 0) return;
+  if (std::abs(v) > std::numeric_limits<float>::max()) {
+    bad_value(key, node, "beyond the float32 range (3.4e38) in which bnn computes");
+  }
+  if (std::abs(v) < std::numeric_limits<float>::min()) {
+    bad_value(key, node, "below the smallest normal float32 (1.2e-38), in which bnn computes");
+  }
+}
+
 Range positive() { return {0, kInf, true, false}; }
 Range at_least(double lo) { return {lo, kInf, false, false}; }
 
@@ -76,6 +89,7 @@ Field number(std::string key, double& target, std::string def, Range range, std:
           [&target, k, range](const YAML::Node& n) {
             const double v = scalar_as<double>(k, n, "a number");
             if (!range.contains(v)) bad_value(k, n, "must be " + range.text());
+            check_float_range(k, n, v);
             target = v;
           },
           [&target] { return YAML::Node(target); }};
@@ -92,6 +106,7 @@ Field auto_number(std::string key, std::optional<double>& target, Range range, s
             }
             const double v = scalar_as<double>(k, n, "a number or auto");
             if (!range.contains(v)) bad_value(k, n, "must be " + range.text() + " or auto");
+            check_float_range(k, n, v);
             target = v;
           },
           [&target] { return target ? YAML::Node(*target) : YAML::Node("auto"); }};
@@ -262,6 +277,13 @@ std::vector<Field> fields(Config& c) {
       text("sampler.nogin_covariance", c.sampler.nogin_covariance, "diagonal", {"diagonal", "low_rank"},
            "nogin only: gradient-noise covariance from the batch's per-example gradients (N_b backward passes "
            "per step); diagonal (O(N_b d)) or low_rank (whole sample covariance by Woodbury, O(N_b^2 d))."),
+      number("sampler.max_loss_increase", c.sampler.max_loss_increase, "1.0", {0, kInf, true, true},
+             "Divergence check (docs/reliability.md): a member whose mean training loss per example over the "
+             "sampling epochs after burn-in exceeds x*'s by more than this is marked diverged (run exits 3); "
+             ".inf turns it off."),
+      number("sampler.max_accuracy_drop", c.sampler.max_accuracy_drop, "0.25", {0, kInf, true, true},
+             "Divergence check: likewise when the chain's mean test accuracy after burn-in falls below x*'s by "
+             "more than this; .inf turns it off."),
       integer("evaluation.bn_batches", c.evaluation.bn_batches, "20", 1, kBig,
               "K: training batches used for the BatchNorm recalibration pass before each prediction."),
       boolean("evaluation.save_sample_probs", c.evaluation.save_sample_probs, "true",
@@ -299,8 +321,16 @@ void set_key(std::vector<Field>& all, const std::string& key, const YAML::Node& 
 }
 
 void apply_yaml(std::vector<Field>& all, const YAML::Node& node, const std::string& prefix) {
+  // YAML forbids a key twice in one mapping, but yaml-cpp keeps both; the
+  // second would silently be merged into (or override) the first.
+  std::map<std::string, int> seen;  // key -> line
   for (const auto& item : node) {
     const std::string key = prefix.empty() ? item.first.Scalar() : prefix + "." + item.first.Scalar();
+    const int line = item.first.Mark().line + 1;
+    if (const auto [it, inserted] = seen.emplace(key, line); !inserted) {
+      throw ConfigError(fmt::format("line {}: {} '{}' is given twice (first at line {}); merge the two", line,
+                                    item.second.IsMap() ? "section" : "key", key, it->second));
+    }
     if (item.second.IsMap()) {
       apply_yaml(all, item.second, key);
     } else {
@@ -344,13 +374,24 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
   Config config = default_config();
   if (!file.empty()) {
     if (!std::filesystem::exists(file)) throw ConfigError(fmt::format("config file {} does not exist", file.string()));
+    if (std::filesystem::is_directory(file)) {
+      throw ConfigError(fmt::format("config file {} is a directory; give a YAML file (e.g. configs/tiny.yaml)",
+                                    file.string()));
+    }
     YAML::Node root;
     try {
       root = YAML::LoadFile(file.string());
     } catch (const YAML::Exception& e) {
       throw ConfigError(fmt::format("{}: YAML error at line {}: {}", file.string(), e.mark.line + 1, e.msg));
     }
-    if (root.IsDefined() && !root.IsNull()) {
+    // An empty file would silently run the full default experiment (the
+    // paper's CNN on all of Fashion-MNIST), rarely what was meant.
+    if (!root.IsDefined() || root.IsNull()) {
+      throw ConfigError(fmt::format("config file {} is empty (or only comments): give at least one section, e.g. "
+                                    "`model: {{name: fmnist_cnn}}` to run every default",
+                                    file.string()));
+    }
+    {
       if (!root.IsMap()) throw ConfigError(fmt::format("{}: top level must be a mapping of sections", file.string()));
       auto all = fields(config);
       try {
@@ -421,7 +462,26 @@ void validate_and_resolve(Config& c) {
       }
     }
   }
+  if (c.model.name == "mlp" && c.model.hidden.empty()) {
+    throw ConfigError("config key 'model.hidden': invalid value '[]': the mlp needs at least one hidden layer "
+                      "(model.name logistic is the network without one)");
+  }
   auto& s = c.sampler;
+  // A chain whose step moves a weight of size 1 by less than float32 can
+  // resolve stays where it started: samples that are all x*, reported as a
+  // posterior. A kinetic sampler moves about h sqrt(T) per step (velocity
+  // of size sqrt(T)), an overdamped one (no friction) about sqrt(2 h T).
+  const bool kinetic = samplers::reads_option(s.name, samplers::SamplerOption::kFriction);
+  const double move = kinetic ? s.step_size * std::sqrt(s.temperature) : std::sqrt(2 * s.step_size * s.temperature);
+  constexpr double kFloatResolution = std::numeric_limits<float>::epsilon();
+  if (move < kFloatResolution) {
+    throw ConfigError(fmt::format("config key 'sampler.step_size': invalid value '{}': a step moves a weight by about "
+                                  "{} = {:.3g}, below float32's resolution at 1 ({:.3g}), so the chain cannot move; "
+                                  "use a step size of at least {:.3g}",
+                                  s.step_size, kinetic ? "h sqrt(T)" : "sqrt(2 h T)", move, kFloatResolution,
+                                  kinetic ? kFloatResolution / std::sqrt(s.temperature)
+                                          : kFloatResolution * kFloatResolution / (2 * s.temperature)));
+  }
   if (s.burn_in >= s.epochs) {
     throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "
                                   "sampler.epochs ({})",
@@ -478,6 +538,18 @@ void validate_and_resolve(Config& c) {
   if (!(d == "auto" || d == "cpu" || d == "cuda" || d.rfind("cuda:", 0) == 0)) {
     throw ConfigError(fmt::format("config key 'run.device': invalid value '{}': valid: auto, cpu, cuda, cuda:N", d));
   }
+}
+
+std::vector<std::pair<std::string, std::string>> flat_values(const Config& config) {
+  Config copy = config;
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& f : fields(copy)) {
+    YAML::Emitter text;
+    text.SetDoublePrecision(17);
+    text << YAML::Flow << f.get();
+    out.emplace_back(f.key, text.c_str());
+  }
+  return out;
 }
 
 std::string to_yaml(const Config& config) {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace bnn::config {
@@ -84,6 +85,9 @@ struct SamplerConfig {
   int64_t cycle_length = 0;  // csghmc: steps per cycle; 0 = auto (4 epochs)
   int64_t mh_block = 0;      // obabo: steps per Metropolis-Hastings block; 0 = none
   std::string nogin_covariance;  // nogin: diagonal | low_rank
+  // Divergence check after sampling (src/pipeline/divergence.h); inf = off.
+  double max_loss_increase = 0;  // nats per example above x*'s loss
+  double max_accuracy_drop = 0;  // test accuracy below x*'s
 };
 
 struct EvaluationConfig {
@@ -138,5 +142,9 @@ void validate_and_resolve(Config& config);
 
 // The config as YAML text (all keys, resolved values).
 std::string to_yaml(const Config& config);
+
+// Every key with its value as flow YAML ("1.25e-4", "[256, 256]"), in the
+// order of `bnn run --help`.
+std::vector<std::pair<std::string, std::string>> flat_values(const Config& config);
 
 }  // namespace bnn::config

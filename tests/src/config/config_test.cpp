@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/support/error_text.h"
@@ -76,6 +77,48 @@ TEST(Config, ErrorsNameTheKeyAndValue) {
   expect_error([&] { load_config(bad, {}); }, "unknown config key 'sampler.step_sise'");
   const auto broken = write_temp("broken", "sampler: [1, 2\n");
   expect_error([&] { load_config(broken, {}); }, "YAML error at line");
+}
+
+// Every number ends up in float32 arithmetic: the limits are float's.
+TEST(Config, NumbersMustFitInFloat) {
+  EXPECT_EQ(load_config("", {"swa.lr=3.4e38"}).swa.lr, 3.4e38);
+  expect_error([] { load_config("", {"swa.lr=3.5e38"}); },
+               "config key 'swa.lr': invalid value '3.5e38': beyond the float32 range (3.4e38)");
+  EXPECT_EQ(load_config("", {"prior.precision=1.2e-38"}).prior.precision, 1.2e-38);
+  expect_error([] { load_config("", {"prior.precision=1e-39"}); },
+               "config key 'prior.precision': invalid value '1e-39': below the smallest normal float32");
+  EXPECT_EQ(load_config("", {"prior.precision=0"}).prior.precision, 0);  // exactly 0 is a float
+  EXPECT_TRUE(std::isinf(load_config("", {"sampler.rho=.inf", "sampler.friction=1"}).sampler.rho));
+  expect_error([] { load_config("", {"sampler.friction=1e300"}); },
+               "config key 'sampler.friction': invalid value '1e300': beyond the float32 range");
+}
+
+// A kinetic chain moves about h sqrt(T) per step, an overdamped one sqrt(2 h T);
+// below float32's epsilon at 1 (2^-23) it cannot move.
+TEST(Config, StepSizesTooSmallToMoveAreRefused) {
+  const double eps = std::ldexp(1.0, -23);
+  EXPECT_NO_THROW(load_config("", {fmt::format("sampler.step_size={}", eps)}));
+  expect_error([&] { load_config("", {fmt::format("sampler.step_size={}", eps * 0.99)}); },
+               "so the chain cannot move; use a step size of at least 1.19e-07");
+  // T = 4 doubles the velocity: half the step size moves as far.
+  EXPECT_NO_THROW(load_config("", {fmt::format("sampler.step_size={}", eps / 2), "sampler.temperature=4"}));
+  // sgld: sqrt(2 h) >= 2^-23 needs h >= 2^-47.
+  EXPECT_NO_THROW(load_config("", {"sampler.name=sgld", fmt::format("sampler.step_size={}", std::ldexp(1.0, -47))}));
+  expect_error([] { load_config("", {"sampler.name=sgld", "sampler.step_size=1e-15"}); }, "sqrt(2 h T)");
+}
+
+TEST(Config, FilesThatSayNothingOrTwiceAreRefused) {
+  expect_error([] { load_config(write_temp("empty", ""), {}); }, "is empty (or only comments)");
+  expect_error([] { load_config(write_temp("comments", "# just a note\n"), {}); }, "is empty (or only comments)");
+  expect_error([] { load_config(write_temp("twice", "run:\n  seed: 1\nrun:\n  members: 2\n"), {}); },
+               "line 3: section 'run' is given twice (first at line 1); merge the two");
+  expect_error([] { load_config(write_temp("key_twice", "run:\n  seed: 1\n  seed: 2\n"), {}); },
+               "line 3: key 'run.seed' is given twice (first at line 2)");
+  expect_error([] { load_config(std::filesystem::temp_directory_path(), {}); }, "is a directory; give a YAML file");
+  // The same key in two sections is not a repeat.
+  EXPECT_NO_THROW(load_config(write_temp("two_epochs", "adam:\n  epochs: 3\nswa:\n  epochs: 3\n"), {}));
+  expect_error([] { load_config("", {"model.name=mlp", "model.hidden=[]"}); }, "the mlp needs at least one hidden layer");
+  EXPECT_NO_THROW(load_config("", {"model.name=logistic", "model.hidden=[]"}));
 }
 
 TEST(Config, DataDirAutoIsTheDatasetsDefault) {
