@@ -53,7 +53,7 @@ int cmd_bias(int argc, char** argv) {
                         "(section 3.4): two minibatches, target N(-0.8824, 0.4851^2).");
   experiments::BiasOptions defaults;
   opts.add_options()("samplers", "Comma-separated samplers (default: all that apply)", cxxopts::value<std::string>())(
-      "h", "Comma-separated step sizes", cxxopts::value<std::string>()->default_value("0.25,0.125,0.0625,0.03125"))(
+      "h,step-sizes", "Comma-separated step sizes", cxxopts::value<std::string>()->default_value("0.25,0.125,0.0625,0.03125"))(
       "chains", "Chains simulated as one vector", cxxopts::value<int64_t>()->default_value("20000"))(
       "time", "Sampling time per run (steps = time / h)", cxxopts::value<double>()->default_value("200"))(
       "burn-in", "Burn-in time per run (steps = burn-in / h)", cxxopts::value<double>()->default_value("20"))(
@@ -67,7 +67,7 @@ int cmd_bias(int argc, char** argv) {
   const cxxopts::ParseResult& args = *parsed;
   experiments::BiasOptions o;
   if (args.count("samplers")) o.samplers = split_list(args["samplers"].as<std::string>());
-  o.step_sizes = parse_step_sizes(args["h"].as<std::string>());
+  o.step_sizes = parse_step_sizes(args["step-sizes"].as<std::string>());
   o.chains = args["chains"].as<int64_t>();
   o.sample_time = args["time"].as<double>();
   o.burn_in_time = args["burn-in"].as<double>();

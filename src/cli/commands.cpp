@@ -44,7 +44,7 @@ const std::vector<Command>& commands() {
        "                  R-hat of chains from perturbations of x* (paper Fig. 3)\n",
        cmd_rhat},
       {"bias",
-       "  bnn bias [--samplers a,b] [--h 0.25,0.125] [--chains N] [--out bias.csv]\n"
+       "  bnn bias [--samplers a,b] [--step-sizes 0.25,0.125] [--chains N] [--out bias.csv]\n"
        "                  Wasserstein bias of the integrators on a 1-D Gaussian (paper 3.4)\n",
        cmd_bias},
       {"coupled-bias",

@@ -89,6 +89,7 @@ int cmd_run(int argc, char** argv) {
   pipeline::RunOptions run_options;
   if (args.count("resume")) {
     run_options.run_dir = args["resume"].as<std::string>();
+    run_options.resume = true;
     config_file = run_options.run_dir / bnn::pipeline::kConfigFile;
     if (!std::filesystem::exists(config_file)) {
       throw config::ConfigError(

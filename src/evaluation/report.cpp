@@ -134,6 +134,10 @@ std::string render_report(const ReportInputs& in) {
                    "epoch(s); {} stored samples in all)\n",
                    in.run_burn_in, in.samples);
   }
+  if (!in.warnings.empty()) {
+    out += "\n## Warnings\n\n";
+    for (const auto& w : in.warnings) out += fmt::format("- **{}**\n", w);
+  }
   out += "\n## Ensemble metrics\n\nMean ± standard deviation over disjoint groups of members "
          "(docs/design.md §5; the same numbers as metrics.csv).\n\n";
   out += to_markdown(in.rows);

@@ -47,6 +47,8 @@ struct ReportInputs {
   std::vector<RhatAtEpoch> rhat_curve;                  // across members
   FigureOutcome figures;
   bool figures_requested = true;
+  // Shown first, e.g. members whose chain diverged (src/pipeline/divergence.h).
+  std::vector<std::string> warnings;
 };
 
 std::string render_report(const ReportInputs& in);

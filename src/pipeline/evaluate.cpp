@@ -54,22 +54,67 @@ std::vector<std::pair<int64_t, std::filesystem::path>> stored_samples(const std:
   return out;
 }
 
+// trace.csv, checked line by line: evaluation takes losses from it.
 evaluation::LossTrace read_trace(const std::filesystem::path& member) {
+  const auto path = member / kTraceFile;
   evaluation::LossTrace trace;
   trace.member = member.filename().string();
-  std::istringstream in(io::read_file(member / kTraceFile));
+  std::istringstream in(io::read_file(path));
   std::string line;
-  std::getline(in, line);  // header: phase,epoch,loss,test_accuracy,lr_or_h,seconds
-  while (std::getline(in, line)) {
-    std::istringstream fields(line);
-    std::string phase, epoch, loss;
-    if (!std::getline(fields, phase, ',') || !std::getline(fields, epoch, ',') || !std::getline(fields, loss, ',')) {
-      throw ConfigError(fmt::format("{}: malformed line '{}'", (member / kTraceFile).string(), line));
+  std::getline(in, line);
+  if (line != "phase,epoch,loss,test_accuracy,lr_or_h,seconds") {
+    throw ConfigError(fmt::format("{}: line 1 is not the header phase,epoch,loss,test_accuracy,lr_or_h,seconds",
+                                  path.string()));
+  }
+  for (int64_t number = 2; std::getline(in, line); ++number) {
+    std::vector<std::string> fields;
+    std::istringstream row(line);
+    for (std::string f; std::getline(row, f, ',');) fields.push_back(f);
+    double loss = 0;
+    const bool known_phase = !fields.empty() && (fields[0] == "adam" || fields[0] == "swa" || fields[0] == "map" ||
+                                                 fields[0] == "sample");
+    size_t used = 0;
+    bool number_ok = fields.size() == 6;
+    if (number_ok) {
+      try {
+        loss = std::stod(fields[2], &used);
+        number_ok = used == fields[2].size();
+      } catch (const std::exception&) {
+        number_ok = false;
+      }
     }
-    trace.phase.push_back(phase);
-    trace.loss.push_back(std::stod(loss));
+    if (!known_phase || !number_ok) {
+      throw ConfigError(fmt::format("{}: line {} is not a trace row (phase,epoch,loss,test_accuracy,lr_or_h,seconds "
+                                    "with phase adam, swa, map or sample): '{}'",
+                                    path.string(), number, line));
+    }
+    trace.phase.push_back(fields[0]);
+    trace.loss.push_back(loss);
   }
   return trace;
+}
+
+// Test probabilities from `file`: rows x classes (classes < 0: any, set from
+// the file), finite, in [0, 1], rows summing to 1 (to float16 precision).
+torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows, int64_t& classes) {
+  const torch::Tensor p = io::read_npy(file);
+  if (p.dim() != 2 || p.size(0) != rows || (classes >= 0 && p.size(1) != classes)) {
+    throw ConfigError(fmt::format("{}: probabilities of shape [{}], expected [{}, {}] ({} test labels in {})",
+                                  file.string(), fmt::join(p.sizes(), ", "), rows,
+                                  classes >= 0 ? std::to_string(classes) : "classes", rows, kLabelsFile));
+  }
+  if (!p.is_floating_point()) throw ConfigError(fmt::format("{}: probabilities must be floats", file.string()));
+  const torch::Tensor d = p.to(torch::kDouble);
+  if (!torch::isfinite(d).all().item<bool>()) {
+    throw ConfigError(fmt::format("{}: NaN or infinite probabilities", file.string()));
+  }
+  const double worst = (d.sum(1) - 1).abs().max().item<double>();
+  if (d.min().item<double>() < 0 || d.max().item<double>() > 1 || worst > 1e-2) {
+    throw ConfigError(fmt::format("{}: not probabilities (entries outside [0, 1], or a row summing to 1 {:+.3g})",
+                                  file.string(), worst));
+  }
+  classes = p.size(1);
+  return p;
 }
 
 // What evaluation used of one member.
@@ -80,6 +125,7 @@ struct MemberData {
   evaluation::MixtureAccumulator bayes_draws;  // its selected samples (empty if none stored)
   int64_t samples = 0;
   evaluation::LossTrace trace;
+  std::string diverged;  // status.json's reason, if the chain diverged
 };
 
 struct Selection {
@@ -90,14 +136,25 @@ struct Selection {
   bool draws_are_samples = true;  // Bayesian uncertainty over samples (else over members)
 };
 
-MemberData load_member(const std::filesystem::path& dir, const config::Config& config, const Selection& selection) {
+MemberData load_member(const std::filesystem::path& dir, const config::Config& config, const Selection& selection,
+                       int64_t rows, int64_t& classes) {
   MemberData m;
   m.dir = dir;
   for (const std::string& method : point_estimates(config)) {
-    m.point[method] = io::read_npy(point_probs_path(dir, method));
+    m.point[method] = read_probabilities(point_probs_path(dir, method), rows, classes);
   }
   m.trace = read_trace(dir);
   const auto stored = stored_samples(dir);
+  const auto status = nlohmann::json::parse(io::read_file(dir / kStatusFile));  // member_finished() checked it
+  if (status.contains("diverged")) m.diverged = status["diverged"].value("reason", "diverged");
+  // A missing sample file would silently turn the Bayesian uncertainty into one over members.
+  if (config.evaluation.save_sample_probs && status.contains("samples") &&
+      status["samples"].get<int64_t>() != static_cast<int64_t>(stored.size())) {
+    throw ConfigError(fmt::format("{} holds {} of the {} sample predictions {} lists (deleted?); restore them, or "
+                                  "leave the member out with --members",
+                                  (dir / kSamplesDir).string(), stored.size(), status["samples"].get<int64_t>(),
+                                  (dir / kStatusFile).string()));
+  }
   if (selection.recompute && stored.empty()) {
     throw ConfigError(fmt::format("{} has no stored samples (evaluation.save_sample_probs was false?): --burn-in "
                                   "and --thin need them",
@@ -105,7 +162,6 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   }
   int64_t burn_in_steps = 0;
   if (selection.burn_in) {
-    const auto status = nlohmann::json::parse(io::read_file(dir / kStatusFile));
     if (!status.contains("batches_per_epoch")) {
       throw ConfigError(fmt::format("{}/status.json does not record batches_per_epoch (written by an older bnn): "
                                     "--burn-in cannot be applied",
@@ -124,11 +180,12 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   size_t next = 0;
   for (const auto& [step, file] : stored) {
     if (next == keep.size() || step != keep[next]) continue;
-    m.bayes_draws.add(io::read_npy(file));
+    m.bayes_draws.add(read_probabilities(file, rows, classes));
     ++next;
   }
   m.samples = static_cast<int64_t>(keep.size());
-  m.bayes = selection.recompute ? m.bayes_draws.mean().to(torch::kFloat) : io::read_npy(dir / kBayesProbsFile);
+  m.bayes = selection.recompute ? m.bayes_draws.mean().to(torch::kFloat)
+                                : read_probabilities(dir / kBayesProbsFile, rows, classes);
   return m;
 }
 
@@ -227,9 +284,10 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   }
 
   std::vector<MemberData> members;
+  int64_t classes = -1;
   for (const auto& [name, dir] : chosen) {
     selection.members.push_back(name);
-    members.push_back(load_member(dir, config, selection));
+    members.push_back(load_member(dir, config, selection, labels.size(0), classes));
   }
   selection.draws_are_samples = std::all_of(members.begin(), members.end(),
                                             [](const MemberData& m) { return m.samples > 0; });
@@ -259,7 +317,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     auto part = evaluation::ensemble_table(method, probs.at(method), labels);
     rows.insert(rows.end(), part.begin(), part.end());
   }
-  std::filesystem::create_directories(out_dir);
+  claim_evaluation_directory(out_dir, run_dirs, config);  // Note [Run ownership]
   io::write_file_atomically(out_dir / "metrics.json", evaluation::to_json(rows).dump(2) + "\n");
   io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
   io::write_file_atomically(out_dir / "metrics.txt", evaluation::to_table(rows));
@@ -309,6 +367,10 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   for (const MemberData& m : members) {
     report.traces.push_back(m.trace);
     report.samples += m.samples;
+    if (!m.diverged.empty()) {
+      report.warnings.push_back(fmt::format("{} diverged: {}", m.dir.filename().string(), m.diverged));
+      spdlog::warn("{} diverged: {}", m.dir.string(), m.diverged);
+    }
   }
   report.test_examples = members.front().bayes.size(0);
   report.recomputed = selection.recompute;

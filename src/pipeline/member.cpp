@@ -111,6 +111,10 @@ Position Member::train_anchor(bool resume) {
   return at;
 }
 
+std::optional<Divergence> Member::divergence() const {
+  return check_divergence(state_.trace, anchor_point(cfg_), cfg_);
+}
+
 void Member::discard_checkpoint() const {
   if (!writer_) return;
   std::error_code ec;
@@ -219,6 +223,15 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     // What `bnn evaluate --burn-in/--thin` needs to select stored samples.
     status["batches_per_epoch"] = member.batches_per_epoch();
     status["thin_steps"] = member.thin_steps();
+    if (const auto d = member.divergence()) {
+      outcome.diverged = true;
+      spdlog::error("member {} diverged: {}", index, d->reason);
+      status["diverged"] = {{"reason", d->reason},
+                            {"chain_loss", d->chain_loss},
+                            {"reference_loss", d->reference_loss},
+                            {"chain_accuracy", d->chain_accuracy},
+                            {"reference_accuracy", d->reference_accuracy}};
+    }
     status["seconds"] = seconds_since(start);
     if (writer) write_status(dir, status);
     member.discard_checkpoint();

@@ -36,6 +36,7 @@
 #include "src/config/config.h"
 #include "src/distributed/data_parallel_oracle.h"
 #include "src/distributed/process_group.h"
+#include "src/pipeline/divergence.h"
 #include "src/pipeline/fault_injection.h"
 #include "src/pipeline/member_checkpoint.h"
 #include "src/pipeline/model_oracle.h"
@@ -62,6 +63,7 @@ struct MemberOutcome {
   int64_t index = 0;
   bool ok = false;
   std::string message;  // diagnostic when !ok
+  bool diverged = false;  // finished, but Note [Divergence check] fired
 };
 
 // The model a member of `config` trains on `data`.
@@ -110,6 +112,8 @@ class Member : private PhaseHooks {
   int64_t index() const { return index_; }
   uint64_t seed() const { return seed_; }
   int64_t samples() const { return state_.samples; }
+  // After run(): Note [Divergence check] (src/pipeline/divergence.h).
+  std::optional<Divergence> divergence() const;
   int64_t batches_per_epoch() const { return partition_.num_batches(); }
   int64_t thin_steps() const;
   const config::Config& config() const { return cfg_; }

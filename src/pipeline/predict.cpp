@@ -47,6 +47,9 @@ void add_npy(const Preprocess& p, const fs::path& path, Inputs& in) {
                                           shape_text(expected),
                                           p.channels() == 1 ? fmt::format(" or N x {0} x {0}", p.side()) : ""));
   }
+  if (t.size(0) == 0) {
+    throw config::ConfigError(fmt::format("{}: holds no images (shape {})", path.string(), shape_text(shape)));
+  }
   for (int64_t i = 0; i < t.size(0); ++i) in.names.push_back(fmt::format("{}[{}]", path.string(), i));
   in.pixels.push_back(t);
 }

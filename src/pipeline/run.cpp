@@ -39,7 +39,11 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
     }
     const int64_t lo = std::stoll(m[1]);
     const int64_t hi = m[2].matched ? std::stoll(m[2]) : lo;
-    if (lo > hi || hi >= num_members) {
+    if (lo > hi) {
+      throw config::ConfigError(fmt::format(
+          "--members: '{}' runs from {} down to {}; write ranges low-high, e.g. {}-{}", part, lo, hi, hi, lo));
+    }
+    if (hi >= num_members) {
       throw config::ConfigError(
           fmt::format("--members: '{}' selects members outside 0-{} (run.members = {})", text, num_members - 1,
                       num_members));
@@ -85,6 +89,17 @@ torch::Device resolve_device(const std::string& name) {
 // use run.seed.
 data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device) {
   const config::DataConfig& d = config.data;
+  std::error_code ec;
+  if (!std::filesystem::exists(d.dir, ec)) {
+    throw config::ConfigError(fmt::format("config key 'data.dir': {} does not exist; give the folder holding the {} "
+                                          "files (README.md, Datasets)",
+                                          d.dir, d.dataset));
+  }
+  if (!std::filesystem::is_directory(d.dir, ec)) {
+    throw config::ConfigError(fmt::format("config key 'data.dir': {} is a file; give the folder holding the {} files "
+                                          "(README.md, Datasets)",
+                                          d.dir, d.dataset));
+  }
   data_loaders::LoadOptions o;
   o.dir = d.dir;
   o.train_limit = d.train_limit;
@@ -192,15 +207,28 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
   return requested;
 }
 
-void write_config(const config::Config& config, const std::filesystem::path& dir) {
-  std::filesystem::create_directories(dir);
-  const auto config_path = dir / kConfigFile;
-  if (std::filesystem::exists(config_path) && !same_experiment(config::load_config(config_path, {}), config)) {
-    throw config::ConfigError(fmt::format(
-        "{} holds a different configuration; use another --out directory (members of one run must share it)",
-        config_path.string()));
+// A model that cannot be built (say, model.hidden too wide to allocate)
+// fails here, once, naming the keys, rather than as every member's failure.
+void check_model_builds(const config::Config& config, const data_loaders::Dataset& data) {
+  std::string why;
+  try {
+    const auto model = models::make_model(model_spec(config, data), /*seed=*/0);
+    return;
+  } catch (const c10::Error& e) {
+    why = e.what_without_backtrace();
+  } catch (const std::bad_alloc&) {
+    why = "out of memory";
   }
-  io::write_file_atomically(config_path, config::to_yaml(config));
+  why = why.substr(0, why.find('\n'));
+  // LibTorch's allocator says "[enforce fail at alloc_cpu.cpp:NN] ... DefaultCPUAllocator: can't allocate ...".
+  if (const auto at = why.find("DefaultCPUAllocator: "); at != std::string::npos) {
+    why = why.substr(at + std::string("DefaultCPUAllocator: ").size());
+    why = why.substr(0, why.find(". Error code"));
+  }
+  throw config::ConfigError(fmt::format("config keys 'model.name' {}, 'model.hidden' [{}]: the model cannot be built "
+                                        "for {} inputs of shape [{}]: {}",
+                                        config.model.name, fmt::join(config.model.hidden, ", "), data.name,
+                                        fmt::join(data.input_shape, ", "), why));
 }
 
 }  // namespace
@@ -250,7 +278,7 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   const bool writer = group == nullptr || group->rank() == 0;
   const auto& dir = options.run_dir;
-  if (writer) write_config(config, dir);
+  if (writer) claim_run_directory(dir, config, options.resume);  // Note [Run ownership]
 
   // One copy of the data per distinct device.
   std::map<std::string, data_loaders::Dataset> data;
@@ -261,6 +289,7 @@ int run(const config::Config& config, const RunOptions& options) {
     spdlog::info("{}: {} training, {} test images on {} ({:.1f}s)", d.name, d.train.size(), d.test.size(),
                  device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
+  check_model_builds(config, data.begin()->second);
   if (writer) {
     io::write_npy(dir / kLabelsFile, data.begin()->second.test.labels);
     io::write_file_atomically(dir / kPreprocessFile,
@@ -350,6 +379,19 @@ int run(const config::Config& config, const RunOptions& options) {
   fmt::print("{}", evaluation::to_table(evaluate_run(dir)));
   if (failed > 0) {
     spdlog::error("{} of {} members failed; metrics cover the members that finished", failed.load(), members.size());
+    return 3;
+  }
+  // Note [Divergence check]: as long as a diverged member is in the run.
+  std::vector<std::string> diverged;
+  for (const auto& member : finished_members(dir)) {
+    if (nlohmann::json::parse(io::read_file(member / kStatusFile)).contains("diverged")) {
+      diverged.push_back(member.filename().string());
+    }
+  }
+  if (!diverged.empty()) {
+    spdlog::error("{} diverged (status.json and report.md say how): the samples of a diverged chain are not of "
+                  "the posterior around x*",
+                  fmt::join(diverged, ", "));
     return 3;
   }
   return 0;

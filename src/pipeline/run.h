@@ -36,6 +36,9 @@ struct RunOptions {
   // fit in 90% of its free memory by estimate_member_memory, at most
   // kMaxAutoMembersPerDevice; on the CPU one.
   int64_t members_per_device = 1;
+  // `bnn run --resume`: the directory must hold this experiment already
+  // (only the wording of the error differs).
+  bool resume = false;
 };
 
 // Most members `auto` puts on one GPU at a time (docs/performance.md).

@@ -1,9 +1,14 @@
 #include "src/pipeline/run_directory.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
+#include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "src/io/atomic_file.h"
 
@@ -36,20 +41,236 @@ std::filesystem::path sample_probs_path(const std::filesystem::path& member, int
   return member / kSamplesDir / fmt::format("step_{:08d}.npy", step);
 }
 
-bool same_experiment(config::Config a, const config::Config& b) {
-  a.run.device = b.run.device;
-  a.run.threads = b.run.threads;
-  a.run.checkpoint = b.run.checkpoint;
-  a.evaluation.save_sample_weights = b.evaluation.save_sample_weights;
-  a.evaluation.sample_weights_every = b.evaluation.sample_weights_every;
-  a.evaluation.sample_weights_dtype = b.evaluation.sample_weights_dtype;
-  return config::to_yaml(a) == config::to_yaml(b);
+namespace {
+
+using config::ConfigError;
+using Settings = std::map<std::string, std::string>;
+
+// Keys that change how a run is carried out, not what it computes.
+bool operational_key(const std::string& key) {
+  static const std::set<std::string> keys = {
+      "run.device", "run.threads", "run.checkpoint", "evaluation.save_sample_weights",
+      "evaluation.sample_weights_every", "evaluation.sample_weights_dtype", "sampler.max_loss_increase",
+      "sampler.max_accuracy_drop"};
+  return keys.count(key) > 0;
+}
+
+Settings experiment_keys(const config::Config& config) {
+  Settings out;
+  for (auto& [key, value] : config::flat_values(config)) {
+    if (!operational_key(key)) out.emplace(std::move(key), std::move(value));
+  }
+  return out;
+}
+
+// The experiment keys whose values differ from the resolved defaults.
+Settings non_default_settings(const config::Config& config) {
+  static const Settings defaults = [] {
+    config::Config d = config::default_config();
+    config::validate_and_resolve(d);
+    return experiment_keys(d);
+  }();
+  Settings out;
+  for (auto& [key, value] : experiment_keys(config)) {
+    const auto it = defaults.find(key);
+    if (it == defaults.end() || it->second != value) out.emplace(key, value);
+  }
+  return out;
+}
+
+// FNV-1a, 64 bits, as 16 hex digits.
+std::string identity_of(const Settings& settings) {
+  uint64_t h = 14695981039346656037ull;
+  for (const auto& [key, value] : settings) {
+    for (const char c : key + "=" + value + "\n") {
+      h ^= static_cast<unsigned char>(c);
+      h *= 1099511628211ull;
+    }
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::string describe_differences(const Settings& a, const Settings& b, const std::string& a_name,
+                                 const std::string& b_name, const Settings& fallback) {
+  std::vector<std::string> lines;
+  std::set<std::string> keys;
+  for (const auto& kv : a) keys.insert(kv.first);
+  for (const auto& kv : b) keys.insert(kv.first);
+  for (const auto& key : keys) {
+    const auto value = [&](const Settings& s) {
+      if (auto it = s.find(key); it != s.end()) return it->second;
+      auto it = fallback.find(key);
+      return it == fallback.end() ? std::string("(unset)") : it->second;
+    };
+    const std::string va = value(a), vb = value(b);
+    if (va != vb) lines.push_back(fmt::format("{}: {} {}, {} {}", key, va, a_name, vb, b_name));
+  }
+  return fmt::format("{}", fmt::join(lines, "; "));
+}
+
+struct Manifest {
+  std::string kind;  // run | evaluation
+  std::string experiment;
+  Settings settings;
+};
+
+nlohmann::json manifest_json(const std::string& kind, const config::Config& config) {
+  const Settings settings = non_default_settings(config);
+  return {{"bnn", kind}, {"format", 1}, {"experiment", identity_of(settings)}, {"settings", settings}};
+}
+
+std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
+  const auto path = dir / kManifestFile;
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  try {
+    const auto j = nlohmann::json::parse(io::read_file(path));
+    Manifest m{j.at("bnn").get<std::string>(), j.at("experiment").get<std::string>(),
+               j.at("settings").get<Settings>()};
+    if (m.kind != "run" && m.kind != "evaluation") throw std::invalid_argument("unknown kind " + m.kind);
+    return m;
+  } catch (const std::exception&) {
+    throw ConfigError(fmt::format("{} is not a bnn manifest (JSON with \"bnn\": run or evaluation, \"experiment\" "
+                                  "and \"settings\"); it says what the folder holds, so bnn will not write there: "
+                                  "restore it or use another folder",
+                                  path.string()));
+  }
+}
+
+void write_manifest(const std::filesystem::path& dir, const nlohmann::json& manifest) {
+  std::filesystem::create_directories(dir);
+  io::write_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
+}
+
+bool empty_folder(const std::filesystem::path& dir) {
+  return !std::filesystem::exists(dir) || (std::filesystem::is_directory(dir) && std::filesystem::is_empty(dir));
+}
+
+bool has_members(const std::filesystem::path& dir) {
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().filename().string().rfind("member_", 0) == 0) return true;
+  }
+  return false;
+}
+
+void write_run_files(const std::filesystem::path& dir, const config::Config& config) {
+  write_manifest(dir, manifest_json("run", config));
+  io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
+}
+
+}  // namespace
+
+bool same_experiment(const config::Config& a, const config::Config& b) {
+  return experiment_keys(a) == experiment_keys(b);
+}
+
+std::string experiment_differences(const config::Config& a, const config::Config& b, const std::string& a_name,
+                                   const std::string& b_name) {
+  return describe_differences(experiment_keys(a), experiment_keys(b), a_name, b_name, {});
+}
+
+void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
+  if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir)) {
+    throw ConfigError(fmt::format("run directory {} is a file; give --out a folder", dir.string()));
+  }
+  if (empty_folder(dir)) {
+    write_run_files(dir, config);
+    return;
+  }
+  const auto manifest = read_manifest(dir);
+  const auto config_path = dir / kConfigFile;
+  if (manifest && manifest->kind != "run") {
+    throw ConfigError(fmt::format("{} holds the tables of `bnn evaluate`, not a run; give --out a new folder",
+                                  dir.string()));
+  }
+  if (!manifest && !std::filesystem::exists(config_path)) {
+    throw ConfigError(fmt::format("{} is not empty and is not a bnn run directory (no {}): bnn would overwrite files "
+                                  "there (metrics.json, report.md, ...); give --out a new or empty folder",
+                                  dir.string(), kManifestFile));
+  }
+  // The experiment the directory holds: its manifest's settings, or for a run
+  // of a bnn before manifests its config.yaml.
+  const Settings mine = non_default_settings(config);
+  Settings theirs;
+  std::optional<config::Config> stored;
+  if (std::filesystem::exists(config_path)) stored = config::load_config(config_path, {});
+  if (manifest) {
+    theirs = manifest->settings;
+  } else {
+    theirs = non_default_settings(*stored);
+  }
+  const bool same = manifest ? manifest->experiment == identity_of(mine) && theirs == mine
+                             : same_experiment(*stored, config);
+  if (same) {
+    write_run_files(dir, config);
+    return;
+  }
+  if (!has_members(dir)) {
+    spdlog::warn("{} holds no member yet: its configuration is replaced by this one", dir.string());
+    write_run_files(dir, config);
+    return;
+  }
+  config::Config resolved_defaults = config::default_config();
+  config::validate_and_resolve(resolved_defaults);
+  const std::string differences =
+      describe_differences(theirs, mine, "there", "now", experiment_keys(resolved_defaults));
+  if (resume) {
+    throw ConfigError(fmt::format("bnn run --resume {}: the --set options change the experiment ({}); resume "
+                                  "without them, or start a new run from its config: bnn run --config {} --set ... "
+                                  "--out NEW_DIR",
+                                  dir.string(), differences, config_path.string()));
+  }
+  throw ConfigError(fmt::format("{} holds members of another experiment ({}); give --out a new folder, or continue "
+                                "that run as it is with bnn run --resume {}",
+                                dir.string(), differences, dir.string()));
+}
+
+void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
+                                const config::Config& config) {
+  for (const auto& d : run_dirs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(out, d, ec)) return;  // a run's own tables
+  }
+  nlohmann::json manifest = manifest_json("evaluation", config);
+  std::vector<std::string> runs;
+  for (const auto& d : run_dirs) runs.push_back(std::filesystem::absolute(d).lexically_normal().string());
+  manifest["runs"] = runs;
+  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
+    throw ConfigError(fmt::format("--out {} is a file; give a folder", out.string()));
+  }
+  if (empty_folder(out)) {
+    write_manifest(out, manifest);
+    return;
+  }
+  const auto existing = read_manifest(out);
+  if ((existing && existing->kind == "run") || std::filesystem::exists(out / kConfigFile)) {
+    throw ConfigError(fmt::format("--out {} is another bnn run directory: its metrics.json, report.md, ... describe "
+                                  "its own members and would be overwritten; give --out a new folder",
+                                  out.string()));
+  }
+  if (!existing) {
+    throw ConfigError(fmt::format("--out {} is not empty and is not a bnn evaluation folder (no {}); give --out a "
+                                  "new or empty folder",
+                                  out.string(), kManifestFile));
+  }
+  if (existing->experiment != manifest["experiment"].get<std::string>()) {
+    throw ConfigError(fmt::format("--out {} holds the evaluation of another experiment; give --out a new folder",
+                                  out.string()));
+  }
+  write_manifest(out, manifest);
 }
 
 bool member_finished(const std::filesystem::path& member) {
-  if (!std::filesystem::exists(member / kStatusFile)) return false;
-  const auto status = nlohmann::json::parse(io::read_file(member / kStatusFile));
-  return status.value("status", "") == "done";
+  const auto path = member / kStatusFile;
+  if (!std::filesystem::exists(path)) return false;
+  nlohmann::json status;
+  try {
+    status = nlohmann::json::parse(io::read_file(path));
+    return status.at("status").get<std::string>() == "done";
+  } catch (const nlohmann::json::exception&) {
+    throw ConfigError(fmt::format("{} is not a bnn status file (not JSON with a \"status\" string); delete it to "
+                                  "train {} again",
+                                  path.string(), member.filename().string()));
+  }
 }
 
 std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir) {

@@ -4,6 +4,9 @@
 // take their paths from here.
 //
 // Note [Run directory]:
+//   <run>/bnn.json             the manifest, written first: what the folder is
+//                              (a run, or an evaluation folder) and which
+//                              experiment it holds (Note [Run ownership])
 //   <run>/config.yaml          resolved config (all keys, auto values resolved)
 //   <run>/labels.npy           test labels (int64)
 //   <run>/preprocess.json      model and image preprocessing, for `bnn predict`
@@ -43,6 +46,7 @@
 
 namespace bnn::pipeline {
 
+inline constexpr const char* kManifestFile = "bnn.json";
 inline constexpr const char* kConfigFile = "config.yaml";
 inline constexpr const char* kLabelsFile = "labels.npy";
 inline constexpr const char* kPreprocessFile = "preprocess.json";
@@ -70,9 +74,43 @@ std::filesystem::path point_probs_path(const std::filesystem::path& member, cons
 std::filesystem::path sample_probs_path(const std::filesystem::path& member, int64_t step);
 
 // Whether members of configs `a` and `b` may share a run directory: they may
-// use different devices, thread counts, checkpointing and sample weight
-// storage (none of them changes a result); every other key must agree.
-bool same_experiment(config::Config a, const config::Config& b);
+// use different devices, thread counts, checkpointing, sample weight storage
+// and divergence thresholds (none of them changes a result); every other key
+// must agree.
+bool same_experiment(const config::Config& a, const config::Config& b);
+
+// The keys where `a` and `b` differ as experiments, as "key: A here, B there"
+// with the given names for the two sides ("" if same_experiment).
+std::string experiment_differences(const config::Config& a, const config::Config& b, const std::string& a_name,
+                                   const std::string& b_name);
+
+// Note [Run ownership]
+// A folder bnn writes results into says what it is in bnn.json, written
+// (atomically) before anything else: {"bnn": "run" or "evaluation",
+// "format": 1, "experiment": 16 hex digits, "settings": {key: value}}. The
+// experiment identity hashes the experiment keys (same_experiment) whose
+// values differ from the defaults, listed in "settings", so that a key added
+// by a later bnn with a default keeps old runs' identities. bnn then refuses:
+//  - `bnn run` into a non-empty folder without bnn.json (the user's own
+//    files would be overwritten by metrics.json, report.md, ...), except a
+//    run directory of an older bnn (config.yaml, same experiment), which is
+//    adopted;
+//  - `bnn run` into a run directory of another experiment, even when its
+//    config.yaml is gone (the manifest's settings name the keys that
+//    differ), unless no member has started there yet (a run that failed
+//    while loading its data), whose config is then replaced;
+//  - `bnn evaluate --out` onto anything but a new or empty folder, a run it
+//    evaluates, or an evaluation folder of the same experiment.
+
+// Prepares `dir` for `bnn run` with `config` (resume: `bnn run --resume`,
+// for the wording of errors): creates it, writes bnn.json and config.yaml.
+// Throws ConfigError saying what to do instead.
+void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);
+
+// Prepares `out` for the tables of `bnn evaluate` over `run_dirs` (whose
+// experiment is `config`); throws ConfigError if `out` holds anything else.
+void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
+                                const config::Config& config);
 
 // Whether the member directory's status.json says "done".
 bool member_finished(const std::filesystem::path& member);

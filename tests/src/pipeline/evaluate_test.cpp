@@ -106,6 +106,7 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   const auto& run = tiny_run();
   // --thin 1 keeps every stored sample: the run's own ensemble up to float16.
   const auto all = kWork / "thin1";
+  std::filesystem::remove_all(all);
   ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + all.string() + " --thin 1 --no-figures").code, 0);
   EXPECT_NEAR(bayes_size1(all)["nll"]["mean"].get<double>(), bayes_size1(run)["nll"]["mean"].get<double>(), 2e-3);
   EXPECT_EQ(read_json(all / "uncertainty.json")["selection"]["bayes_probabilities"], "stored samples");
@@ -113,6 +114,7 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   // --burn-in 2 on a run with burn-in 1 equals a run made with burn-in 2 (the
   // trajectory does not depend on burn-in), up to float16 rounding.
   const auto late = kWork / "burn2";
+  std::filesystem::remove_all(late);
   ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + late.string() + " --burn-in 2 --members 0 --no-figures")
                 .code,
             0);

@@ -1,0 +1,50 @@
+#include "src/pipeline/divergence.h"
+
+#include <sstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace bnn::pipeline {
+
+std::optional<Divergence> check_divergence(const std::string& trace_rows, const std::string& anchor_phase,
+                                           const config::Config& config) {
+  std::istringstream in(trace_rows);
+  bool have_reference = false;
+  Divergence d;
+  double loss_sum = 0, accuracy_sum = 0;
+  int64_t epochs = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream row(line);
+    std::vector<std::string> f;
+    for (std::string x; std::getline(row, x, ',');) f.push_back(x);
+    if (f.size() < 4) continue;
+    const double loss = std::stod(f[2]), accuracy = std::stod(f[3]);
+    if (f[0] == anchor_phase) {
+      have_reference = true;
+      d.reference_loss = loss;
+      d.reference_accuracy = accuracy;
+    } else if (f[0] == "sample" && std::stoll(f[1]) > config.sampler.burn_in) {
+      loss_sum += loss;
+      accuracy_sum += accuracy;
+      ++epochs;
+    }
+  }
+  if (!have_reference || epochs == 0) return std::nullopt;
+  d.chain_loss = loss_sum / static_cast<double>(epochs);
+  d.chain_accuracy = accuracy_sum / static_cast<double>(epochs);
+  const auto& s = config.sampler;
+  const bool loss_up = d.chain_loss - d.reference_loss > s.max_loss_increase;
+  const bool accuracy_down = d.reference_accuracy - d.chain_accuracy > s.max_accuracy_drop;
+  if (!loss_up && !accuracy_down) return std::nullopt;
+  d.reason = fmt::format(
+      "after burn-in the chain's mean training loss is {:.4g} and its test accuracy {:.4g}, against {:.4g} and "
+      "{:.4g} at x* ({}: sampler.max_loss_increase {}, sampler.max_accuracy_drop {}); lower sampler.step_size or "
+      "raise sampler.friction",
+      d.chain_loss, d.chain_accuracy, d.reference_loss, d.reference_accuracy,
+      loss_up && accuracy_down ? "both past" : loss_up ? "loss past" : "accuracy past", s.max_loss_increase,
+      s.max_accuracy_drop);
+  return d;
+}
+
+}  // namespace bnn::pipeline

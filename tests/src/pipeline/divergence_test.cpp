@@ -1,0 +1,71 @@
+#include "src/pipeline/divergence.h"
+
+#include <limits>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace bnn::pipeline {
+namespace {
+
+config::Config with_burn_in(int64_t burn_in) {
+  config::Config c = config::load_config("", {"sampler.epochs=4", fmt::format("sampler.burn_in={}", burn_in)});
+  return c;
+}
+
+// x*: SWA's last row (loss 0.5, accuracy 0.8); the sample rows after burn-in are averaged.
+std::string trace(double loss3, double loss4, double acc3 = 0.79, double acc4 = 0.79) {
+  return fmt::format(
+      "adam,1,1.2,0.6,0.01,0.1\n"
+      "swa,1,0.7,0.7,0.001,0.1\n"
+      "swa,2,0.5,0.8,0.001,0.1\n"
+      "sample,1,90,0.1,0.001,0.1\n"  // burn-in: not counted
+      "sample,2,90,0.1,0.001,0.1\n"
+      "sample,3,{},{},0.001,0.1\n"
+      "sample,4,{},{},0.001,0.1\n",
+      loss3, acc3, loss4, acc4);
+}
+
+TEST(Divergence, ComparesTheMeanAfterBurnInWithTheLastAnchorEpoch) {
+  const auto config = with_burn_in(2);
+  // Mean loss 1.5 = 0.5 + 1.0: at the threshold, not past it.
+  EXPECT_FALSE(check_divergence(trace(1.25, 1.75), "swa", config).has_value());
+  const auto d = check_divergence(trace(1.25, 1.77), "swa", config);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_DOUBLE_EQ(d->chain_loss, 1.51);
+  EXPECT_DOUBLE_EQ(d->reference_loss, 0.5);
+  EXPECT_DOUBLE_EQ(d->reference_accuracy, 0.8);
+  EXPECT_NE(d->reason.find("loss past"), std::string::npos) << d->reason;
+  // With burn-in 1 the burn-in row at loss 90 would count.
+  EXPECT_TRUE(check_divergence(trace(0.5, 0.5), "swa", with_burn_in(1)).has_value());
+  EXPECT_FALSE(check_divergence(trace(0.5, 0.5), "swa", with_burn_in(2)).has_value());
+}
+
+TEST(Divergence, AccuracyDropAndThresholdsFromTheConfig) {
+  const auto config = with_burn_in(2);
+  // Accuracy 0.8 -> mean 0.5: a drop of 0.3 > 0.25.
+  const auto d = check_divergence(trace(0.6, 0.6, 0.5, 0.5), "swa", config);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NE(d->reason.find("accuracy past"), std::string::npos) << d->reason;
+  EXPECT_FALSE(check_divergence(trace(0.6, 0.6, 0.56, 0.56), "swa", config).has_value());
+  auto lenient = config;
+  lenient.sampler.max_accuracy_drop = std::numeric_limits<double>::infinity();
+  lenient.sampler.max_loss_increase = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(check_divergence(trace(50, 50, 0.1, 0.1), "swa", lenient).has_value());
+  auto strict = config;
+  strict.sampler.max_loss_increase = 0.05;
+  EXPECT_TRUE(check_divergence(trace(0.6, 0.6), "swa", strict).has_value());
+}
+
+TEST(Divergence, MapIsTheAnchorOfAnLbfgsRun) {
+  const auto config = with_burn_in(0);
+  const std::string rows = "map,1,0.3,0.9,0,1\nsample,1,3.0,0.2,0.001,0.1\n";
+  const auto d = check_divergence(rows, "map", config);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_DOUBLE_EQ(d->reference_loss, 0.3);
+  EXPECT_NE(d->reason.find("both past"), std::string::npos);
+  EXPECT_FALSE(check_divergence(rows, "swa", config).has_value());  // no x* row: nothing to compare
+}
+
+}  // namespace
+}  // namespace bnn::pipeline
