@@ -1,0 +1,443 @@
+// bnn as a hostile or careless user runs it: every case asserts the exit
+// code, the one-line message, and that every file written before is byte for
+// byte what it was (Note [Run ownership], Note [Divergence check], Note
+// [Member locks]). Two finished runs of configs/tiny.yaml on a slice of the
+// real Fashion-MNIST, A and B (another seed), are made once per checkout and
+// shared by the test processes; each case works on copies where it damages
+// something.
+#include <chrono>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "src/io/atomic_file.h"
+#include "src/io/file_lock.h"
+#include "src/io/npy.h"
+#include "tests/support/run_bnn.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using bnn::testing::CommandResult;
+
+const fs::path kFmnist = "/usr/share/datasets/fashion-mnist";
+const fs::path kWork = fs::temp_directory_path() /
+                       ("bnn_hostile_test_" + std::to_string(std::hash<std::string>{}(BNN_SOURCE_DIR) % 1000000007));
+const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+
+CommandResult bnn(const std::string& args) {
+  static int calls = 0;
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return bnn::testing::run_bnn(args, kWork / "logs" / (test + "_" + std::to_string(++calls) + ".txt"));
+}
+
+// Runs A and B, once for all test processes (under a lock; a marker says done).
+void make_fixture() {
+  fs::create_directories(kWork / "logs");
+  std::optional<bnn::io::FileLock> lock;
+  while (!(lock = bnn::io::FileLock::try_acquire(kWork / "fixture.lock"))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  // Made again whenever bnn was rebuilt.
+  const std::string stamp = std::to_string(fs::last_write_time(BNN_BINARY).time_since_epoch().count());
+  if (fs::exists(kWork / "fixture.done") && bnn::io::read_file(kWork / "fixture.done") == stamp) return;
+  for (const auto& [name, extra] : {std::pair{"A", ""}, std::pair{"B", " --seed 8"}}) {
+    fs::remove_all(kWork / name);
+    const CommandResult r = bnn("run --config " + kTiny + " --out " + (kWork / name).string() + " --threads 1" + extra);
+    ASSERT_EQ(r.code, 0) << r.output;
+  }
+  bnn::io::write_file_atomically(kWork / "fixture.done", stamp);
+}
+
+// Every file under `root` (recursively) and its bytes.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  if (!fs::exists(root)) return files;
+  if (fs::is_regular_file(root)) return {{root.filename().string(), bnn::io::read_file(root)}};
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (e.is_regular_file()) files[fs::relative(e.path(), root).string()] = bnn::io::read_file(e.path());
+  }
+  return files;
+}
+
+// A fresh copy of run `name` for a case to damage.
+fs::path copy_of(const std::string& name, const std::string& as) {
+  const fs::path to = kWork / "cases" / as;
+  fs::remove_all(to);
+  fs::create_directories(to.parent_path());
+  fs::copy(kWork / name, to, fs::copy_options::recursive);
+  return to;
+}
+
+fs::path fresh(const std::string& as) {
+  const fs::path p = kWork / "cases" / as;
+  fs::remove_all(p);
+  fs::create_directories(p.parent_path());
+  return p;
+}
+
+void write_text(const fs::path& path, const std::string& text) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+struct Case {
+  Case(std::string name, std::function<std::string()> setup, int code, std::string message,
+       std::vector<fs::path> kept = {}, std::function<void(const CommandResult&)> check = nullptr)
+      : name(std::move(name)), setup(std::move(setup)), code(code), message(std::move(message)),
+        kept(std::move(kept)), check(std::move(check)) {}
+  std::string name;
+  std::function<std::string()> setup;  // makes what the case needs; returns the arguments
+  int code;
+  std::string message;
+  std::vector<fs::path> kept;  // trees whose files must be unchanged (A and B always)
+  std::function<void(const CommandResult&)> check;
+};
+
+void run_cases(const std::vector<Case>& cases) {
+  if (!fs::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  make_fixture();
+  if (::testing::Test::HasFatalFailure()) return;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const std::string args = c.setup();
+    std::vector<fs::path> kept = c.kept;
+    kept.push_back(kWork / "A");
+    kept.push_back(kWork / "B");
+    std::vector<std::map<std::string, std::string>> before;
+    for (const auto& k : kept) before.push_back(snapshot(k));
+    const CommandResult r = bnn(args);
+    EXPECT_EQ(r.code, c.code) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << args << "\n" << r.output;
+    if (c.code == 2) {
+      // One line: "bnn: error: ..." naming what is wrong, no library text.
+      EXPECT_NE(r.output.find("bnn: error: "), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("enforce fail"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("basic_filebuf"), std::string::npos) << r.output;
+      EXPECT_EQ(r.output.find("[json.exception"), std::string::npos) << r.output;
+    }
+    for (size_t i = 0; i < kept.size(); ++i) {
+      EXPECT_TRUE(snapshot(kept[i]) == before[i]) << kept[i] << " changed under: " << args;
+    }
+    if (c.check) c.check(r);
+  }
+}
+
+std::string run_tiny(const std::string& out, const std::string& extra) {
+  return "run --config " + kTiny + " --out " + out + " --threads 1" + extra;
+}
+
+std::string a() { return (kWork / "A").string(); }
+std::string b() { return (kWork / "B").string(); }
+
+// Findings 1-4 and the rest of ownership: no folder is written over.
+TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
+  run_cases({
+      {"1: evaluate A --out B, another finished run",
+       [] { return "evaluate " + a() + " --out " + b() + " --no-figures"; }, 2,
+       "is another bnn run directory: its metrics.json, report.md, ... describe its own members"},
+      {"2: a run whose config.yaml was deleted, with another config",
+       [] {
+         const auto c = copy_of("A", "no_config");
+         fs::remove(c / "config.yaml");
+         return run_tiny(c.string(), " --set sampler.step_size=0.002");
+       },
+       2, "holds members of another experiment (sampler.step_size: 0.001 there, 0.002 now)",
+       {kWork / "cases" / "no_config"}},
+      {"3: run --out a folder of the user's own",
+       [] {
+         const auto u = fresh("user_folder");
+         write_text(u / "metrics.json", "{\"mine\": 1}\n");
+         write_text(u / "report.md", "# my notes\n");
+         return run_tiny(u.string(), "");
+       },
+       2, "is not empty and is not a bnn run directory (no bnn.json)", {kWork / "cases" / "user_folder"}},
+      {"3b: evaluate --out a folder of the user's own",
+       [] {
+         const auto u = fresh("user_folder2");
+         write_text(u / "report.md", "# my notes\n");
+         return "evaluate " + a() + " --out " + u.string() + " --no-figures";
+       },
+       2, "is not empty and is not a bnn evaluation folder", {kWork / "cases" / "user_folder2"}},
+      {"another run's config into A",
+       [] { return run_tiny(a(), " --set sampler.step_size=0.002"); }, 2,
+       "holds members of another experiment (sampler.step_size: 0.001 there, 0.002 now); give --out a new folder"},
+      {"evaluate B into an evaluation folder of A",
+       [] {
+         const auto e = fresh("eval_of_a");
+         const auto made = bnn("evaluate " + a() + " --out " + e.string() + " --no-figures");
+         EXPECT_EQ(made.code, 0) << made.output;
+         return "evaluate " + b() + " --out " + e.string() + " --no-figures";
+       },
+       2, "holds the evaluation of another experiment", {kWork / "cases" / "eval_of_a"}},
+      {"run into an evaluation folder",
+       [] {
+         const auto e = fresh("eval_of_a2");
+         const auto made = bnn("evaluate " + a() + " --out " + e.string() + " --no-figures");
+         EXPECT_EQ(made.code, 0) << made.output;
+         return run_tiny(e.string(), "");
+       },
+       2, "holds the tables of `bnn evaluate`, not a run", {kWork / "cases" / "eval_of_a2"}},
+      {"a run directory with a damaged manifest",
+       [] {
+         const auto c = copy_of("A", "bad_manifest");
+         write_text(c / "bnn.json", "{not json");
+         return run_tiny(c.string(), "");
+       },
+       2, "bnn.json is not a bnn manifest", {kWork / "cases" / "bad_manifest"}},
+      {"--out names a file",
+       [] {
+         const auto f = fresh("a_file");
+         write_text(f, "data\n");
+         return run_tiny(f.string(), "");
+       },
+       2, "is a file; give --out a folder", {kWork / "cases" / "a_file"}},
+      {"9: --resume with a --set that changes the experiment",
+       [] { return "run --resume " + a() + " --set sampler.step_size=0.002"; }, 2,
+       "bnn run --resume " + a() + ": the --set options change the experiment (sampler.step_size: 0.001 there, "
+       "0.002 now)"},
+  });
+}
+
+// Finding 4: bnn starts while this process holds member_000's lock.
+TEST(HostileInput, AHeldMemberIsLeftAlone) {
+  if (!fs::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  make_fixture();
+  const auto c = copy_of("A", "held");
+  fs::remove(c / "member_000" / "status.json");
+  const auto before = snapshot(c / "member_000");
+  auto lock = bnn::io::FileLock::try_acquire(c / "member_000" / "lock");
+  ASSERT_TRUE(lock.has_value());
+  const CommandResult r = bnn("run --resume " + c.string() + " --members 0 --threads 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("member 0: another process is training it"), std::string::npos) << r.output;
+  EXPECT_TRUE(snapshot(c / "member_000") == before);
+  lock.reset();
+  // Released (as by a process that died): the member is trained again.
+  const CommandResult again = bnn("run --resume " + c.string() + " --members 0 --threads 1");
+  EXPECT_EQ(again.code, 0) << again.output;
+  EXPECT_EQ(bnn::io::read_file(c / "member_000" / "bayes_probs.npy"),
+            bnn::io::read_file(kWork / "A" / "member_000" / "bayes_probs.npy"));
+}
+
+// Findings 5, 6 and 10: nonsense is a config error before any work.
+TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
+  const auto out = [] { return fresh("never_made").string(); };
+  const auto no_output = [](const CommandResult&) {
+    EXPECT_FALSE(fs::exists(kWork / "cases" / "never_made")) << "a config error created the run directory";
+  };
+  run_cases({
+      {"5: an empty config file",
+       [&] {
+         write_text(kWork / "cases" / "empty.yaml", "# nothing\n");
+         return "run --config " + (kWork / "cases" / "empty.yaml").string() + " --out " + out();
+       },
+       2, "is empty (or only comments)", {}, no_output},
+      {"5: a section given twice",
+       [&] {
+         write_text(kWork / "cases" / "twice.yaml", "data:\n  train_limit: 1000\nmodel:\n  name: mlp\ndata:\n"
+                                                  "  test_limit: 500\n");
+         return "run --config " + (kWork / "cases" / "twice.yaml").string() + " --out " + out();
+       },
+       2, "line 5: section 'data' is given twice (first at line 1); merge the two", {}, no_output},
+      {"5: a key given twice",
+       [&] {
+         write_text(kWork / "cases" / "key_twice.yaml", "sampler:\n  step_size: 1.0e-3\n  step_size: 1.0e-4\n");
+         return "run --config " + (kWork / "cases" / "key_twice.yaml").string() + " --out " + out();
+       },
+       2, "key 'sampler.step_size' is given twice (first at line 2)", {}, no_output},
+      {"6: step size above float range",
+       [&] { return run_tiny(out(), " --set sampler.step_size=1e300"); }, 2,
+       "config key 'sampler.step_size': invalid value '1e300': beyond the float32 range", {}, no_output},
+      {"6: swa.lr above float range", [&] { return run_tiny(out(), " --set swa.lr=1e39"); }, 2,
+       "config key 'swa.lr': invalid value '1e39': beyond the float32 range", {}, no_output},
+      {"6: prior precision above float range", [&] { return run_tiny(out(), " --set prior.precision=1e300"); }, 2,
+       "config key 'prior.precision': invalid value '1e300'", {}, no_output},
+      {"9: friction above float range", [&] { return run_tiny(out(), " --set sampler.friction=1e300"); }, 2,
+       "config key 'sampler.friction': invalid value '1e300': beyond the float32 range", {}, no_output},
+      {"10: a step size that cannot move the chain", [&] { return run_tiny(out(), " --set sampler.step_size=1e-50"); },
+       2, "config key 'sampler.step_size': invalid value '1e-50'", {}, no_output},
+      {"10: a step size in float range that cannot move the chain",
+       [&] { return run_tiny(out(), " --set sampler.step_size=1e-9"); }, 2,
+       "a step moves a weight by about h sqrt(T) = 1e-09, below float32's resolution at 1", {}, no_output},
+      {"10: sgld's step below resolution",
+       [&] { return run_tiny(out(), " --set sampler.name=sgld --set sampler.step_size=1e-16"); }, 2,
+       "sqrt(2 h T)", {}, no_output},
+      {"10: an mlp without hidden layers", [&] { return run_tiny(out(), " --set model.hidden=[]"); }, 2,
+       "config key 'model.hidden': invalid value '[]': the mlp needs at least one hidden layer", {}, no_output},
+      {"negative radius", [&] { return run_tiny(out(), " --set sampler.rho=-1"); }, 2,
+       "config key 'sampler.rho': invalid value '-1'", {}, no_output},
+      {"unknown key", [&] { return run_tiny(out(), " --set sampler.stepsize=0.1"); }, 2,
+       "unknown config key 'sampler.stepsize'", {}, no_output},
+      {"divergence thresholds must be positive",
+       [&] { return run_tiny(out(), " --set sampler.max_loss_increase=0"); }, 2,
+       "config key 'sampler.max_loss_increase': invalid value '0'", {}, no_output},
+  });
+}
+
+// Findings 8 and 9: one line naming the file, key or option.
+TEST(HostileInput, MessagesNameWhatIsWrong) {
+  const auto out = [] { return fresh("never_made2").string(); };
+  run_cases({
+      {"8: a directory as --config", [&] { return "run --config " + kWork.string() + " --out " + out(); }, 2,
+       "config file " + kWork.string() + " is a directory; give a YAML file"},
+      {"8: --threads abc", [&] { return "run --config " + kTiny + " --out " + out() + " --threads abc"; }, 2,
+       "option --threads: 'abc' is not a valid value"},
+      {"8: --seed=-x", [&] { return run_tiny(out(), "") + " --seed=xyz"; }, 2,
+       "option --seed: 'xyz' is not a valid value"},
+      {"8: a model too wide to allocate",
+       [&] { return run_tiny(fresh("too_wide").string(), " --set model.hidden=[4000000000000]"); }, 2,
+       "config keys 'model.name' mlp, 'model.hidden' [4000000000000]: the model cannot be built for fashion_mnist "
+       "inputs of shape [1, 28, 28]: can't allocate memory: you tried to allocate 12544000000000000 bytes"},
+      {"8: an empty .npy in predict",
+       [] {
+         bnn::io::write_npy(kWork / "cases" / "none.npy", torch::zeros({0, 28, 28}, torch::kByte));
+         return "predict --run " + a() + " --images " + (kWork / "cases" / "none.npy").string() + " --method swa";
+       },
+       2, "none.npy: holds no images (shape 0 x 28 x 28)"},
+      {"9: --members 1-0", [&] { return run_tiny(out(), " --members 1-0"); }, 2,
+       "--members: '1-0' runs from 1 down to 0; write ranges low-high, e.g. 0-1"},
+      {"9: a file as data.dir", [&] { return run_tiny(out(), " --set data.dir=" + kTiny); }, 2,
+       "config key 'data.dir': " + kTiny + " is a file; give the folder holding the fashion_mnist files"},
+      {"9: a missing data.dir", [&] { return run_tiny(out(), " --set data.dir=/no/such/folder"); }, 2,
+       "config key 'data.dir': /no/such/folder does not exist"},
+      {"9: bnn bias --help shows the step sizes as the parser takes them",
+       [] { return std::string("bias --help"); }, 0, "--step-sizes arg"},
+      {"9: ... and the parser takes them",
+       [] {
+         return "bias --samplers sms_ubu --step-sizes 0.5 --chains 50 --time 20 --burn-in 2 --bins 100 --threads 1 "
+                "--out " +
+                (kWork / "cases" / "bias.csv").string();
+       },
+       0, "sms_ubu"},
+  });
+}
+
+// Finding 9: a run that failed while loading its data does not lock its
+// directory against the corrected config.
+TEST(HostileInput, AFailedStartDoesNotLockTheDirectory) {
+  if (!fs::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  make_fixture();
+  const auto dir = fresh("failed_start");
+  const CommandResult failed = bnn(run_tiny(dir.string(), " --set data.dir=/no/such/folder --set run.members=1"));
+  ASSERT_EQ(failed.code, 2) << failed.output;
+  const CommandResult fixed = bnn(run_tiny(dir.string(), " --set run.members=1"));
+  ASSERT_EQ(fixed.code, 0) << fixed.output;
+  EXPECT_NE(fixed.output.find("holds no member yet: its configuration is replaced"), std::string::npos)
+      << fixed.output;
+  EXPECT_EQ(bnn::io::read_file(dir / "member_000" / "bayes_probs.npy"),
+            bnn::io::read_file(kWork / "A" / "member_000" / "bayes_probs.npy"));
+}
+
+// Findings 8 and 10: damaged member files are named, nothing is rewritten.
+TEST(HostileInput, DamagedMemberFilesAreNamed) {
+  const auto damaged = [](const std::string& as, const std::function<void(const fs::path&)>& damage) {
+    const auto c = copy_of("A", as);
+    damage(c);
+    return c;
+  };
+  const auto evaluate = [](const fs::path& c) { return "evaluate " + c.string() + " --no-figures"; };
+  run_cases({
+      {"8: a garbage status.json",
+       [&] {
+         return evaluate(damaged("bad_status", [](const fs::path& c) {
+           write_text(c / "member_000" / "status.json", "{\"status\": ");
+         }));
+       },
+       2, "member_000/status.json is not a bnn status file", {kWork / "cases" / "bad_status"}},
+      {"8: a garbage status.json when resuming",
+       [&] {
+         const auto c = damaged("bad_status2", [](const fs::path& c) {
+           write_text(c / "member_001" / "status.json", "garbage");
+         });
+         return "run --resume " + c.string() + " --threads 1";
+       },
+       2, "member_001/status.json is not a bnn status file", {kWork / "cases" / "bad_status2"}},
+      {"8: NaN probabilities",
+       [&] {
+         return evaluate(damaged("nan_probs", [](const fs::path& c) {
+           auto p = bnn::io::read_npy(c / "member_000" / "swa_probs.npy");
+           p[3][2] = std::nan("");
+           bnn::io::write_npy(c / "member_000" / "swa_probs.npy", p);
+         }));
+       },
+       2, "member_000/swa_probs.npy: NaN or infinite probabilities", {kWork / "cases" / "nan_probs"}},
+      {"8: probabilities with a row too few",
+       [&] {
+         return evaluate(damaged("short_probs", [](const fs::path& c) {
+           auto p = bnn::io::read_npy(c / "member_001" / "bayes_probs.npy");
+           bnn::io::write_npy(c / "member_001" / "bayes_probs.npy", p.slice(0, 0, 499).contiguous());
+         }));
+       },
+       2, "member_001/bayes_probs.npy: probabilities of shape [499, 10], expected [500, 10]",
+       {kWork / "cases" / "short_probs"}},
+      {"rows that are not probabilities",
+       [&] {
+         return evaluate(damaged("not_probs", [](const fs::path& c) {
+           auto p = bnn::io::read_npy(c / "member_000" / "adam_probs.npy");
+           bnn::io::write_npy(c / "member_000" / "adam_probs.npy", p * 2);
+         }));
+       },
+       2, "member_000/adam_probs.npy: not probabilities", {kWork / "cases" / "not_probs"}},
+      {"10: a garbage trace.csv",
+       [&] {
+         return evaluate(damaged("bad_trace", [](const fs::path& c) {
+           const auto t = bnn::io::read_file(c / "member_000" / "trace.csv");
+           write_text(c / "member_000" / "trace.csv", t + "sample,4,lots,0.5,0.001,0.1\n");
+         }));
+       },
+       2, "member_000/trace.csv: line 8 is not a trace row", {kWork / "cases" / "bad_trace"}},
+      {"10: a deleted samples folder",
+       [&] {
+         return evaluate(
+             damaged("no_samples", [](const fs::path& c) { fs::remove_all(c / "member_000" / "samples"); }));
+       },
+       2, "member_000/samples holds 0 of the 2 sample predictions", {kWork / "cases" / "no_samples"}},
+      {"10: ... which --members can leave out",
+       [] { return "evaluate " + (kWork / "cases" / "no_samples").string() + " --members 1 --no-figures"; }, 0,
+       "report:"},
+  });
+}
+
+// Finding 7: a chain that blows up but stays finite is caught.
+TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
+  const auto dir = kWork / "cases" / "diverged";
+  run_cases({
+      {"7: h = 5 with the default bounce box",
+       [&] { return run_tiny(fresh("diverged").string(), " --set sampler.step_size=5 --set run.members=1"); }, 3,
+       "member 0 diverged: after burn-in the chain's mean training loss is",
+       {},
+       [&](const CommandResult& r) {
+         const auto status = nlohmann::json::parse(bnn::io::read_file(dir / "member_000" / "status.json"));
+         EXPECT_EQ(status["status"], "done");
+         ASSERT_TRUE(status.contains("diverged")) << status;
+         EXPECT_GT(status["diverged"]["chain_loss"].get<double>(),
+                   status["diverged"]["reference_loss"].get<double>() + 1.0);
+         EXPECT_NE(bnn::io::read_file(dir / "report.md").find("## Warnings"), std::string::npos);
+         EXPECT_NE(r.output.find("the samples of a diverged chain are not of the posterior"), std::string::npos);
+       }},
+      {"7: ... and stays flagged on a rerun",
+       [&] { return run_tiny(dir.string(), " --set sampler.step_size=5 --set run.members=1"); }, 3,
+       "member_000 diverged", {dir / "member_000"}},
+      {"7: a global chain with too little friction",
+       [] {
+         return run_tiny(fresh("diverged_global").string(),
+                         " --set sampler.step_size=0.1 --set sampler.rho=.inf --set sampler.friction=5 "
+                         "--set run.members=1");
+       },
+       3, "member 0 diverged"},
+      {"7: the thresholds are config keys",
+       [] {
+         return run_tiny(fresh("diverged_allowed").string(),
+                         " --set sampler.step_size=5 --set run.members=1 --set sampler.max_loss_increase=.inf "
+                         "--set sampler.max_accuracy_drop=.inf");
+       },
+       0, "bayes"},
+  });
+}
+
+}  // namespace
