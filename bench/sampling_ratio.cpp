@@ -28,6 +28,8 @@
 #include "src/pipeline/model_oracle.h"
 #include "src/runtime/threads.h"
 
+BNN_OPENMP_WAIT_DEFAULT;  // as in bnn (Note [OpenMP wait policy])
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

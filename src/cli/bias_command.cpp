@@ -61,7 +61,7 @@ int cmd_bias(int argc, char** argv) {
       "bins", "Histogram bins over mean +- 8 sd", cxxopts::value<int64_t>()->default_value("80000"))(
       "seed", "Seed", cxxopts::value<uint64_t>()->default_value("1"))(
       "o,out", "CSV file (sampler,h,w1)", cxxopts::value<std::string>()->default_value("bias.csv"))(
-      "threads", "CPU threads (default all cores)", cxxopts::value<int>()->default_value("0"))("help", "Show this help");
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int>()->default_value("0"))("help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -113,7 +113,7 @@ int cmd_coupled_bias(int argc, char** argv) {
       "seed", "Seed of the experiment (overrides run.seed)", cxxopts::value<uint64_t>())(
       "o,out", "CSV file", cxxopts::value<std::string>()->default_value("coupled_bias.csv"))(
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
-      "threads", "CPU threads (default all cores)", cxxopts::value<int64_t>())("h,help", "Show this help");
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>())("h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;

@@ -17,7 +17,11 @@ int cmd_version(int, char**) {
   fmt::print("LibTorch {}.{}.{}\n", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
   fmt::print("CUDA available: {} ({} devices)\n", torch::cuda::is_available() ? "yes" : "no",
              torch::cuda::device_count());
-  fmt::print("threads: {} (default: all {} cores)\n", runtime::configure_threads(0), std::thread::hardware_concurrency());
+  std::string why;
+  const int cpus = runtime::available_cpus(&why);
+  fmt::print("threads: {} (default: the {} CPUs this process may use, by {}; {} cores)\n",
+             runtime::configure_threads(0), cpus, why, std::thread::hardware_concurrency());
+  fmt::print("OpenMP wait: {}\n", runtime::openmp_wait_setting());
   fmt::print("std::filesystem from: {}\n", runtime::filesystem_library());
   return 0;
 }

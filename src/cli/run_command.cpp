@@ -71,7 +71,7 @@ int cmd_run(int argc, char** argv) {
       cxxopts::value<std::string>()->default_value("auto"))(
       "cudnn-benchmark", "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
                          "vary between runs in the last bits)")(
-      "threads", "CPU threads (default all cores; overrides run.threads)", cxxopts::value<int64_t>())(
+      "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)", cxxopts::value<int64_t>())(
       "distributed", "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
                      "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");

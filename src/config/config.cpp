@@ -300,7 +300,8 @@ std::vector<Field> fields(Config& c) {
       integer("run.members", c.run.members, "4", 1, 4096, "M: ensemble members (independent chains)."),
       seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
       text("run.device", c.run.device, "auto", {}, "auto, cpu, cuda or cuda:N."),
-      integer("run.threads", c.run.threads, "0", 0, 1024, "Intra-op CPU threads; 0 = all cores."),
+      integer("run.threads", c.run.threads, "0", 0, 1024, "Intra-op CPU threads; 0 = the CPUs this process may use (affinity mask, cgroup CPU quota, "
+              "SLURM_CPUS_PER_TASK)."),
       boolean("run.checkpoint", c.run.checkpoint, "true",
               "Checkpoint every member at each epoch end (member_NNN/checkpoint.pt) so that an interrupted run "
               "resumes where it stopped."),

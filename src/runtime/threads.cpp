@@ -1,20 +1,153 @@
 #include "src/runtime/threads.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <string_view>
 #include <thread>
 
 #include <torch/torch.h>
 
 namespace bnn::runtime {
+namespace {
+
+constexpr const char* kDefaultMarker = "BNN_DEFAULT_GOMP_SPINCOUNT";
+
+// ceil(quota / period) of the cgroup this process is in, or 0 without a quota.
+int cgroup_cpu_limit() {
+  double quota = 0, period = 0;
+  std::ifstream v2("/sys/fs/cgroup/cpu.max");  // "max 100000" or "200000 100000"
+  std::string q;
+  if (v2 >> q >> period) {
+    if (q == "max") return 0;
+    quota = std::atof(q.c_str());
+  } else {
+    std::ifstream v1q("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), v1p("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
+    if (!(v1q >> quota) || !(v1p >> period) || quota <= 0) return 0;
+  }
+  if (quota <= 0 || period <= 0) return 0;
+  return std::max(1, static_cast<int>(std::ceil(quota / period)));
+}
+
+}  // namespace
+
+namespace {
+
+// Runnable tasks on the machine other than this process, from the 4th field
+// of /proc/loadavg ("0.52 0.58 0.59 3/150 4242": 3 runnable, this one among
+// them); the median of `samples` readings 2 ms apart, or -1 if unreadable.
+// Uses system calls only (it runs before libc is initialised).
+int other_runnable_tasks(int samples) {
+  int counts[16];
+  int n = 0;
+  for (int i = 0; i < samples && i < 16; ++i) {
+    const int fd = ::open("/proc/loadavg", O_RDONLY);
+    if (fd < 0) return -1;
+    char text[128];
+    const ssize_t got = ::read(fd, text, sizeof(text) - 1);
+    ::close(fd);
+    if (got <= 0) return -1;
+    int field = 0, value = 0;
+    for (ssize_t k = 0; k < got && field <= 3; ++k) {
+      if (text[k] == ' ') {
+        ++field;
+      } else if (field == 3) {
+        if (text[k] == '/') break;
+        value = value * 10 + (text[k] - '0');
+      }
+    }
+    counts[n++] = value - 1;
+    const timespec pause{0, 2'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  std::sort(counts, counts + n);
+  return n == 0 ? -1 : counts[n / 2];
+}
+
+}  // namespace
+
+void set_openmp_wait_default(int /*argc*/, char** argv, char** envp) {
+  // Runs before libc is initialised: no getenv, no allocation.
+  constexpr size_t kMaxEnv = 4096;
+  static char* env[kMaxEnv + 3];
+  static char spin[64];
+  static char marker[] = "BNN_DEFAULT_GOMP_SPINCOUNT=1";  // for openmp_wait_setting()
+  if (argv == nullptr || envp == nullptr) return;
+  bool share = false;
+  size_t n = 0;
+  for (; envp[n] != nullptr; ++n) {
+    const std::string_view e(envp[n]);
+    if (e.rfind("GOMP_SPINCOUNT=", 0) == 0 || e.rfind("OMP_WAIT_POLICY=", 0) == 0) return;
+    if (e == "BNN_SHARE_CORES=0") return;
+    if (e == "BNN_SHARE_CORES=1") share = true;
+    if (n == kMaxEnv) return;
+    env[n] = envp[n];
+  }
+  // Alone on the machine, libgomp's long spin is the fastest; beside
+  // another busy process it collapses (Note [OpenMP wait policy]).
+  if (!share && other_runnable_tasks(8) < 1) return;
+  size_t at = 0;
+  for (const char* part : {"GOMP_SPINCOUNT=", kGompSpinCount}) {
+    for (const char* c = part; *c != '\0' && at + 1 < sizeof(spin); ++c) spin[at++] = *c;
+  }
+  env[n] = spin;
+  env[n + 1] = marker;
+  env[n + 2] = nullptr;
+  ::execve("/proc/self/exe", argv, env);  // returns only on failure: go on as we are
+}
+
+std::string openmp_wait_setting() {
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (spin != nullptr && std::getenv(kDefaultMarker) != nullptr && std::string(spin) == kGompSpinCount) {
+    return std::string("GOMP_SPINCOUNT=") + spin + " (bnn's choice: other processes were busy at start, or BNN_SHARE_CORES=1)";
+  }
+  std::string out;
+  if (policy != nullptr) out += std::string("OMP_WAIT_POLICY=") + policy + " ";
+  if (spin != nullptr) out += std::string("GOMP_SPINCOUNT=") + spin + " ";
+  return out.empty() ? "the OpenMP runtime's default (bnn's choice: the machine was idle at start)"
+                     : out + "(environment)";
+}
+
+int available_cpus(std::string* why) {
+  int n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string reason = "all cores";
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) {
+    const int affinity = CPU_COUNT(&set);
+    if (affinity > 0 && affinity < n) {
+      n = affinity;
+      reason = "affinity mask";
+    }
+  }
+  if (const int quota = cgroup_cpu_limit(); quota > 0 && quota < n) {
+    n = quota;
+    reason = "cgroup CPU quota";
+  }
+  if (const char* slurm = std::getenv("SLURM_CPUS_PER_TASK")) {
+    const int s = std::atoi(slurm);
+    if (s > 0 && s < n) {
+      n = s;
+      reason = "SLURM_CPUS_PER_TASK";
+    }
+  }
+  if (why != nullptr) *why = reason;
+  return n;
+}
 
 int configure_threads(int threads) {
   // Note [BLAS threads]: looked up at run time so that builds against other
   // BLAS libraries need no OpenBLAS symbol.
   using SetThreads = void (*)(int);
   if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
-  const int n = threads > 0 ? threads : static_cast<int>(std::thread::hardware_concurrency());
+  const int n = threads > 0 ? threads : available_cpus();
   torch::set_num_threads(std::max(n, 1));
   return torch::get_num_threads();
 }

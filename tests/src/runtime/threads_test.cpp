@@ -1,0 +1,54 @@
+// Default thread count and OpenMP wait policy of the bnn executable, as
+// `bnn version` reports them (Note [OpenMP wait policy]).
+#include "src/runtime/threads.h"
+
+#include <gtest/gtest.h>
+
+#include "tests/support/run_bnn.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+bnn::testing::CommandResult version(const std::string& env) {
+  static const auto dir = bnn::testing::unique_temp_dir("bnn_threads_test");
+  static int calls = 0;
+  return bnn::testing::run_bnn("version", dir / (std::to_string(++calls) + ".txt"), env);
+}
+
+TEST(Threads, DefaultIsTheCpusThisProcessMayUse) {
+  const auto slurm = version("SLURM_CPUS_PER_TASK=1");
+  ASSERT_EQ(slurm.code, 0) << slurm.output;
+  EXPECT_NE(slurm.output.find("threads: 1 (default: the 1 CPUs this process may use, by SLURM_CPUS_PER_TASK"),
+            std::string::npos)
+      << slurm.output;
+  // An affinity mask of one CPU (taskset is in Debian's util-linux).
+  const auto pinned = version("taskset -c 0");  // `env taskset -c 0 bnn version`
+  ASSERT_EQ(pinned.code, 0) << pinned.output;
+  EXPECT_NE(pinned.output.find("threads: 1 (default: the 1 CPUs this process may use, by affinity mask"),
+            std::string::npos)
+      << pinned.output;
+  std::string why;
+  EXPECT_GE(bnn::runtime::available_cpus(&why), 1);
+  EXPECT_FALSE(why.empty());
+}
+
+TEST(Threads, OpenMpWaitPolicyFollowsTheEnvironment) {
+  // BNN_SHARE_CORES=1: bnn restarted itself with its short spin before
+  // libgomp read the environment.
+  const auto share = version("BNN_SHARE_CORES=1");
+  ASSERT_EQ(share.code, 0) << share.output;
+  EXPECT_NE(share.output.find(std::string("OpenMP wait: GOMP_SPINCOUNT=") + bnn::runtime::kGompSpinCount +
+                              " (bnn's choice"),
+            std::string::npos)
+      << share.output;
+  // The user's own setting wins, and BNN_SHARE_CORES=0 keeps the runtime's default.
+  const auto user = version("GOMP_SPINCOUNT=77 BNN_SHARE_CORES=1");
+  EXPECT_NE(user.output.find("OpenMP wait: GOMP_SPINCOUNT=77 (environment)"), std::string::npos) << user.output;
+  const auto passive = version("OMP_WAIT_POLICY=passive");
+  EXPECT_NE(passive.output.find("OpenMP wait: OMP_WAIT_POLICY=passive (environment)"), std::string::npos)
+      << passive.output;
+  const auto off = version("BNN_SHARE_CORES=0");
+  EXPECT_NE(off.output.find("OpenMP wait: the OpenMP runtime's default"), std::string::npos) << off.output;
+}
+
+}  // namespace
