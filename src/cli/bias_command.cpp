@@ -39,7 +39,7 @@ std::vector<double> parse_step_sizes(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size()) throw config::ConfigError(fmt::format("bnn bias: --h: '{}' is not a number", item));
+    if (used != item.size()) throw config::ConfigError(fmt::format("bnn bias: --step-sizes: '{}' is not a number", item));
     out.push_back(h);
   }
   return out;

@@ -8,25 +8,29 @@ namespace bnn::cli {
 
 namespace {
 
-// cxxopts names the value it could not convert, not the option: find the
-// option in argv ("--name value", "--name=value" or "-n value").
+// cxxopts names the value it could not convert, not the option: "Argument
+// 'abc' failed to parse" (with typographic quotes where it uses them). Find
+// the option whose value is exactly that ("--name value", "--name=value" or
+// "-n value").
 [[noreturn]] void bad_option_value(const std::string& message, int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
+  const std::string head = "Argument ", tail = " failed to parse";
+  std::string quoted;
+  if (message.rfind(head, 0) == 0 && message.size() > head.size() + tail.size() &&
+      message.compare(message.size() - tail.size(), tail.size(), tail) == 0) {
+    quoted = message.substr(head.size(), message.size() - head.size() - tail.size());
+  }
+  for (int i = 1; i < argc && !quoted.empty(); ++i) {
     const std::string token = argv[i];
+    if (token.rfind("-", 0) != 0) continue;
     const auto eq = token.find('=');
-    std::string option, value;
-    if (token.rfind("-", 0) == 0 && eq != std::string::npos) {
-      option = token.substr(0, eq);
-      value = token.substr(eq + 1);
-    } else if (token.rfind("-", 0) == 0 && i + 1 < argc) {
-      option = token;
-      value = argv[i + 1];
-    } else {
-      continue;
-    }
-    if (!value.empty() && message.find(value) != std::string::npos) {
-      throw config::ConfigError(
-          fmt::format("option {}: '{}' is not a valid value; it takes a number (see --help)", option, value));
+    const std::string option = eq == std::string::npos ? token : token.substr(0, eq);
+    const std::string value = eq != std::string::npos ? token.substr(eq + 1) : (i + 1 < argc ? argv[i + 1] : "");
+    // The value inside the quotes: ASCII ' or the 3-byte UTF-8 ‘ ’.
+    for (const size_t q : {size_t{1}, size_t{3}}) {
+      if (quoted.size() == value.size() + 2 * q && quoted.compare(q, value.size(), value) == 0) {
+        throw config::ConfigError(
+            fmt::format("option {}: '{}' is not a valid value; it takes a number (see --help)", option, value));
+      }
     }
   }
   throw config::ConfigError(message);

@@ -321,10 +321,12 @@ void set_key(std::vector<Field>& all, const std::string& key, const YAML::Node& 
   f->set(value);
 }
 
-void apply_yaml(std::vector<Field>& all, const YAML::Node& node, const std::string& prefix) {
+// `seen`: every key (dotted) and section met so far, with its line.
+void apply_yaml(std::vector<Field>& all, const YAML::Node& node, const std::string& prefix,
+                std::map<std::string, int>& seen) {
   // YAML forbids a key twice in one mapping, but yaml-cpp keeps both; the
-  // second would silently be merged into (or override) the first.
-  std::map<std::string, int> seen;  // key -> line
+  // second would silently be merged into (or override) the first. A key may
+  // also come twice as `sampler.step_size:` and under `sampler:`.
   for (const auto& item : node) {
     const std::string key = prefix.empty() ? item.first.Scalar() : prefix + "." + item.first.Scalar();
     const int line = item.first.Mark().line + 1;
@@ -333,7 +335,7 @@ void apply_yaml(std::vector<Field>& all, const YAML::Node& node, const std::stri
                                     item.second.IsMap() ? "section" : "key", key, it->second));
     }
     if (item.second.IsMap()) {
-      apply_yaml(all, item.second, key);
+      apply_yaml(all, item.second, key, seen);
     } else {
       set_key(all, key, item.second);
     }
@@ -396,7 +398,8 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
       if (!root.IsMap()) throw ConfigError(fmt::format("{}: top level must be a mapping of sections", file.string()));
       auto all = fields(config);
       try {
-        apply_yaml(all, root, "");
+        std::map<std::string, int> seen;
+        apply_yaml(all, root, "", seen);
       } catch (const ConfigError& e) {
         throw ConfigError(fmt::format("{}: {}", file.string(), e.what()));
       }
@@ -471,17 +474,21 @@ void validate_and_resolve(Config& c) {
   // A chain whose step moves a weight of size 1 by less than float32 can
   // resolve stays where it started: samples that are all x*, reported as a
   // posterior. A kinetic sampler moves about h sqrt(T) per step (velocity
-  // of size sqrt(T)), an overdamped one (no friction) about sqrt(2 h T).
+  // of size sqrt(T)), an overdamped one (no friction) about sqrt(2 h T);
+  // below T = 1 the gradient's drift may still move it, so T counts only
+  // above 1 (T' = max(T, 1)).
   const bool kinetic = samplers::reads_option(s.name, samplers::SamplerOption::kFriction);
-  const double move = kinetic ? s.step_size * std::sqrt(s.temperature) : std::sqrt(2 * s.step_size * s.temperature);
+  const double t = std::max(1.0, s.temperature);
+  const double move = kinetic ? s.step_size * std::sqrt(t) : std::sqrt(2 * s.step_size * t);
   constexpr double kFloatResolution = std::numeric_limits<float>::epsilon();
   if (move < kFloatResolution) {
     throw ConfigError(fmt::format("config key 'sampler.step_size': invalid value '{}': a step moves a weight by about "
-                                  "{} = {:.3g}, below float32's resolution at 1 ({:.3g}), so the chain cannot move; "
+                                  "{} = {:.3g} (T' = max(T, 1)), below float32's resolution at 1 ({:.3g}), so the chain "
+                                  "cannot move; "
                                   "use a step size of at least {:.3g}",
-                                  s.step_size, kinetic ? "h sqrt(T)" : "sqrt(2 h T)", move, kFloatResolution,
-                                  kinetic ? kFloatResolution / std::sqrt(s.temperature)
-                                          : kFloatResolution * kFloatResolution / (2 * s.temperature)));
+                                  s.step_size, kinetic ? "h sqrt(T')" : "sqrt(2 h T')", move, kFloatResolution,
+                                  kinetic ? kFloatResolution / std::sqrt(t)
+                                          : kFloatResolution * kFloatResolution / (2 * t)));
   }
   if (s.burn_in >= s.epochs) {
     throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "

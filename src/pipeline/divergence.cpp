@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "src/io/atomic_file.h"
+#include "src/pipeline/run_directory.h"
+
 namespace bnn::pipeline {
 
 std::optional<Divergence> check_divergence(const std::string& trace_rows, const std::string& anchor_phase,
@@ -19,12 +22,20 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
     std::vector<std::string> f;
     for (std::string x; std::getline(row, x, ',');) f.push_back(x);
     if (f.size() < 4) continue;
-    const double loss = std::stod(f[2]), accuracy = std::stod(f[3]);
+    double loss = 0, accuracy = 0;
+    int64_t epoch = 0;
+    try {
+      loss = std::stod(f[2]);
+      accuracy = std::stod(f[3]);
+      epoch = std::stoll(f[1]);
+    } catch (const std::exception&) {
+      continue;  // not a row (bnn evaluate names a damaged trace.csv)
+    }
     if (f[0] == anchor_phase) {
       have_reference = true;
       d.reference_loss = loss;
       d.reference_accuracy = accuracy;
-    } else if (f[0] == "sample" && std::stoll(f[1]) > config.sampler.burn_in) {
+    } else if (f[0] == "sample" && epoch > config.sampler.burn_in) {
       loss_sum += loss;
       accuracy_sum += accuracy;
       ++epochs;
@@ -45,6 +56,15 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
       loss_up && accuracy_down ? "both past" : loss_up ? "loss past" : "accuracy past", s.max_loss_increase,
       s.max_accuracy_drop);
   return d;
+}
+
+std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config) {
+  const auto path = member / kTraceFile;
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  const std::string text = io::read_file(path);
+  const auto header_end = text.find('\n');
+  return check_divergence(header_end == std::string::npos ? "" : text.substr(header_end + 1), anchor_point(config),
+                          config);
 }
 
 }  // namespace bnn::pipeline

@@ -16,11 +16,15 @@
 // sampler.max_loss_increase (nats per example; 1 by default, against a
 // posterior spread of a few hundredths in the paper's runs) or the accuracy
 // falls by more than sampler.max_accuracy_drop (0.25). Its outputs are kept,
-// status.json says "diverged" with the numbers, the log and report.md warn,
-// and `bnn run` exits 3 while such a member is in the run directory.
+// status.json records "diverged" with the numbers, the log warns, and
+// `bnn run` exits 3. At the end of every `bnn run` and in every `bnn
+// evaluate` the check is made again from each member's trace.csv with the
+// thresholds of the config in use, so raising them (they are not part of
+// the experiment) clears the warning and the exit code.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -39,5 +43,8 @@ struct Divergence {
 // chain stayed within the thresholds, or when the trace holds no x* phase.
 std::optional<Divergence> check_divergence(const std::string& trace_rows, const std::string& anchor_phase,
                                            const config::Config& config);
+
+// The check over `member`/trace.csv (Note [Run directory]).
+std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config);
 
 }  // namespace bnn::pipeline

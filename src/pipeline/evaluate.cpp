@@ -19,6 +19,7 @@
 #include "src/evaluation/uncertainty.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "src/pipeline/divergence.h"
 #include "src/pipeline/run_directory.h"
 
 namespace bnn::pipeline {
@@ -146,14 +147,21 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   m.trace = read_trace(dir);
   const auto stored = stored_samples(dir);
   const auto status = nlohmann::json::parse(io::read_file(dir / kStatusFile));  // member_finished() checked it
-  if (status.contains("diverged")) m.diverged = status["diverged"].value("reason", "diverged");
+  // status.json's counts, or -1 where it has none (an older bnn).
+  const auto count = [&](const char* key) -> int64_t {
+    if (!status.contains(key)) return -1;
+    if (!status[key].is_number_integer() || status[key].get<int64_t>() < 0) {
+      throw ConfigError(fmt::format("{}: \"{}\" is not a count", (dir / kStatusFile).string(), key));
+    }
+    return status[key].get<int64_t>();
+  };
+  if (const auto d = check_member_divergence(dir, config)) m.diverged = d->reason;  // Note [Divergence check]
   // A missing sample file would silently turn the Bayesian uncertainty into one over members.
-  if (config.evaluation.save_sample_probs && status.contains("samples") &&
-      status["samples"].get<int64_t>() != static_cast<int64_t>(stored.size())) {
+  const int64_t listed = count("samples");
+  if (config.evaluation.save_sample_probs && listed >= 0 && listed != static_cast<int64_t>(stored.size())) {
     throw ConfigError(fmt::format("{} holds {} of the {} sample predictions {} lists (deleted?); restore them, or "
                                   "leave the member out with --members",
-                                  (dir / kSamplesDir).string(), stored.size(), status["samples"].get<int64_t>(),
-                                  (dir / kStatusFile).string()));
+                                  (dir / kSamplesDir).string(), stored.size(), listed, (dir / kStatusFile).string()));
   }
   if (selection.recompute && stored.empty()) {
     throw ConfigError(fmt::format("{} has no stored samples (evaluation.save_sample_probs was false?): --burn-in "
@@ -162,12 +170,12 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   }
   int64_t burn_in_steps = 0;
   if (selection.burn_in) {
-    if (!status.contains("batches_per_epoch")) {
+    if (count("batches_per_epoch") < 0) {
       throw ConfigError(fmt::format("{}/status.json does not record batches_per_epoch (written by an older bnn): "
                                     "--burn-in cannot be applied",
                                     dir.string()));
     }
-    burn_in_steps = *selection.burn_in * status["batches_per_epoch"].get<int64_t>();
+    burn_in_steps = *selection.burn_in * count("batches_per_epoch");
   }
   std::vector<int64_t> steps;
   for (const auto& [step, file] : stored) steps.push_back(step);

@@ -278,7 +278,8 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   const bool writer = group == nullptr || group->rank() == 0;
   const auto& dir = options.run_dir;
-  if (writer) claim_run_directory(dir, config, options.resume);  // Note [Run ownership]
+  // Note [Run ownership]: checked now, claimed once the data and model are known to work.
+  if (writer) check_run_directory(dir, config, options.resume);
 
   // One copy of the data per distinct device.
   std::map<std::string, data_loaders::Dataset> data;
@@ -291,6 +292,7 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   check_model_builds(config, data.begin()->second);
   if (writer) {
+    claim_run_directory(dir, config, options.resume);
     io::write_npy(dir / kLabelsFile, data.begin()->second.test.labels);
     io::write_file_atomically(dir / kPreprocessFile,
                               to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");
@@ -381,16 +383,15 @@ int run(const config::Config& config, const RunOptions& options) {
     spdlog::error("{} of {} members failed; metrics cover the members that finished", failed.load(), members.size());
     return 3;
   }
-  // Note [Divergence check]: as long as a diverged member is in the run.
+  // Note [Divergence check]: as long as a diverged member is in the run,
+  // by the thresholds in use.
   std::vector<std::string> diverged;
   for (const auto& member : finished_members(dir)) {
-    if (nlohmann::json::parse(io::read_file(member / kStatusFile)).contains("diverged")) {
-      diverged.push_back(member.filename().string());
-    }
+    if (check_member_divergence(member, config)) diverged.push_back(member.filename().string());
   }
   if (!diverged.empty()) {
-    spdlog::error("{} diverged (status.json and report.md say how): the samples of a diverged chain are not of "
-                  "the posterior around x*",
+    spdlog::error("{} diverged (report.md says how): the samples of a diverged chain are not of the posterior "
+                  "around x*",
                   fmt::join(diverged, ", "));
     return 3;
   }

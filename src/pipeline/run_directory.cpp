@@ -63,17 +63,21 @@ Settings experiment_keys(const config::Config& config) {
   return out;
 }
 
-// The experiment keys whose values differ from the resolved defaults.
-Settings non_default_settings(const config::Config& config) {
+const Settings& resolved_defaults() {
   static const Settings defaults = [] {
     config::Config d = config::default_config();
     config::validate_and_resolve(d);
     return experiment_keys(d);
   }();
+  return defaults;
+}
+
+// The experiment keys whose values differ from the resolved defaults.
+Settings non_default_settings(const config::Config& config) {
   Settings out;
   for (auto& [key, value] : experiment_keys(config)) {
-    const auto it = defaults.find(key);
-    if (it == defaults.end() || it->second != value) out.emplace(key, value);
+    const auto it = resolved_defaults().find(key);
+    if (it == resolved_defaults().end() || it->second != value) out.emplace(key, value);
   }
   return out;
 }
@@ -90,24 +94,6 @@ std::string identity_of(const Settings& settings) {
   return fmt::format("{:016x}", h);
 }
 
-std::string describe_differences(const Settings& a, const Settings& b, const std::string& a_name,
-                                 const std::string& b_name, const Settings& fallback) {
-  std::vector<std::string> lines;
-  std::set<std::string> keys;
-  for (const auto& kv : a) keys.insert(kv.first);
-  for (const auto& kv : b) keys.insert(kv.first);
-  for (const auto& key : keys) {
-    const auto value = [&](const Settings& s) {
-      if (auto it = s.find(key); it != s.end()) return it->second;
-      auto it = fallback.find(key);
-      return it == fallback.end() ? std::string("(unset)") : it->second;
-    };
-    const std::string va = value(a), vb = value(b);
-    if (va != vb) lines.push_back(fmt::format("{}: {} {}, {} {}", key, va, a_name, vb, b_name));
-  }
-  return fmt::format("{}", fmt::join(lines, "; "));
-}
-
 struct Manifest {
   std::string kind;  // run | evaluation
   std::string experiment;
@@ -115,8 +101,28 @@ struct Manifest {
 };
 
 nlohmann::json manifest_json(const std::string& kind, const config::Config& config) {
-  const Settings settings = non_default_settings(config);
-  return {{"bnn", kind}, {"format", 1}, {"experiment", identity_of(settings)}, {"settings", settings}};
+  return {{"bnn", kind},
+          {"format", 1},
+          {"experiment", identity_of(non_default_settings(config))},
+          {"settings", experiment_keys(config)}};
+}
+
+// The keys where the experiment a manifest records (`stored`, every
+// experiment key of the bnn that wrote it) and `config` differ, as
+// "key: A there, B now". A key the manifest lacks (added by a later bnn)
+// differs only if `config` gives it another value than its default; a key
+// only the manifest has (since removed) is ignored.
+std::string differences_from(const Settings& stored, const config::Config& config) {
+  std::vector<std::string> lines;
+  for (const auto& [key, value] : experiment_keys(config)) {
+    const auto it = stored.find(key);
+    if (it != stored.end()) {
+      if (it->second != value) lines.push_back(fmt::format("{}: {} there, {} now", key, it->second, value));
+    } else if (const auto d = resolved_defaults().find(key); d != resolved_defaults().end() && d->second != value) {
+      lines.push_back(fmt::format("{}: the default {} there, {} now", key, d->second, value));
+    }
+  }
+  return fmt::format("{}", fmt::join(lines, "; "));
 }
 
 std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
@@ -163,19 +169,11 @@ bool same_experiment(const config::Config& a, const config::Config& b) {
   return experiment_keys(a) == experiment_keys(b);
 }
 
-std::string experiment_differences(const config::Config& a, const config::Config& b, const std::string& a_name,
-                                   const std::string& b_name) {
-  return describe_differences(experiment_keys(a), experiment_keys(b), a_name, b_name, {});
-}
-
-void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
+void check_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
   if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir)) {
     throw ConfigError(fmt::format("run directory {} is a file; give --out a folder", dir.string()));
   }
-  if (empty_folder(dir)) {
-    write_run_files(dir, config);
-    return;
-  }
+  if (empty_folder(dir)) return;
   const auto manifest = read_manifest(dir);
   const auto config_path = dir / kConfigFile;
   if (manifest && manifest->kind != "run") {
@@ -189,47 +187,33 @@ void claim_run_directory(const std::filesystem::path& dir, const config::Config&
   }
   // The experiment the directory holds: its manifest's settings, or for a run
   // of a bnn before manifests its config.yaml.
-  const Settings mine = non_default_settings(config);
-  Settings theirs;
-  std::optional<config::Config> stored;
-  if (std::filesystem::exists(config_path)) stored = config::load_config(config_path, {});
-  if (manifest) {
-    theirs = manifest->settings;
-  } else {
-    theirs = non_default_settings(*stored);
-  }
-  const bool same = manifest ? manifest->experiment == identity_of(mine) && theirs == mine
-                             : same_experiment(*stored, config);
-  if (same) {
-    write_run_files(dir, config);
-    return;
-  }
-  if (!has_members(dir)) {
-    spdlog::warn("{} holds no member yet: its configuration is replaced by this one", dir.string());
-    write_run_files(dir, config);
-    return;
-  }
-  config::Config resolved_defaults = config::default_config();
-  config::validate_and_resolve(resolved_defaults);
-  const std::string differences =
-      describe_differences(theirs, mine, "there", "now", experiment_keys(resolved_defaults));
+  const Settings theirs =
+      manifest ? manifest->settings : experiment_keys(config::load_config(config_path, {}));
+  const std::string differences = differences_from(theirs, config);
+  if (differences.empty()) return;
   if (resume) {
     throw ConfigError(fmt::format("bnn run --resume {}: the --set options change the experiment ({}); resume "
                                   "without them, or start a new run from its config: bnn run --config {} --set ... "
                                   "--out NEW_DIR",
                                   dir.string(), differences, config_path.string()));
   }
-  throw ConfigError(fmt::format("{} holds members of another experiment ({}); give --out a new folder, or continue "
-                                "that run as it is with bnn run --resume {}",
-                                dir.string(), differences, dir.string()));
+  throw ConfigError(fmt::format("{} holds {} of another experiment ({}); give --out a new folder{}", dir.string(),
+                                has_members(dir) ? "members" : "the configuration", differences,
+                                has_members(dir) ? ", or continue that run as it is with bnn run --resume " +
+                                                       dir.string()
+                                                 : ", or delete it (no member has started there)"));
+}
+
+void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
+  check_run_directory(dir, config, resume);
+  write_run_files(dir, config);
 }
 
 void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
                                 const config::Config& config) {
-  for (const auto& d : run_dirs) {
-    std::error_code ec;
-    if (std::filesystem::equivalent(out, d, ec)) return;  // a run's own tables
-  }
+  // A run's own tables; the merged tables of several runs go elsewhere.
+  std::error_code ec;
+  if (run_dirs.size() == 1 && std::filesystem::equivalent(out, run_dirs.front(), ec)) return;
   nlohmann::json manifest = manifest_json("evaluation", config);
   std::vector<std::string> runs;
   for (const auto& d : run_dirs) runs.push_back(std::filesystem::absolute(d).lexically_normal().string());
@@ -252,7 +236,7 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
                                   "new or empty folder",
                                   out.string(), kManifestFile));
   }
-  if (existing->experiment != manifest["experiment"].get<std::string>()) {
+  if (!differences_from(existing->settings, config).empty()) {
     throw ConfigError(fmt::format("--out {} holds the evaluation of another experiment; give --out a new folder",
                                   out.string()));
   }

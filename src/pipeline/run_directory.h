@@ -79,32 +79,31 @@ std::filesystem::path sample_probs_path(const std::filesystem::path& member, int
 // must agree.
 bool same_experiment(const config::Config& a, const config::Config& b);
 
-// The keys where `a` and `b` differ as experiments, as "key: A here, B there"
-// with the given names for the two sides ("" if same_experiment).
-std::string experiment_differences(const config::Config& a, const config::Config& b, const std::string& a_name,
-                                   const std::string& b_name);
-
 // Note [Run ownership]
 // A folder bnn writes results into says what it is in bnn.json, written
 // (atomically) before anything else: {"bnn": "run" or "evaluation",
-// "format": 1, "experiment": 16 hex digits, "settings": {key: value}}. The
-// experiment identity hashes the experiment keys (same_experiment) whose
-// values differ from the defaults, listed in "settings", so that a key added
-// by a later bnn with a default keeps old runs' identities. bnn then refuses:
+// "format": 1, "experiment": 16 hex digits, "settings": {key: value}} with
+// every experiment key (same_experiment). Two experiments are the same when
+// every key agrees; a key the manifest lacks (added by a later bnn) agrees
+// when it has its default, so that old runs stay usable; "experiment" hashes
+// the keys that differ from the defaults, a short name for logs. bnn refuses:
 //  - `bnn run` into a non-empty folder without bnn.json (the user's own
 //    files would be overwritten by metrics.json, report.md, ...), except a
 //    run directory of an older bnn (config.yaml, same experiment), which is
 //    adopted;
 //  - `bnn run` into a run directory of another experiment, even when its
 //    config.yaml is gone (the manifest's settings name the keys that
-//    differ), unless no member has started there yet (a run that failed
-//    while loading its data), whose config is then replaced;
-//  - `bnn evaluate --out` onto anything but a new or empty folder, a run it
-//    evaluates, or an evaluation folder of the same experiment.
+//    differ). `bnn run` loads the data set and builds the model before it
+//    claims a new directory, so a run that fails there leaves nothing
+//    behind to refuse the corrected config;
+//  - `bnn evaluate --out` onto anything but a new or empty folder, the one
+//    run it evaluates, or an evaluation folder of the same experiment.
 
-// Prepares `dir` for `bnn run` with `config` (resume: `bnn run --resume`,
-// for the wording of errors): creates it, writes bnn.json and config.yaml.
-// Throws ConfigError saying what to do instead.
+// Whether `bnn run` with `config` may use `dir` (resume: `bnn run --resume`,
+// for the wording of errors); throws ConfigError saying what to do instead.
+void check_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);
+
+// check_run_directory, then creates `dir` and writes bnn.json and config.yaml.
 void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);
 
 // Prepares `out` for the tables of `bnn evaluate` over `run_dirs` (whose

@@ -85,10 +85,17 @@ void set_openmp_wait_default(int /*argc*/, char** argv, char** envp) {
   for (; envp[n] != nullptr; ++n) {
     const std::string_view e(envp[n]);
     if (e.rfind("GOMP_SPINCOUNT=", 0) == 0 || e.rfind("OMP_WAIT_POLICY=", 0) == 0) return;
-    if (e == "BNN_SHARE_CORES=0") return;
+    if (e == "BNN_SHARE_CORES=0") return;  // openmp_wait_setting() reports it
     if (e == "BNN_SHARE_CORES=1") share = true;
     if (n == kMaxEnv) return;
     env[n] = envp[n];
+  }
+  // Started as `ld.so ./bnn ...`: /proc/self/exe is the loader and argv
+  // lacks its options, so a restart would run something else. The kernel
+  // then loaded no interpreter: AT_BASE (7) in the auxiliary vector after
+  // envp's null is 0.
+  for (auto* aux = reinterpret_cast<const unsigned long*>(envp + n + 1); aux[0] != 0; aux += 2) {
+    if (aux[0] == 7 && aux[1] == 0) return;
   }
   // Alone on the machine, libgomp's long spin is the fastest; beside
   // another busy process it collapses (Note [OpenMP wait policy]).
@@ -112,8 +119,10 @@ std::string openmp_wait_setting() {
   std::string out;
   if (policy != nullptr) out += std::string("OMP_WAIT_POLICY=") + policy + " ";
   if (spin != nullptr) out += std::string("GOMP_SPINCOUNT=") + spin + " ";
-  return out.empty() ? "the OpenMP runtime's default (bnn's choice: the machine was idle at start)"
-                     : out + "(environment)";
+  if (!out.empty()) return out + "(environment)";
+  const char* share = std::getenv("BNN_SHARE_CORES");
+  if (share != nullptr && std::string(share) == "0") return "the OpenMP runtime's default (BNN_SHARE_CORES=0)";
+  return "the OpenMP runtime's default (bnn's choice: no other task was runnable at start)";
 }
 
 int available_cpus(std::string* why) {

@@ -25,8 +25,9 @@ namespace fs = std::filesystem;
 using bnn::testing::CommandResult;
 
 const fs::path kFmnist = "/usr/share/datasets/fashion-mnist";
+// One work folder per build of bnn (two build trees of a checkout must not share one).
 const fs::path kWork = fs::temp_directory_path() /
-                       ("bnn_hostile_test_" + std::to_string(std::hash<std::string>{}(BNN_SOURCE_DIR) % 1000000007));
+                       ("bnn_hostile_test_" + std::to_string(std::hash<std::string>{}(BNN_BINARY) % 1000000007));
 const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 CommandResult bnn(const std::string& args) {
@@ -166,6 +167,9 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
       {"another run's config into A",
        [] { return run_tiny(a(), " --set sampler.step_size=0.002"); }, 2,
        "holds members of another experiment (sampler.step_size: 0.001 there, 0.002 now); give --out a new folder"},
+      {"evaluate A and B merged into B",
+       [] { return "evaluate " + a() + " " + b() + " --out " + b() + " --no-figures"; }, 2,
+       "hold different configurations"},
       {"evaluate B into an evaluation folder of A",
        [] {
          const auto e = fresh("eval_of_a");
@@ -263,10 +267,10 @@ TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
        2, "config key 'sampler.step_size': invalid value '1e-50'", {}, no_output},
       {"10: a step size in float range that cannot move the chain",
        [&] { return run_tiny(out(), " --set sampler.step_size=1e-9"); }, 2,
-       "a step moves a weight by about h sqrt(T) = 1e-09, below float32's resolution at 1", {}, no_output},
+       "a step moves a weight by about h sqrt(T') = 1e-09 (T' = max(T, 1)), below float32's resolution at 1", {}, no_output},
       {"10: sgld's step below resolution",
        [&] { return run_tiny(out(), " --set sampler.name=sgld --set sampler.step_size=1e-16"); }, 2,
-       "sqrt(2 h T)", {}, no_output},
+       "sqrt(2 h T')", {}, no_output},
       {"10: an mlp without hidden layers", [&] { return run_tiny(out(), " --set model.hidden=[]"); }, 2,
        "config key 'model.hidden': invalid value '[]': the mlp needs at least one hidden layer", {}, no_output},
       {"negative radius", [&] { return run_tiny(out(), " --set sampler.rho=-1"); }, 2,
@@ -289,6 +293,14 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
        "option --threads: 'abc' is not a valid value"},
       {"8: --seed=-x", [&] { return run_tiny(out(), "") + " --seed=xyz"; }, 2,
        "option --seed: 'xyz' is not a valid value"},
+      {"8: the bad value is told apart from a good one that it contains",
+       [&] { return run_tiny(out(), " --members 1") + " --seed 1x"; }, 2, "option --seed: '1x' is not a valid value"},
+      {"a key given twice, dotted and in its section",
+       [&] {
+         write_text(kWork / "cases" / "dotted.yaml", "sampler.step_size: 1.0e-3\nsampler:\n  step_size: 1.0e-4\n");
+         return "run --config " + (kWork / "cases" / "dotted.yaml").string() + " --out " + out();
+       },
+       2, "line 3: key 'sampler.step_size' is given twice (first at line 1)"},
       {"8: a model too wide to allocate",
        [&] { return run_tiny(fresh("too_wide").string(), " --set model.hidden=[4000000000000]"); }, 2,
        "config keys 'model.name' mlp, 'model.hidden' [4000000000000]: the model cannot be built for fashion_mnist "
@@ -317,18 +329,20 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
   });
 }
 
-// Finding 9: a run that failed while loading its data does not lock its
-// directory against the corrected config.
+// Finding 9: a run that failed while loading its data (or building its
+// model) leaves no directory behind to refuse the corrected config.
 TEST(HostileInput, AFailedStartDoesNotLockTheDirectory) {
   if (!fs::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
   make_fixture();
   const auto dir = fresh("failed_start");
   const CommandResult failed = bnn(run_tiny(dir.string(), " --set data.dir=/no/such/folder --set run.members=1"));
   ASSERT_EQ(failed.code, 2) << failed.output;
+  EXPECT_FALSE(fs::exists(dir));
+  const CommandResult too_wide = bnn(run_tiny(dir.string(), " --set model.hidden=[4000000000000] --set run.members=1"));
+  ASSERT_EQ(too_wide.code, 2) << too_wide.output;
+  EXPECT_FALSE(fs::exists(dir));
   const CommandResult fixed = bnn(run_tiny(dir.string(), " --set run.members=1"));
   ASSERT_EQ(fixed.code, 0) << fixed.output;
-  EXPECT_NE(fixed.output.find("holds no member yet: its configuration is replaced"), std::string::npos)
-      << fixed.output;
   EXPECT_EQ(bnn::io::read_file(dir / "member_000" / "bayes_probs.npy"),
             bnn::io::read_file(kWork / "A" / "member_000" / "bayes_probs.npy"));
 }

@@ -9,12 +9,14 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/error_text.h"
+#include "tests/support/temp_dir.h"
 
 namespace bnn::config {
 namespace {
 
 std::filesystem::path write_temp(const std::string& name, const std::string& text) {
-  const auto path = std::filesystem::temp_directory_path() / ("bnn_config_test_" + name + ".yaml");
+  static const auto dir = testing::unique_temp_dir("bnn_config_test");
+  const auto path = dir / (name + ".yaml");
   std::ofstream(path) << text;
   return path;
 }
@@ -104,7 +106,9 @@ TEST(Config, StepSizesTooSmallToMoveAreRefused) {
   EXPECT_NO_THROW(load_config("", {fmt::format("sampler.step_size={}", eps / 2), "sampler.temperature=4"}));
   // sgld: sqrt(2 h) >= 2^-23 needs h >= 2^-47.
   EXPECT_NO_THROW(load_config("", {"sampler.name=sgld", fmt::format("sampler.step_size={}", std::ldexp(1.0, -47))}));
-  expect_error([] { load_config("", {"sampler.name=sgld", "sampler.step_size=1e-15"}); }, "sqrt(2 h T)");
+  expect_error([] { load_config("", {"sampler.name=sgld", "sampler.step_size=1e-15"}); }, "sqrt(2 h T')");
+  // A cold posterior keeps the bound of T = 1: the gradient still moves it.
+  EXPECT_NO_THROW(load_config("", {"sampler.step_size=1e-4", "sampler.temperature=1e-6"}));
 }
 
 TEST(Config, FilesThatSayNothingOrTwiceAreRefused) {

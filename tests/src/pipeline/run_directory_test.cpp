@@ -33,9 +33,11 @@ TEST(RunOwnership, ANewDirectoryGetsAManifestOfItsExperiment) {
   const auto m = manifest(dir);
   EXPECT_EQ(m["bnn"], "run");
   EXPECT_EQ(m["format"], 1);
-  // Only the settings that differ from the defaults, so that a key a later
-  // bnn adds with a default leaves the identity alone.
-  EXPECT_EQ(m["settings"], (nlohmann::json{{"model.hidden", "[32]"}, {"model.name", "mlp"}, {"run.seed", "7"}}));
+  // Every experiment key, none of the operational ones.
+  EXPECT_EQ(m["settings"]["model.hidden"], "[32]");
+  EXPECT_EQ(m["settings"]["sampler.step_size"], "0.000125");
+  EXPECT_FALSE(m["settings"].contains("run.threads"));
+  EXPECT_FALSE(m["settings"].contains("sampler.max_loss_increase"));
   EXPECT_EQ(m["experiment"].get<std::string>().size(), 16u);
   EXPECT_TRUE(fs::exists(dir / kConfigFile));
   // Operational keys may differ between the processes of one run.
@@ -45,10 +47,10 @@ TEST(RunOwnership, ANewDirectoryGetsAManifestOfItsExperiment) {
 
 TEST(RunOwnership, AnotherExperimentIsRefusedOnceAMemberStarted) {
   const auto dir = testing::unique_temp_dir("bnn_own");
-  claim_run_directory(dir, tiny(), false);
-  // No member yet (a run that failed while loading data): replaced.
   claim_run_directory(dir, tiny({"sampler.step_size=0.002"}), false);
-  EXPECT_EQ(manifest(dir)["settings"]["sampler.step_size"], "0.002");
+  expect_config_error([&] { claim_run_directory(dir, tiny(), false); },
+                      "holds the configuration of another experiment (sampler.step_size: 0.002 there, 0.000125 now); "
+                      "give --out a new folder, or delete it (no member has started there)");
   fs::create_directories(dir / "member_000");
   expect_config_error([&] { claim_run_directory(dir, tiny(), false); },
                       "holds members of another experiment (sampler.step_size: 0.002 there, 0.000125 now)");
@@ -58,6 +60,21 @@ TEST(RunOwnership, AnotherExperimentIsRefusedOnceAMemberStarted) {
   fs::remove(dir / kConfigFile);
   expect_config_error([&] { claim_run_directory(dir, tiny({"run.seed=8"}), false); },
                       "run.seed: 7 there, 8 now");
+}
+
+// A key a later bnn adds is absent from older manifests: it agrees while it
+// has its default.
+TEST(RunOwnership, KeysAManifestLacksAgreeAtTheirDefault) {
+  const auto dir = testing::unique_temp_dir("bnn_own");
+  claim_run_directory(dir, tiny(), false);
+  fs::create_directories(dir / "member_000");
+  auto m = manifest(dir);
+  m["settings"].erase("sampler.temperature");
+  m["settings"]["sampler.retired_key"] = "3";  // a key this bnn no longer has
+  io::write_file_atomically(dir / kManifestFile, m.dump());
+  EXPECT_NO_THROW(check_run_directory(dir, tiny(), true));
+  expect_config_error([&] { check_run_directory(dir, tiny({"sampler.temperature=2"}), true); },
+                      "sampler.temperature: the default 1 there, 2 now");
 }
 
 TEST(RunOwnership, ForeignFoldersAreRefusedAndOldRunsAdopted) {
@@ -83,6 +100,8 @@ TEST(RunOwnership, EvaluationFoldersHoldOneExperiment) {
   claim_run_directory(other, tiny({"run.seed=8"}), false);
   claim_evaluation_directory(run, {run}, tiny());  // a run's own tables
   EXPECT_EQ(manifest(run)["bnn"], "run");
+  // The merged tables of two runs never go into one of them.
+  expect_config_error([&] { claim_evaluation_directory(run, {run, other}, tiny()); }, "is another bnn run directory");
   claim_evaluation_directory(out, {run}, tiny());
   EXPECT_EQ(manifest(out)["bnn"], "evaluation");
   claim_evaluation_directory(out, {run}, tiny());  // again: the same experiment
