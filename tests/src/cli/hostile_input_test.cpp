@@ -405,6 +405,34 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
          }));
        },
        2, "member_000/trace.csv: line 8 is not a trace row", {kWork / "cases" / "bad_trace"}},
+      {"probabilities stored as integers",
+       [&] {
+         return evaluate(damaged("int_probs", [](const fs::path& c) {
+           bnn::io::write_npy(c / "member_000" / "adam_probs.npy", torch::zeros({500, 10}, torch::kLong));
+         }));
+       },
+       2, "member_000/adam_probs.npy: probabilities must be floats", {kWork / "cases" / "int_probs"}},
+      {"a trace.csv without its header",
+       [&] {
+         return evaluate(damaged("no_header", [](const fs::path& c) {
+           const auto t = bnn::io::read_file(c / "member_000" / "trace.csv");
+           write_text(c / "member_000" / "trace.csv", t.substr(t.find('\n') + 1));
+         }));
+       },
+       2, "member_000/trace.csv: line 1 is not the header", {kWork / "cases" / "no_header"}},
+      {"a status.json whose sample count is not a count",
+       [&] {
+         return evaluate(damaged("bad_count", [](const fs::path& c) {
+           write_text(c / "member_001" / "status.json", "{\"status\": \"done\", \"samples\": \"two\"}\n");
+         }));
+       },
+       2, "member_001/status.json: \"samples\" is not a count", {kWork / "cases" / "bad_count"}},
+      {"evaluate --out a file",
+       [] {
+         write_text(kWork / "cases" / "out_file", "mine\n");
+         return "evaluate " + a() + " --out " + (kWork / "cases" / "out_file").string() + " --no-figures";
+       },
+       2, "out_file is a file; give a folder", {kWork / "cases" / "out_file"}},
       {"10: a deleted samples folder",
        [&] {
          return evaluate(
