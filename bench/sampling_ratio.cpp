@@ -1,7 +1,8 @@
 // Cost of sampling relative to optimisation: (time of a sampling epoch) /
 // (time of a plain SGD epoch) on the same model and the same batches, measured
 // in one run and interleaved, for every sampler of samplers/registry.h (nogin
-// only with --samplers) and for mlp and fmnist_cnn. Also splits SMS-UBU's overhead into noise generation and
+// only with --samplers) and for mlp and fmnist_cnn; samplers with a fused step
+// also with the tensor operations it replaces ("tensor ops"). Also splits SMS-UBU's overhead into noise generation and
 // the elementwise update, and times the same noise from LibTorch's normal_.
 //
 //   bnn_bench_sampling [--batches N] [--repeats R] [--threads T] [--samplers a,b] [--models mlp,fmnist_cnn]
@@ -23,6 +24,7 @@
 #include "data_loaders/dataset.h"
 #include "models/flat_parameters.h"
 #include "models/registry.h"
+#include "samplers/kinetic_langevin.h"
 #include "samplers/random.h"
 #include "samplers/registry.h"
 #include "src/pipeline/model_oracle.h"
@@ -53,6 +55,26 @@ double best_of(int repeats, F f) {
   return best;
 }
 
+// An oracle whose gradient costs nothing (always zero), for timing the
+// sampler's own work per step: noise, updates, bounce checks.
+class FreeOracle : public bnn::samplers::GradientOracle {
+ public:
+  FreeOracle(int64_t d, int64_t batches, torch::Device device)
+      : x_(torch::zeros({d}, torch::TensorOptions().device(device))),
+        g_(torch::zeros_like(x_)),
+        mask_(torch::ones_like(x_)),
+        batches_(batches) {}
+  torch::Tensor parameters() override { return x_; }
+  torch::Tensor gradient() override { return g_; }
+  torch::Tensor prior_mask() override { return mask_; }
+  int64_t num_batches() const override { return batches_; }
+  torch::Tensor evaluate(int64_t) override { return torch::zeros({}, x_.options()); }
+
+ private:
+  torch::Tensor x_, g_, mask_;
+  int64_t batches_;
+};
+
 void bench_model(const std::string& name, int64_t batches, int repeats, const std::vector<std::string>& samplers) {
   const int64_t batch_size = 200;
   bnn::data_loaders::Split train;
@@ -80,13 +102,30 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   const torch::Tensor anchor = flat.values().clone();
   auto options = bnn::samplers::LangevinOptions(1e-5).friction(7.07).rho(0.14).rho_max(0.85).estimator(
       bnn::samplers::GradientEstimator::kControlVariate);
-  std::vector<std::unique_ptr<bnn::samplers::Sampler>> chains;
+  // Every sampler twice where it has a fused step (Note [Fused steps]): as
+  // bnn runs it, and with the tensor operations it replaces.
+  // Each also on FreeOracle: the sampler's own work, without the gradient.
+  std::vector<std::unique_ptr<bnn::samplers::Sampler>> chains, own;
+  std::vector<std::string> labels;
+  FreeOracle free_oracle(d, batches, g_device);
   for (const auto& s : samplers) {
-    auto o = options;
-    if (s == "csghmc") o.cycle_length(batches);
-    if (s == "obabo") o.mh_block(batches);  // one Metropolis-Hastings test per epoch
-    flat.values().copy_(anchor);            // the control variate starts at x*
-    chains.push_back(bnn::samplers::make_sampler(s, oracle, anchor, o, 2));
+    for (const bool fused : {true, false}) {
+      auto o = options;
+      if (s == "csghmc") o.cycle_length(batches);
+      if (s == "obabo") o.mh_block(batches);  // one Metropolis-Hastings test per epoch
+      flat.values().copy_(anchor);            // the control variate starts at x*
+      auto chain = bnn::samplers::make_sampler(s, oracle, anchor, o, 2);
+      auto* kinetic = dynamic_cast<bnn::samplers::KineticLangevin*>(chain.get());
+      const bool has_fused = kinetic != nullptr && kinetic->fused_steps();
+      if (!fused && !has_fused) continue;
+      if (kinetic != nullptr) kinetic->set_fused_steps(fused);
+      labels.push_back(fused ? s : s + " (tensor ops)");
+      chains.push_back(std::move(chain));
+      free_oracle.parameters().zero_();
+      auto alone = bnn::samplers::make_sampler(s, free_oracle, torch::zeros({d}, anchor.options()), o, 2);
+      if (auto* k = dynamic_cast<bnn::samplers::KineticLangevin*>(alone.get())) k->set_fused_steps(fused);
+      own.push_back(std::move(alone));
+    }
   }
   auto sample_epoch = [&](size_t i) {
     for (int64_t b = 0; b < batches; ++b) chains[i]->step();
@@ -115,9 +154,15 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   for (size_t i = 0; i < chains.size(); ++i) sample_epoch(i);
   double sgd = 0;
   std::vector<double> sample(chains.size(), 0.0);
+  std::vector<double> own_t(chains.size(), 0.0);
   for (int r = 0; r < repeats; ++r) {  // interleaved so all see the same machine state
     sgd += best_of(1, sgd_epoch);
-    for (size_t i = 0; i < chains.size(); ++i) sample[i] += best_of(1, [&] { sample_epoch(i); });
+    for (size_t i = 0; i < chains.size(); ++i) {
+      sample[i] += best_of(1, [&] { sample_epoch(i); });
+      own_t[i] += best_of(1, [&] {
+        for (int64_t b = 0; b < batches; ++b) own[i]->step();
+      });
+    }
   }
   auto gen_noise = bnn::samplers::make_generator(g_device, 4);
   auto libtorch_noise_only = [&] {  // the same draws from LibTorch's normal_ on the whole buffer
@@ -131,7 +176,8 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   const double update_t = best_of(repeats, update_only);
   fmt::print("{} d={} batches={}: SGD epoch {:.3f}s\n", name, d, batches, sgd / repeats);
   for (size_t i = 0; i < chains.size(); ++i) {
-    fmt::print("  {:<10} epoch {:8.3f}s  ratio {:.3f}\n", samplers[i], sample[i] / repeats, sample[i] / sgd);
+    fmt::print("  {:<24} epoch {:8.3f}s  ratio {:.3f}   own work (no gradient) {:.3f}s = {:5.1f}% of SGD\n", labels[i],
+               sample[i] / repeats, sample[i] / sgd, own_t[i] / repeats, 100 * own_t[i] / sgd);
   }
   fmt::print("  SMS-UBU overhead per epoch: noise draws {:.3f}s ({:.1f}% of SGD), UBU vector updates {:.3f}s ({:.1f}%)\n",
              noise_t, 100 * noise_t / (sgd / repeats), update_t, 100 * update_t / (sgd / repeats));

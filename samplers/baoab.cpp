@@ -10,11 +10,13 @@ Baoab::Baoab(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions optio
   eta_ = std::exp(-gh);
   noise_scale_ = std::sqrt(-std::expm1(-2.0 * gh));  // sqrt(1 - eta^2), accurate for small gamma h
   allocate_noise({x_.numel()});
+  enable_fused_steps();
 }
 
 std::string Baoab::pretty_string() const { return describe("Baoab"); }
 
 torch::Tensor Baoab::do_step() {
+  if (fused_steps()) return fused_step();
   const double h = options_.step_size();
   if (!primed_) {
     gradient_.evaluate(order_.next());
@@ -30,6 +32,36 @@ torch::Tensor Baoab::do_step() {
   torch::Tensor loss;
   const torch::Tensor& force = gradient_.evaluate(order_.next(), &loss);
   v_.add_(force, -h / 2);
+  return loss;
+}
+
+// do_step's tensor operations in three passes: B(h/2) A(h/2) from the cached
+// force, O A(h/2), and after the gradient the closing B(h/2), which also
+// caches the new force.
+torch::Tensor Baoab::fused_step() {
+  const double h = options_.step_size();
+  if (!primed_) {
+    gradient_.evaluate(order_.next());
+    primed_ = true;
+  }
+  const auto& k = fused_->kernels();
+  const detail::Rounding r = fused_->rounding();
+  const float minus_half_h = static_cast<float>(-h / 2), half_h = static_cast<float>(h / 2);
+  const float eta = static_cast<float>(eta_), sigma = static_cast<float>(noise_scale_);
+  const float* cached = gradient_.force().data_ptr<float>();
+  run_fused(false, [&](const detail::PassSpan& s, const detail::NoiseBuffer&) {
+    return k.kick_drift(s, r, cached, minus_half_h, half_h);
+  });
+  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
+    return k.ou_drift(s, r, eta, sigma, half_h, n);
+  });
+  torch::Tensor loss;
+  const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
+  float* force = gradient_.force().data_ptr<float>();
+  run_fused(false, [&](const detail::PassSpan& s, const detail::NoiseBuffer&) {
+    k.kick(s, r, terms, force, minus_half_h);
+    return false;
+  });
   return loss;
 }
 

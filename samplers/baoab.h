@@ -29,6 +29,7 @@ class Baoab : public KineticLangevin {
 
  protected:
   torch::Tensor do_step() override;
+  torch::Tensor fused_step();  // Note [Fused steps]
   void save_extra(torch::serialize::OutputArchive& archive) const override;
   void load_extra(torch::serialize::InputArchive& archive) override;
 

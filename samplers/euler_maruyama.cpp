@@ -10,6 +10,7 @@ namespace bnn::samplers {
 EulerMaruyama::EulerMaruyama(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed)
     : KineticLangevin(oracle, std::move(anchor), std::move(options), seed), last_step_(options_.step_size()) {
   allocate_noise({x_.numel()});
+  enable_fused_steps();
 }
 
 std::string EulerMaruyama::pretty_string() const {
@@ -24,6 +25,7 @@ double EulerMaruyama::cyclical_step(double h, int64_t cycle_length, int64_t k) {
 }
 
 torch::Tensor EulerMaruyama::do_step() {
+  if (fused_steps()) return fused_step();
   const double h = cyclical_step(options_.step_size(), options_.cycle_length(), steps_taken());
   const double gamma = options_.friction();
   last_step_ = h;
@@ -33,6 +35,23 @@ torch::Tensor EulerMaruyama::do_step() {
   x_.add_(v_, h);
   v_.mul_(1.0 - h * gamma).add_(force, -h).add_(noise_, std::sqrt(2.0 * gamma * h));
   bounce();
+  return loss;
+}
+
+// do_step's update in one pass after the gradient.
+torch::Tensor EulerMaruyama::fused_step() {
+  const double h = cyclical_step(options_.step_size(), options_.cycle_length(), steps_taken());
+  const double gamma = options_.friction();
+  last_step_ = h;
+  torch::Tensor loss;
+  const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
+  const auto& k = fused_->kernels();
+  const detail::Rounding r = fused_->rounding();
+  const float hf = static_cast<float>(h), friction = static_cast<float>(1.0 - h * gamma),
+              minus_h = static_cast<float>(-h), sigma = static_cast<float>(std::sqrt(2.0 * gamma * h));
+  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
+    return k.euler(s, r, terms, hf, friction, minus_h, sigma, n);
+  });
   return loss;
 }
 

@@ -34,6 +34,7 @@ class EulerMaruyama : public KineticLangevin {
 
  protected:
   torch::Tensor do_step() override;
+  torch::Tensor fused_step();  // Note [Fused steps]
 
  private:
   double last_step_;

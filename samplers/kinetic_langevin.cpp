@@ -41,6 +41,26 @@ void KineticLangevin::draw_noise() {
   }
 }
 
+void KineticLangevin::enable_fused_steps() {
+  if (noise_source_ && FusedPasses::supported(x_, noise_) && FusedPasses::supported(v_, gradient_.anchor()) &&
+      FusedPasses::supported(oracle_.gradient(), gradient_.force())) {
+    fused_ = std::make_unique<FusedPasses>(*noise_source_, x_.numel());
+  }
+}
+
+detail::PassSpan KineticLangevin::fused_span() {
+  detail::PassSpan span{};
+  span.x = x_.data_ptr<float>();
+  span.v = v_.data_ptr<float>();
+  span.anchor = gradient_.anchor().data_ptr<float>();
+  span.w = box_width(options_.rho_max());
+  return span;
+}
+
+void KineticLangevin::run_fused(bool draws, const FusedPasses::Pass& pass) {
+  if (fused_->run(fused_span(), draws, pass)) bounce();
+}
+
 void KineticLangevin::bounce() {
   if (!options_.bounded()) return;
   reflect_into_box(x_, v_, gradient_.anchor(), options_.rho_max(), bounce_scratch_);

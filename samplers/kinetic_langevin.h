@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "samplers/batch_order.h"
+#include "samplers/fused_step.h"
 #include "samplers/gradient_oracle.h"
 #include "samplers/langevin_options.h"
 #include "samplers/random.h"
@@ -34,6 +35,15 @@ class KineticLangevin : public Sampler {
   using NoiseHook = std::function<void(torch::Tensor& buffer)>;
   void set_noise_hook(NoiseHook hook) { noise_hook_ = std::move(hook); }
 
+  // Note [Fused steps] (samplers/fused_kernels.h): where the sampler has a
+  // fused step and the chain is float32 on the CPU, each step runs it instead
+  // of the tensor operations, with the same results. On by default;
+  // BNN_FUSED_STEPS=0 in the environment turns it off for every sampler. It
+  // may be switched at any step. A noise hook turns it off.
+  void set_fused_steps(bool on) { fused_on_ = on; }
+  // Whether the next step runs the fused path.
+  bool fused_steps() const { return fused_ != nullptr && fused_on_ && !noise_hook_; }
+
  protected:
   // `anchor` is x* (used for localization, bounces and the control variate);
   // the oracle's parameters are the starting point. `seed` seeds the noise
@@ -46,6 +56,14 @@ class KineticLangevin : public Sampler {
   void draw_noise();
   // Reflects x into the hypercube (no-op when unbounded).
   void bounce();
+  // Samplers with a fused step call this after allocate_noise(); it sets up
+  // fused_ where the fused path can run.
+  void enable_fused_steps();
+  // x, v, the anchor and the box, for a fused pass.
+  detail::PassSpan fused_span();
+  // Runs a pass (FusedPasses::run) and bounces when it reports a coordinate
+  // outside the box.
+  void run_fused(bool draws, const FusedPasses::Pass& pass);
   // Common part of pretty_string(); `extra` is appended inside the brackets.
   std::string describe(const std::string& name, const std::string& extra = {}) const;
 
@@ -61,6 +79,7 @@ class KineticLangevin : public Sampler {
   torch::Tensor x_;       // the oracle's parameters (a view, updated in place)
   torch::Tensor v_;
   torch::Tensor noise_;   // preallocated, refilled by draw_noise()
+  std::unique_ptr<FusedPasses> fused_;  // set by enable_fused_steps() where it can run
   BatchOrder order_;
   uint64_t seed_;         // the sampler seed, for derived streams
 
@@ -69,6 +88,7 @@ class KineticLangevin : public Sampler {
   uint64_t noise_seed_;
   torch::Tensor bounce_scratch_;
   NoiseHook noise_hook_;
+  bool fused_on_ = FusedPasses::enabled_by_default();
 };
 
 }  // namespace bnn::samplers

@@ -1,83 +1,11 @@
 #include "samplers/normal_kernel.h"
 
-#include <cmath>
 #include <cstring>
 
+#include "samplers/normal_block.h"
 #include "samplers/splitmix64.h"
 
 namespace bnn::samplers::detail {
-namespace {
-
-constexpr int kBlock = 2 * kNormalLanes;
-
-inline uint32_t float_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-
-inline float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-
-inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-
-// One step of every lane, then the transform of Note [CPU normal kernel].
-// Branch-free on purpose: a float comparison or a select on floats stops
-// GCC's vectoriser, so the mantissa test and the quadrant's swap and signs
-// are integer operations on the float's bits.
-inline void block(NormalLanes& g, float* out) {
-  uint32_t hi[kNormalLanes], lo[kNormalLanes];
-  for (int l = 0; l < kNormalLanes; ++l) {
-    const uint64_t s0 = g.s[0][l], s1 = g.s[1][l], s2 = g.s[2][l], s3 = g.s[3][l];
-    const uint64_t times5 = s1 + (s1 << 2);
-    const uint64_t rotated = rotl(times5, 7);
-    const uint64_t word = rotated + (rotated << 3);  // rotl(5 s1, 7) * 9, the ** scrambler
-    const uint64_t t = s1 << 17;
-    const uint64_t n2 = s2 ^ s0, n3 = s3 ^ s1;
-    g.s[0][l] = s0 ^ n3;
-    g.s[1][l] = s1 ^ n2;
-    g.s[2][l] = n2 ^ t;
-    g.s[3][l] = rotl(n3, 45);
-    hi[l] = static_cast<uint32_t>(word >> 32);
-    lo[l] = static_cast<uint32_t>(word);
-  }
-  for (int l = 0; l < kNormalLanes; ++l) {
-    // log u = e log 2 + log m, m in [sqrt(1/2), sqrt(2)].
-    const float u = (static_cast<float>(static_cast<int32_t>(hi[l] >> 1)) + 0.5f) * 0x1p-31f;
-    const uint32_t ub = float_bits(u);
-    const uint32_t mantissa = ub & 0x7fffffu;
-    const uint32_t above_sqrt2 = mantissa > 0x3504f3u ? 1u : 0u;  // 1.mantissa > sqrt(2)
-    const float m = bits_float(mantissa | (0x3f800000u - (above_sqrt2 << 23)));
-    const float e = static_cast<float>(static_cast<int32_t>(ub >> 23) - 127 + static_cast<int32_t>(above_sqrt2));
-    const float t = (m - 1.0f) / (m + 1.0f);
-    const float t2 = t * t;
-    const float log_m =
-        2.0f * t * (1.0f + t2 * (1.0f / 3.0f + t2 * (1.0f / 5.0f + t2 * (1.0f / 7.0f + t2 * (1.0f / 9.0f)))));
-    const float radius = std::sqrt(-2.0f * (e * 0.693147180559945309f + log_m));
-
-    const uint32_t quadrant = lo[l] >> 30;
-    const float a =
-        ((static_cast<float>(static_cast<int32_t>(lo[l] & 0x3fffffffu)) + 0.5f) * 0x1p-30f - 0.5f) * 1.57079632679489662f;
-    const float a2 = a * a;
-    const float sin_a =
-        a * (1.0f + a2 * (-1.0f / 6.0f + a2 * (1.0f / 120.0f + a2 * (-1.0f / 5040.0f + a2 * (1.0f / 362880.0f)))));
-    const float cos_a =
-        1.0f + a2 * (-0.5f + a2 * (1.0f / 24.0f + a2 * (-1.0f / 720.0f + a2 * (1.0f / 40320.0f +
-                                                                                 a2 * (-1.0f / 3628800.0f)))));
-    // (cos, sin) of q pi/2 + a: q = 0 (c, s), 1 (-s, c), 2 (-c, -s), 3 (s, -c).
-    const uint32_t swap = 0u - (quadrant & 1u);
-    const uint32_t sb = float_bits(sin_a), cb = float_bits(cos_a);
-    const uint32_t cos_bits = ((sb & swap) | (cb & ~swap)) ^ ((((quadrant + 1u) >> 1) & 1u) << 31);
-    const uint32_t sin_bits = ((cb & swap) | (sb & ~swap)) ^ ((quadrant >> 1) << 31);
-    out[l] = radius * bits_float(cos_bits);
-    out[kNormalLanes + l] = radius * bits_float(sin_bits);
-  }
-}
-
-}  // namespace
 
 void seed_normal_lanes(NormalLanes& lanes, uint64_t seed) {
   uint64_t state = seed;
@@ -89,16 +17,81 @@ void seed_normal_lanes(NormalLanes& lanes, uint64_t seed) {
   }
 }
 
+namespace {
+
+using State = uint64_t[4];
+
+// The state transition of one lane (Note [Lane jumps]): the same update as
+// normal_block, without the output.
+void step_state(const State in, State out) {
+  const uint64_t t = in[1] << 17;
+  const uint64_t n2 = in[2] ^ in[0], n3 = in[3] ^ in[1];
+  out[0] = in[0] ^ n3;
+  out[1] = in[1] ^ n2;
+  out[2] = n2 ^ t;
+  out[3] = (n3 << 45) | (n3 >> 19);
+}
+
+void apply(const LaneJump& jump, const State in, State out) {
+  uint64_t acc[4] = {0, 0, 0, 0};
+  for (int i = 0; i < 256; ++i) {
+    const uint64_t mask = 0 - ((in[i >> 6] >> (i & 63)) & 1u);
+    for (int w = 0; w < 4; ++w) acc[w] ^= jump.column[i][w] & mask;
+  }
+  std::memcpy(out, acc, sizeof acc);
+}
+
+// out = a b (apply b, then a). out may not alias a or b.
+void compose(const LaneJump& a, const LaneJump& b, LaneJump& out) {
+  for (int i = 0; i < 256; ++i) apply(a, b.column[i], out.column[i]);
+}
+
+void identity(LaneJump& out) {
+  std::memset(&out, 0, sizeof out);
+  for (int i = 0; i < 256; ++i) out.column[i][i >> 6] = uint64_t{1} << (i & 63);
+}
+
+}  // namespace
+
+void make_lane_jump(int64_t steps, LaneJump& out) {
+  LaneJump power, scratch;  // M^(2^i) and a temporary
+  for (int i = 0; i < 256; ++i) {
+    State unit = {0, 0, 0, 0};
+    unit[i >> 6] = uint64_t{1} << (i & 63);
+    step_state(unit, power.column[i]);
+  }
+  identity(out);
+  for (uint64_t k = static_cast<uint64_t>(steps); k != 0; k >>= 1) {
+    if (k & 1u) {
+      compose(power, out, scratch);
+      out = scratch;
+    }
+    if (k > 1) {
+      compose(power, power, scratch);
+      power = scratch;
+    }
+  }
+}
+
+void apply_lane_jump(const LaneJump& jump, NormalLanes& lanes) {
+  for (int l = 0; l < kNormalLanes; ++l) {
+    const State in = {lanes.s[0][l], lanes.s[1][l], lanes.s[2][l], lanes.s[3][l]};
+    State out;
+    apply(jump, in, out);
+    for (int w = 0; w < 4; ++w) lanes.s[w][l] = out[w];
+  }
+}
+
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
     !defined(BNN_NORMAL_KERNEL_NO_CLONES)
 __attribute__((target_clones("avx2", "default")))
 #endif
 void fill_standard_normal(NormalLanes& lanes, float* out, int64_t n) {
   int64_t i = 0;
-  for (; i + kBlock <= n; i += kBlock) block(lanes, out + i);
+  for (; i + kNormalBlock <= n; i += kNormalBlock) normal_block(lanes, out + i);
   if (i < n) {
-    float tail[kBlock];
-    block(lanes, tail);
+    float tail[kNormalBlock];
+    normal_block(lanes, tail);
     std::memcpy(out + i, tail, sizeof(float) * static_cast<size_t>(n - i));
   }
 }

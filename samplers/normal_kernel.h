@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "samplers/normal_lanes.h"
+
 namespace bnn::samplers::detail {
 
 // Note [CPU normal kernel]
@@ -40,12 +42,6 @@ namespace bnn::samplers::detail {
 // -march=native), and vectorising does not reorder elementwise IEEE
 // operations: every build gives the same bits (NormalKernel.* compares an
 // unoptimised scalar build, a baseline one and one for AVX2 with FMA).
-constexpr int kNormalLanes = 8;
-
-struct NormalLanes {
-  uint64_t s[4][kNormalLanes];
-};
-
 // Seeds every lane from `seed` by SplitMix64 (the seeding xoshiro's authors
 // recommend): lane l's words are outputs 4 l .. 4 l + 3 of SplitMix64 started
 // at `seed`.
@@ -53,5 +49,23 @@ void seed_normal_lanes(NormalLanes& lanes, uint64_t seed);
 
 // Writes n standard normal draws to out and advances the lanes.
 void fill_standard_normal(NormalLanes& lanes, float* out, int64_t n);
+
+// Note [Lane jumps]
+// ~~~~~~~~~~~~~~~~~
+// xoshiro256**'s state transition is linear over GF(2): one step maps the
+// 256-bit state s to M s for a fixed 256 x 256 bit matrix M (the ** scrambler
+// only shapes the output). So k steps are the matrix M^k, which
+// make_lane_jump builds by repeated squaring, and apply_lane_jump moves a
+// generator k steps ahead in 256 column XORs, without making the draws in
+// between. The fused sampler passes (samplers/fused_kernels.h) use it to
+// start drawing in the middle of a chunk: a thread that handles coordinates
+// from j on jumps to the block holding element j, and gets exactly the draws
+// a sequential fill would have given there.
+struct LaneJump {
+  uint64_t column[256][4];  // column i: M^k applied to the state with only bit i set
+};
+void make_lane_jump(int64_t steps, LaneJump& out);
+// Moves every lane of `lanes` the jump's number of steps ahead.
+void apply_lane_jump(const LaneJump& jump, NormalLanes& lanes);
 
 }  // namespace bnn::samplers::detail

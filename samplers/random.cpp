@@ -5,6 +5,7 @@
 
 #include <ATen/Parallel.h>
 
+#include "samplers/fused_kernels.h"
 #include "samplers/sampler.h"
 #include "samplers/splitmix64.h"
 
@@ -19,6 +20,8 @@ at::Generator make_generator(torch::Device device, uint64_t seed) {
   gen.set_current_seed(seed);
   return gen;
 }
+
+static_assert(ChunkedNormal::kChunk == detail::kNoiseChunk, "the fused passes assume ChunkedNormal's chunks");
 
 ChunkedNormal::ChunkedNormal(const torch::Tensor& like, uint64_t seed)
     : numel_(like.numel()), device_(like.device()), dtype_(like.scalar_type()) {

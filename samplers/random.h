@@ -52,6 +52,12 @@ class ChunkedNormal {
   void save(torch::serialize::OutputArchive& archive, const std::string& prefix) const;
   void load(torch::serialize::InputArchive& archive, const std::string& prefix);
 
+  // The generator of every chunk, for float32 buffers on the CPU (empty
+  // otherwise): the fused sampler passes draw from them directly
+  // (samplers/fused_step.h).
+  std::vector<detail::NormalLanes>& chunk_generators() { return lanes_; }
+  int64_t numel() const { return numel_; }
+
  private:
   int64_t numel_;
   torch::Device device_;

@@ -8,17 +8,33 @@ Sgld::Sgld(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options
     : KineticLangevin(oracle, std::move(anchor), std::move(options), seed) {
   v_.zero_();
   allocate_noise({x_.numel()});
+  enable_fused_steps();
 }
 
 std::string Sgld::pretty_string() const { return describe("Sgld"); }
 
 torch::Tensor Sgld::do_step() {
+  if (fused_steps()) return fused_step();
   const double h = options_.step_size();
   torch::Tensor loss;
   const torch::Tensor& force = gradient_.evaluate(order_.next(), &loss);
   draw_noise();
   x_.add_(force, -h).add_(noise_, std::sqrt(2.0 * h));
   bounce();
+  return loss;
+}
+
+// do_step's update in one pass after the gradient.
+torch::Tensor Sgld::fused_step() {
+  const double h = options_.step_size();
+  torch::Tensor loss;
+  const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
+  const auto& k = fused_->kernels();
+  const detail::Rounding r = fused_->rounding();
+  const float minus_h = static_cast<float>(-h), sigma = static_cast<float>(std::sqrt(2.0 * h));
+  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
+    return k.sgld(s, r, terms, minus_h, sigma, n);
+  });
   return loss;
 }
 

@@ -20,6 +20,7 @@ class Sgld : public KineticLangevin {
 
  protected:
   torch::Tensor do_step() override;
+  torch::Tensor fused_step();  // Note [Fused steps]
 };
 
 }  // namespace bnn::samplers

@@ -10,6 +10,7 @@ Sgnht::Sgnht(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions optio
     : KineticLangevin(oracle, std::move(anchor), std::move(options), seed) {
   xi_ = torch::full({}, options_.friction(), x_.options());
   allocate_noise({x_.numel()});
+  enable_fused_steps();
 }
 
 std::string Sgnht::pretty_string() const { return describe("Sgnht"); }
@@ -17,6 +18,7 @@ std::string Sgnht::pretty_string() const { return describe("Sgnht"); }
 std::string Sgnht::diagnostics() const { return fmt::format("xi={:.4g}", xi_.item<double>()); }
 
 torch::Tensor Sgnht::do_step() {
+  if (fused_steps()) return fused_step();
   const double h = options_.step_size();
   const double d = static_cast<double>(x_.numel());
   torch::Tensor loss;
@@ -25,6 +27,25 @@ torch::Tensor Sgnht::do_step() {
   v_.mul_(1.0 - h * xi_).add_(force, -h).add_(noise_, std::sqrt(2.0 * options_.friction() * h));
   x_.add_(v_, h);
   bounce();
+  xi_.add_(torch::dot(v_, v_).div_(d).sub_(1.0).mul_(h));
+  return loss;
+}
+
+// do_step's velocity and position update in one pass after the gradient;
+// the thermostat's scalar factor and its update stay tensor operations.
+torch::Tensor Sgnht::fused_step() {
+  const double h = options_.step_size();
+  const double d = static_cast<double>(x_.numel());
+  torch::Tensor loss;
+  const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
+  const float thermostat = (1.0 - h * xi_).item<float>();  // the factor do_step multiplies v by
+  const auto& k = fused_->kernels();
+  const detail::Rounding r = fused_->rounding();
+  const float minus_h = static_cast<float>(-h), hf = static_cast<float>(h),
+              sigma = static_cast<float>(std::sqrt(2.0 * options_.friction() * h));
+  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
+    return k.sgnht(s, r, terms, thermostat, minus_h, sigma, hf, n);
+  });
   xi_.add_(torch::dot(v_, v_).div_(d).sub_(1.0).mul_(h));
   return loss;
 }

@@ -66,6 +66,39 @@ const torch::Tensor& StochasticGradient::evaluate_per_example(int64_t b, torch::
   return evaluate_impl(b, &rows, loss);
 }
 
+detail::ForceTerms StochasticGradient::evaluate_terms(int64_t b, torch::Tensor* loss) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor x = oracle_.parameters();
+  const bool control_variate = estimator_ == GradientEstimator::kControlVariate;
+  const bool recomputed = control_variate && anchor_mode_ == AnchorGradients::kRecomputed;
+  detail::ForceTerms terms;
+  if (recomputed) {  // diag x - (N_m/T) g*_b, as evaluate_impl forms it in force_
+    saved_x_.copy_(x);
+    x.copy_(anchor_);
+    oracle_.evaluate(b);
+    x.copy_(saved_x_);
+    if (!partial_.defined()) partial_ = torch::empty_like(x);
+    torch::mul_out(partial_, diag_, x);
+    partial_.sub_(oracle_.gradient(), data_scale_);
+    terms.mode = detail::ForceMode::kPartial;
+    terms.partial = partial_.data_ptr<float>();
+  } else if (anchor_grads_.defined()) {
+    terms.mode = detail::ForceMode::kStoredAnchors;
+    terms.anchor_grad = anchor_grads_.data_ptr<float>() + b * anchor_grads_.size(1);
+  }
+  torch::Tensor l = oracle_.evaluate(b);
+  if (loss) *loss = l;
+  gradient_ = oracle_.gradient();
+  TORCH_CHECK(gradient_.is_contiguous() && gradient_.scalar_type() == torch::kFloat && gradient_.device().is_cpu(),
+              "fused sampler passes need a contiguous float32 CPU gradient");
+  terms.diag = diag_.data_ptr<float>();
+  terms.offset = offset_.data_ptr<float>();
+  terms.grad = gradient_.data_ptr<float>();
+  terms.scale = static_cast<float>(data_scale_);
+  terms.minus_scale = static_cast<float>(-data_scale_);
+  return terms;
+}
+
 const torch::Tensor& StochasticGradient::evaluate_impl(int64_t b, torch::Tensor* rows, torch::Tensor* loss) {
   torch::NoGradGuard no_grad;
   torch::Tensor x = oracle_.parameters();

@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "samplers/fused_kernels.h"
 #include "samplers/gradient_oracle.h"
 #include "samplers/langevin_options.h"
 
@@ -36,6 +37,12 @@ class StochasticGradient {
   // (control variate, one more per-example pass at x* every call). `rows` is
   // the oracle's scratch buffer; the caller may modify it until the next call.
   const torch::Tensor& evaluate_per_example(int64_t b, torch::Tensor& rows, torch::Tensor* loss = nullptr);
+
+  // For the fused sampler passes (Note [Fused steps]): evaluates batch b like
+  // evaluate() but leaves G to be formed coordinate by coordinate from the
+  // returned terms, in evaluate()'s order and rounding. The pointers stay
+  // valid until the next call. float32 on the CPU only.
+  detail::ForceTerms evaluate_terms(int64_t b, torch::Tensor* loss = nullptr);
 
   // The exact potential f(x)/T at the oracle's current parameters, over every
   // batch (one forward pass per batch, no gradient): what a Metropolis-Hastings
@@ -67,6 +74,8 @@ class StochasticGradient {
   torch::Tensor saved_x_;       // recomputed control variate, or per-example control variate
   torch::Tensor anchor_rows_;   // per-example gradients at x* (control variate with rows only)
   torch::Tensor force_;
+  torch::Tensor gradient_;      // the oracle's gradient, held for evaluate_terms
+  torch::Tensor partial_;       // evaluate_terms' partial force (recomputed anchors)
 };
 
 }  // namespace bnn::samplers

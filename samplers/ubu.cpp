@@ -6,6 +6,7 @@ Ubu::Ubu(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, 
     : KineticLangevin(oracle, std::move(anchor), std::move(options), seed),
       half_(ubu_constants(options_.friction(), options_.step_size() / 2.0)) {
   allocate_noise({2, x_.numel()});
+  enable_fused_steps();
 }
 
 std::string Ubu::pretty_string() const { return describe("Ubu"); }
@@ -20,11 +21,32 @@ void Ubu::half_ou() {
 }
 
 torch::Tensor Ubu::do_step() {
+  if (fused_steps()) return fused_step();
   half_ou();
   torch::Tensor loss;
   const torch::Tensor& force = gradient_.evaluate(order_.next(), &loss);
   v_.add_(force, -options_.step_size());
   half_ou();
+  return loss;
+}
+
+// The same step as do_step's tensor operations in two passes: U(h/2), then
+// after the gradient the kick and U(h/2).
+torch::Tensor Ubu::fused_step() {
+  const detail::UbuHalf c{static_cast<float>(half_.x_from_v), static_cast<float>(half_.x_noise),
+                          static_cast<float>(half_.decay), static_cast<float>(half_.v_from_xi1),
+                          static_cast<float>(half_.v_noise)};
+  const float minus_h = static_cast<float>(-options_.step_size());
+  const auto& k = fused_->kernels();
+  const detail::Rounding r = fused_->rounding();
+  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
+    return k.ubu(s, r, c, nullptr, minus_h, n);
+  });
+  torch::Tensor loss;
+  const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
+  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
+    return k.ubu(s, r, c, &terms, minus_h, n);
+  });
   return loss;
 }
 

@@ -32,6 +32,7 @@ class Ubu : public KineticLangevin {
 
  private:
   void half_ou();
+  torch::Tensor fused_step();  // Note [Fused steps]
   UbuConstants half_;
 };
 

@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "models/registry.h"
+#include "samplers/fused_step.h"
 #include "samplers/registry.h"
 #include "src/runtime/linkage.h"
 #include "src/runtime/threads.h"
@@ -22,6 +23,7 @@ int cmd_version(int, char**) {
   fmt::print("threads: {} (default: the {} CPUs this process may use, by {}; {} cores)\n",
              runtime::configure_threads(0), cpus, why, std::thread::hardware_concurrency());
   fmt::print("OpenMP wait: {}\n", runtime::openmp_wait_setting());
+  fmt::print("fused sampler steps (CPU, float32): {}\n", samplers::fused_step_description());
   fmt::print("std::filesystem from: {}\n", runtime::filesystem_library());
   return 0;
 }

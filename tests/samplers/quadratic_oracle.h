@@ -22,10 +22,11 @@ class QuadraticOracle : public samplers::GradientOracle {
  public:
   // Parameters, gradients and the mask live on `device` (a CUDA device for
   // the GPU sampler tests).
+  // float32 (`dtype`) exercises the fused sampler steps (Note [Fused steps]).
   QuadraticOracle(int64_t d, std::vector<double> a, std::vector<double> m, torch::Tensor mask, double start,
-                  torch::Device device = torch::kCPU)
+                  torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kDouble)
       : a_(std::move(a)), m_(std::move(m)), mask_(mask.to(device)) {
-    x_ = torch::full({d}, start, torch::TensorOptions(torch::kDouble).device(device));
+    x_ = torch::full({d}, start, torch::TensorOptions(dtype).device(device));
     g_ = torch::zeros_like(x_);
   }
   torch::Tensor parameters() override { return x_; }

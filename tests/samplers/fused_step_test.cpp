@@ -1,0 +1,196 @@
+// Note [Fused steps]: the fused passes give the same bits as the tensor
+// operations they replace, for every sampler that has them, every way of
+// forming the force, with bounces, across generator chunks, whatever the
+// thread count; and the generator jumps they rely on (Note [Lane jumps]).
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "samplers/fused_step.h"
+#include "samplers/kinetic_langevin.h"
+#include "samplers/normal_kernel.h"
+#include "samplers/registry.h"
+#include "tests/samplers/quadratic_oracle.h"
+
+namespace bnn::samplers {
+namespace {
+
+bool same_lanes(const detail::NormalLanes& a, const detail::NormalLanes& b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
+
+TEST(LaneJump, EqualsTheStepsItSkips) {
+  for (const int64_t steps : {int64_t{1}, int64_t{7}, int64_t{300}, detail::kBlocksPerChunk - 1}) {
+    SCOPED_TRACE(steps);
+    detail::NormalLanes walked, jumped;
+    detail::seed_normal_lanes(walked, 2026 + static_cast<uint64_t>(steps));
+    jumped = walked;
+    std::vector<float> skipped(static_cast<size_t>(steps * 2 * detail::kNormalLanes));
+    detail::fill_standard_normal(walked, skipped.data(), static_cast<int64_t>(skipped.size()));
+    detail::LaneJump jump;
+    detail::make_lane_jump(steps, jump);
+    ASSERT_FALSE(same_lanes(walked, jumped));
+    detail::apply_lane_jump(jump, jumped);
+    EXPECT_TRUE(same_lanes(walked, jumped));
+    float a[16], b[16];
+    detail::fill_standard_normal(walked, a, 16);
+    detail::fill_standard_normal(jumped, b, 16);
+    EXPECT_EQ(std::memcmp(a, b, sizeof a), 0);
+  }
+}
+
+TEST(FusedSteps, AtensRoundingOfAddIsKnown) {
+  // Where it is not, the fused path is off everywhere: a slow bnn, not a
+  // wrong one, but it should be noticed.
+  EXPECT_TRUE(aten_add_rounding().has_value()) << fused_step_description();
+}
+
+// Coordinates over three generator chunks per UBU stream, not a multiple of
+// the 16-draw block, and enough for several threads' pieces.
+constexpr int64_t kDim = 2 * detail::kNoiseChunk + 12345;
+constexpr double kAnchor = 0.3;
+
+testing::QuadraticOracle make_oracle() {
+  torch::Tensor mask = torch::zeros({kDim}, torch::kDouble);
+  mask.narrow(0, 0, kDim / 2).fill_(1.0);
+  return testing::QuadraticOracle(kDim, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kAnchor, torch::kCPU,
+                                  torch::kFloat);
+}
+
+struct Estimator {
+  const char* name;
+  GradientEstimator estimator;
+  AnchorGradients anchors;
+};
+const Estimator kEstimators[] = {{"plain", GradientEstimator::kPlain, AnchorGradients::kStored},
+                                 {"stored anchors", GradientEstimator::kControlVariate, AnchorGradients::kStored},
+                                 {"recomputed anchors", GradientEstimator::kControlVariate,
+                                  AnchorGradients::kRecomputed}};
+
+bool has_fused_step(const std::string& name) { return name != "obabo" && name != "nogin"; }
+
+constexpr double kBox = 0.4;
+
+LangevinOptions options_for(const std::string& name, const Estimator& e, double rho_max) {
+  auto o = LangevinOptions(0.05).friction(2.0).rho(0.3).rho_max(rho_max).estimator(e.estimator).anchor_gradients(
+      e.anchors);
+  if (name == "csghmc") o.cycle_length(4);
+  return o;
+}
+
+struct Chain {
+  testing::QuadraticOracle oracle = make_oracle();
+  std::unique_ptr<Sampler> sampler;
+
+  Chain(const std::string& name, const Estimator& e, bool fused, double rho_max = kBox) {
+    const torch::Tensor anchor = torch::full({kDim}, kAnchor, torch::kFloat);
+    sampler = make_sampler(name, oracle, anchor, options_for(name, e, rho_max), 7);
+    auto& kinetic = dynamic_cast<KineticLangevin&>(*sampler);
+    kinetic.set_fused_steps(fused);
+    // Fast velocities, so that many coordinates leave the box in the first
+    // steps and the bounces run (SGLD has none: its noise does it).
+    torch::Tensor v = sampler->velocity();
+    v.mul_(3.0);
+  }
+  KineticLangevin& kinetic() { return dynamic_cast<KineticLangevin&>(*sampler); }
+  torch::Tensor x() { return oracle.parameters(); }
+};
+
+int64_t outside_box(const torch::Tensor& x) { return ((x - kAnchor).abs() > kBox).sum().item<int64_t>(); }
+
+TEST(FusedSteps, SameBitsAsTheTensorOperations) {
+  for (const auto& name : sampler_names()) {
+    if (!has_fused_step(name)) continue;
+    for (const Estimator& e : kEstimators) {
+      SCOPED_TRACE(name + ", " + e.name);
+      Chain fused(name, e, true), reference(name, e, false);
+      ASSERT_TRUE(fused.kinetic().fused_steps());
+      ASSERT_FALSE(reference.kinetic().fused_steps());
+      for (int step = 0; step < 6; ++step) {
+        const torch::Tensor loss_f = fused.sampler->step(), loss_r = reference.sampler->step();
+        EXPECT_TRUE(loss_f.equal(loss_r));
+        EXPECT_EQ(outside_box(fused.x()), 0);
+      }
+      EXPECT_TRUE(fused.x().equal(reference.x()));
+      EXPECT_TRUE(fused.sampler->velocity().equal(reference.sampler->velocity()));
+      EXPECT_EQ(fused.sampler->diagnostics(), reference.sampler->diagnostics());
+      EXPECT_TRUE(torch::isfinite(fused.x()).all().item<bool>());
+    }
+    // The same chain without the box leaves it: the steps above bounced.
+    Chain free(name, kEstimators[0], true, std::numeric_limits<double>::infinity());
+    for (int step = 0; step < 6; ++step) free.sampler->step();
+    EXPECT_GT(outside_box(free.x()), kDim / 100) << name;
+  }
+}
+
+TEST(FusedSteps, SameBitsWithOneThreadAsWithSeveral) {
+  const int threads = torch::get_num_threads();
+  torch::set_num_threads(1);
+  Chain one("sms_ubu", kEstimators[1], true), baoab_one("sms_baoab", kEstimators[1], true);
+  for (int step = 0; step < 4; ++step) {
+    one.sampler->step();
+    baoab_one.sampler->step();
+  }
+  torch::set_num_threads(std::max(threads, 3));  // more pieces than this machine's 2 cores
+  Chain several("sms_ubu", kEstimators[1], true), baoab_several("sms_baoab", kEstimators[1], true);
+  for (int step = 0; step < 4; ++step) {
+    several.sampler->step();
+    baoab_several.sampler->step();
+  }
+  torch::set_num_threads(threads);
+  EXPECT_TRUE(one.x().equal(several.x()));
+  EXPECT_TRUE(one.sampler->velocity().equal(several.sampler->velocity()));
+  EXPECT_TRUE(baoab_one.x().equal(baoab_several.x()));
+}
+
+TEST(FusedSteps, CheckpointsAreTheSameEitherWay) {
+  // A chain checkpointed on the fused path and resumed on the tensor path
+  // (and the reverse) continues as if never interrupted.
+  for (const char* name : {"sms_ubu", "sms_baoab", "sghmc"}) {
+    SCOPED_TRACE(name);
+    for (const bool fused_first : {true, false}) {
+      Chain a(name, kEstimators[1], fused_first);
+      for (int i = 0; i < 3; ++i) a.sampler->step();
+      std::stringstream buffer;
+      {
+        torch::serialize::OutputArchive out;
+        a.sampler->save(out);
+        out.save_to(buffer);
+      }
+      for (int i = 0; i < 3; ++i) a.sampler->step();
+      Chain b(name, kEstimators[1], !fused_first);
+      torch::serialize::InputArchive in;
+      in.load_from(buffer);
+      b.sampler->load(in);
+      for (int i = 0; i < 3; ++i) b.sampler->step();
+      EXPECT_TRUE(a.x().equal(b.x()));
+      EXPECT_TRUE(a.sampler->velocity().equal(b.sampler->velocity()));
+    }
+  }
+}
+
+TEST(FusedSteps, OffWhereTheyCannotRunOrAreTurnedOff) {
+  // double chains
+  torch::Tensor mask = torch::ones({100}, torch::kDouble);
+  testing::QuadraticOracle in_double(100, {1.0}, {0.0}, mask, 0.0);
+  auto d = make_sampler("sms_ubu", in_double, torch::zeros({100}, torch::kDouble), LangevinOptions(0.1), 1);
+  EXPECT_FALSE(dynamic_cast<KineticLangevin&>(*d).fused_steps());
+  // a noise hook (coupled chains draw shared noise)
+  Chain hooked("sms_ubu", kEstimators[0], true);
+  hooked.kinetic().set_noise_hook([](torch::Tensor& buffer) { buffer.zero_(); });
+  EXPECT_FALSE(hooked.kinetic().fused_steps());
+  // BNN_FUSED_STEPS=0
+  ::setenv("BNN_FUSED_STEPS", "0", 1);
+  Chain off("sms_ubu", kEstimators[0], false);
+  auto o = make_sampler("sms_ubu", off.oracle, torch::full({kDim}, kAnchor, torch::kFloat), LangevinOptions(0.1), 1);
+  ::unsetenv("BNN_FUSED_STEPS");
+  EXPECT_FALSE(dynamic_cast<KineticLangevin&>(*o).fused_steps());
+  EXPECT_NE(fused_step_description().find("rounding like ATen"), std::string::npos) << fused_step_description();
+}
+
+}  // namespace
+}  // namespace bnn::samplers
