@@ -3,7 +3,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>

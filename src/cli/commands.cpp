@@ -2,7 +2,6 @@
 
 #include <string_view>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <torch/torch.h>
@@ -10,6 +9,7 @@
 #include "src/cli/bias_command.h"
 #include "src/cli/hessian_command.h"
 #include "src/cli/info_commands.h"
+#include "src/cli/options.h"
 #include "src/cli/predict_command.h"
 #include "src/cli/rhat_command.h"
 #include "src/cli/run_command.h"

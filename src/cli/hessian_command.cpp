@@ -1,6 +1,5 @@
 #include "src/cli/hessian_command.h"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 
 #include "src/cli/options.h"

@@ -5,6 +5,15 @@
 #include <string>
 #include <vector>
 
+// cxxopts splits the values of a vector option at this character. Its default,
+// ',', broke `--set model.hidden=[256,256]` into two overrides and a run
+// directory or file name holding a comma into two; argv strings cannot hold
+// '\0', so every value stays whole. Every file of bnn that uses cxxopts
+// includes it through this header, so all agree on the definition.
+#ifdef CXXOPTS_HPP_INCLUDED
+#error "include src/cli/options.h instead of cxxopts.hpp"
+#endif
+#define CXXOPTS_VECTOR_DELIMITER '\0'
 #include <cxxopts.hpp>
 
 namespace bnn::cli {

@@ -1,8 +1,8 @@
 #include "src/cli/predict_command.h"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 
+#include "src/cli/options.h"
 #include "src/config/config.h"
 #include "src/pipeline/predict.h"
 #include "src/pipeline/run.h"

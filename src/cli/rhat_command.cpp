@@ -1,6 +1,5 @@
 #include "src/cli/rhat_command.h"
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

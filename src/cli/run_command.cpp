@@ -2,7 +2,6 @@
 
 #include <memory>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "src/cli/commands.h"
+#include "src/io/atomic_file.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
@@ -33,6 +34,38 @@ TEST(Commands, UnknownCommandListsTheTable) {
   EXPECT_NE(r.output.find("bnn: error: unknown command 'frobnicate' (commands: " + names + "; see bnn --help)"),
             std::string::npos)
       << r.output;
+  std::filesystem::remove_all(work);
+}
+
+// A value holding a comma stays one value: `--set model.hidden=[8,4]` is one
+// override (cxxopts splits vector options at ',' unless told otherwise), and
+// a run directory may have a comma in its name.
+TEST(Commands, ValuesWithCommasStayWhole) {
+  const auto work = bnn::testing::unique_temp_dir("bnn_commands_comma_test");
+  const std::string tiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+  const auto run = work / "run,one";
+  const auto ok = bnn::testing::run_bnn(
+      "run --config " + tiny + " --out " + run.string() + " --threads 1 --set model.hidden=[8,4] --set run.members=1",
+      work / "ok.txt");
+  ASSERT_EQ(ok.code, 0) << ok.output;
+  // 784*8+8 + 8*4+4 + 4*10+10 parameters.
+  EXPECT_NE(ok.output.find("hidden=[8, 4], classes=10, batch_norm=false) (6366 parameters)"), std::string::npos)
+      << ok.output;
+  EXPECT_NE(bnn::io::read_file(run / "config.yaml").find("hidden:\n    - 8\n    - 4\n"), std::string::npos);
+
+  const auto bad = bnn::testing::run_bnn("run --config " + tiny + " --out " + (work / "bad").string() +
+                                             " --set model.hidden=[8,-4]",
+                                         work / "bad.txt");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.output.find("config key 'model.hidden': invalid value '[8, -4]': every entry must be >= 1"),
+            std::string::npos)
+      << bad.output;
+
+  const auto eval = bnn::testing::run_bnn("evaluate " + run.string() + " --no-figures --out " +
+                                              (work / "eval,out").string(),
+                                          work / "eval.txt");
+  EXPECT_EQ(eval.code, 0) << eval.output;
+  EXPECT_TRUE(std::filesystem::exists(work / "eval,out" / "metrics.json")) << eval.output;
   std::filesystem::remove_all(work);
 }
 
