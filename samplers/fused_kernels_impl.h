@@ -112,28 +112,7 @@ class NormalCursor {
   int64_t pending_at_ = 0, pending_end_ = 0;
 };
 
-// G_j from the terms of StochasticGradient::evaluate_terms, in its order.
-// Copied by value into each loop, so that the compiler keeps the pointers
-// and scalars in registers (stores to x and v cannot change them).
-template <ForceMode M>
-struct ForceAt {
-  const float* diag = nullptr;
-  const float* offset;
-  const float* grad;
-  const float* anchor_grad = nullptr;
-  const float* partial = nullptr;
-  float scale, minus_scale;
-
-  ForceAt(const ForceTerms& t, int64_t at)
-      : offset(t.offset + at), grad(t.grad + at), scale(t.scale), minus_scale(t.minus_scale) {
-    if constexpr (M == ForceMode::kPartial) {
-      partial = t.partial + at;
-    } else {
-      diag = t.diag + at;
-    }
-    if constexpr (M == ForceMode::kStoredAnchors) anchor_grad = t.anchor_grad + at;
-  }
-};
+inline const float* from(const float* p, int64_t at) { return p == nullptr ? nullptr : p + at; }
 
 template <Rounding R, ForceMode M>
 inline float force_at(const float* __restrict diag, const float* __restrict offset, const float* __restrict grad,
@@ -151,14 +130,17 @@ inline float force_at(const float* __restrict diag, const float* __restrict offs
   return f;
 }
 
-// Unpacks a ForceAt into local restrict pointers for the loop that follows.
-#define BNN_FORCE_LOCALS(g)                                                                              \
-  const float* __restrict f_diag = (g).diag;                                                             \
-  const float* __restrict f_offset = (g).offset;                                                         \
-  const float* __restrict f_grad = (g).grad;                                                             \
-  const float* __restrict f_anchor = (g).anchor_grad;                                                    \
-  const float* __restrict f_partial = (g).partial;                                                       \
-  const float f_scale = (g).scale, f_minus_scale = (g).minus_scale
+// G_j from the terms of StochasticGradient::evaluate_terms, in its order:
+// local restrict pointers to the terms from element `at` on, for the loop
+// that follows (locals, so that the compiler keeps them in registers: stores
+// to x and v cannot change them).
+#define BNN_FORCE_LOCALS(terms, at)                                                                      \
+  const float* __restrict f_diag = from((terms).diag, at);                                               \
+  const float* __restrict f_offset = from((terms).offset, at);                                           \
+  const float* __restrict f_grad = from((terms).grad, at);                                               \
+  const float* __restrict f_anchor = from((terms).anchor_grad, at);                                      \
+  const float* __restrict f_partial = from((terms).partial, at);                                         \
+  const float f_scale = (terms).scale, f_minus_scale = (terms).minus_scale
 #define BNN_FORCE(R, M, i, x) \
   force_at<R, M>(f_diag, f_offset, f_grad, f_anchor, f_partial, f_scale, f_minus_scale, i, x)
 
@@ -202,8 +184,7 @@ bool ubu_pass(const PassSpan& s, const UbuHalf& c, const ForceTerms* kick, const
     const float* __restrict z1 = xi1;
     const float* __restrict z2 = xi2;
     if constexpr (Kick) {
-      const ForceAt<M> g(*kick, t);
-      BNN_FORCE_LOCALS(g);
+      BNN_FORCE_LOCALS(*kick, t);
       BNN_NO_LOOP_DEPENDENCE
       for (int64_t i = 0; i < n; ++i) {
         const float vk = mad<R>(BNN_FORCE(R, M, i, x[i]), minus_h, v[i]);
@@ -256,40 +237,9 @@ bool kick_drift(const PassSpan& s, Rounding r, const float* force, float minus_h
   return with_rounding(r, [&](auto R) { return kick_drift_pass<R.value>(s, force, minus_half_h, half_h); });
 }
 
-template <Rounding R>
-bool ou_drift_pass(const PassSpan& s, const float eta, const float sigma, const float half_h,
-                   const NoiseBuffer& noise) {
-  NormalCursor normals(noise, s.begin);
-  alignas(64) float xi[kFusedTile];
-  const float w = s.w;
-  unsigned out = 0;
-  for (int64_t t = s.begin; t < s.end; t += kFusedTile) {
-    const int64_t n = std::min(kFusedTile, s.end - t);
-    normals.draw(xi, n);
-    float* __restrict x = s.x + t;
-    float* __restrict v = s.v + t;
-    const float* __restrict a = s.anchor + t;
-    const float* __restrict z = xi;
-    BNN_NO_LOOP_DEPENDENCE
-    for (int64_t i = 0; i < n; ++i) {
-      const float vn = mad<R>(z[i], sigma, v[i] * eta);
-      const float xn = mad<R>(vn, half_h, x[i]);
-      v[i] = vn;
-      x[i] = xn;
-      out |= outside(xn, a[i], w);
-    }
-  }
-  return out != 0;
-}
-
-bool ou_drift(const PassSpan& s, Rounding r, float eta, float sigma, float half_h, const NoiseBuffer& noise) {
-  return with_rounding(r, [&](auto R) { return ou_drift_pass<R.value>(s, eta, sigma, half_h, noise); });
-}
-
 template <Rounding R, ForceMode M>
 void kick_pass(const PassSpan& s, const ForceTerms& terms, float* force_out, const float minus_half_h) {
-  const ForceAt<M> g(terms, 0);
-  BNN_FORCE_LOCALS(g);
+  BNN_FORCE_LOCALS(terms, 0);
   const float* __restrict x = s.x;
   float* __restrict v = s.v;
   float* __restrict f = force_out;
@@ -310,10 +260,13 @@ void kick(const PassSpan& s, Rounding r, const ForceTerms& terms, float* force_o
   });
 }
 
-// The one-stream passes after a gradient. Which update each makes:
-enum class Update { kEuler, kSgld, kSgnht };
+// The one-stream passes: after a gradient (Euler, SGLD, SGNHT), and BAOAB's
+// O+A, which has no force. Which update each makes:
+enum class Update { kEuler, kSgld, kSgnht, kOuDrift };
 struct Coefficients {
-  float h, friction, minus_h, sigma;  // friction: EM's 1 - h gamma, SGNHT's thermostat factor
+  // friction: EM's 1 - h gamma, SGNHT's thermostat factor, the OU decay e^{-gamma h};
+  // h: the drift's time (h/2 for BAOAB's A)
+  float h, friction, minus_h, sigma;
 };
 
 template <Rounding R, ForceMode M, Update U>
@@ -325,23 +278,28 @@ bool update_pass(const PassSpan& s, const ForceTerms& terms, const Coefficients&
   for (int64_t t = s.begin; t < s.end; t += kFusedTile) {
     const int64_t n = std::min(kFusedTile, s.end - t);
     normals.draw(xi, n);
-    const ForceAt<M> g(terms, t);
-    BNN_FORCE_LOCALS(g);
+    BNN_FORCE_LOCALS(terms, t);
     float* __restrict x = s.x + t;
     float* __restrict v = s.v + t;
     const float* __restrict a = s.anchor + t;
     const float* __restrict z = xi;
     BNN_NO_LOOP_DEPENDENCE
     for (int64_t i = 0; i < n; ++i) {
-      const float gi = BNN_FORCE(R, M, i, x[i]);
       float xn;
       if constexpr (U == Update::kEuler) {
+        const float gi = BNN_FORCE(R, M, i, x[i]);
         xn = mad<R>(v[i], h, x[i]);
         v[i] = mad<R>(z[i], sigma, mad<R>(gi, minus_h, v[i] * friction));
       } else if constexpr (U == Update::kSgld) {
+        const float gi = BNN_FORCE(R, M, i, x[i]);
         xn = mad<R>(z[i], sigma, mad<R>(gi, minus_h, x[i]));
-      } else {
+      } else if constexpr (U == Update::kSgnht) {
+        const float gi = BNN_FORCE(R, M, i, x[i]);
         const float vn = mad<R>(z[i], sigma, mad<R>(gi, minus_h, v[i] * friction));
+        xn = mad<R>(vn, h, x[i]);
+        v[i] = vn;
+      } else {
+        const float vn = mad<R>(z[i], sigma, v[i] * friction);
         xn = mad<R>(vn, h, x[i]);
         v[i] = vn;
       }
@@ -356,6 +314,13 @@ template <Update U>
 bool update(const PassSpan& s, Rounding r, const ForceTerms& terms, const Coefficients& c, const NoiseBuffer& noise) {
   return with_rounding(r, [&](auto R) {
     return with_force(terms.mode, [&](auto M) { return update_pass<R.value, M.value, U>(s, terms, c, noise); });
+  });
+}
+
+bool ou_drift(const PassSpan& s, Rounding r, float eta, float sigma, float half_h, const NoiseBuffer& noise) {
+  return with_rounding(r, [&](auto R) {
+    return update_pass<R.value, ForceMode::kPlain, Update::kOuDrift>(s, ForceTerms{}, {half_h, eta, 0.0f, sigma},
+                                                                      noise);
   });
 }
 

@@ -73,10 +73,7 @@ detail::ForceTerms StochasticGradient::evaluate_terms(int64_t b, torch::Tensor* 
   const bool recomputed = control_variate && anchor_mode_ == AnchorGradients::kRecomputed;
   detail::ForceTerms terms;
   if (recomputed) {  // diag x - (N_m/T) g*_b, as evaluate_impl forms it in force_
-    saved_x_.copy_(x);
-    x.copy_(anchor_);
-    oracle_.evaluate(b);
-    x.copy_(saved_x_);
+    evaluate_at_anchor(b, /*rows=*/false);
     if (!partial_.defined()) partial_ = torch::empty_like(x);
     torch::mul_out(partial_, diag_, x);
     partial_.sub_(oracle_.gradient(), data_scale_);
@@ -99,29 +96,33 @@ detail::ForceTerms StochasticGradient::evaluate_terms(int64_t b, torch::Tensor* 
   return terms;
 }
 
+// At x*: g*_b (left in the oracle's gradient) and, with `rows`, the
+// per-example anchor rows (copied to anchor_rows_). Swaps x* in, evaluates,
+// and puts x back.
+void StochasticGradient::evaluate_at_anchor(int64_t b, bool rows) {
+  torch::Tensor x = oracle_.parameters();
+  if (!saved_x_.defined()) saved_x_ = torch::empty_like(x);
+  saved_x_.copy_(x);
+  x.copy_(anchor_);
+  if (rows) {
+    oracle_.evaluate_per_example(b);
+    const torch::Tensor anchor_rows = oracle_.per_example_gradients();
+    if (!anchor_rows_.defined() || !anchor_rows_.sizes().equals(anchor_rows.sizes())) {
+      anchor_rows_ = torch::empty_like(anchor_rows);
+    }
+    anchor_rows_.copy_(anchor_rows);
+  } else {
+    oracle_.evaluate(b);
+  }
+  x.copy_(saved_x_);
+}
+
 const torch::Tensor& StochasticGradient::evaluate_impl(int64_t b, torch::Tensor* rows, torch::Tensor* loss) {
   torch::NoGradGuard no_grad;
   torch::Tensor x = oracle_.parameters();
   const bool control_variate = estimator_ == GradientEstimator::kControlVariate;
   const bool recomputed = control_variate && anchor_mode_ == AnchorGradients::kRecomputed;
-  if (recomputed || (control_variate && rows)) {
-    // At x*: g*_b (recomputed anchors) and the per-example anchor rows (rows
-    // requested); swap x* in, evaluate, swap back.
-    if (!saved_x_.defined()) saved_x_ = torch::empty_like(x);
-    saved_x_.copy_(x);
-    x.copy_(anchor_);
-    if (rows) {
-      oracle_.evaluate_per_example(b);
-      const torch::Tensor anchor_rows = oracle_.per_example_gradients();
-      if (!anchor_rows_.defined() || !anchor_rows_.sizes().equals(anchor_rows.sizes())) {
-        anchor_rows_ = torch::empty_like(anchor_rows);
-      }
-      anchor_rows_.copy_(anchor_rows);
-    } else {
-      oracle_.evaluate(b);
-    }
-    x.copy_(saved_x_);
-  }
+  if (recomputed || (control_variate && rows)) evaluate_at_anchor(b, rows != nullptr);
   torch::mul_out(force_, diag_, x);
   if (recomputed) force_.sub_(oracle_.gradient(), data_scale_);
   torch::Tensor l = rows ? oracle_.evaluate_per_example(b) : oracle_.evaluate(b);

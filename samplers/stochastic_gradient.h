@@ -70,6 +70,7 @@ class StochasticGradient {
   torch::Tensor offset_;  // (x*/rho^2 - S*) / T  (S* only with the control variate)
   torch::Tensor anchor_grads_;  // N_m x d, stored control variate only
   const torch::Tensor& evaluate_impl(int64_t b, torch::Tensor* rows, torch::Tensor* loss);
+  void evaluate_at_anchor(int64_t b, bool rows);
 
   torch::Tensor saved_x_;       // recomputed control variate, or per-example control variate
   torch::Tensor anchor_rows_;   // per-example gradients at x* (control variate with rows only)
