@@ -54,8 +54,10 @@ ChannelStats channel_stats(const torch::Tensor& images) {
   for (int64_t c = 0; c < channels; ++c) {
     const int64_t* h = histogram.data() + c * 256;
     double total = 0, sum = 0, sum_sq = 0;
+    int values = 0;  // distinct pixel values: a constant channel gets std 1 exactly, not a rounding residue
     for (int p = 0; p < 256; ++p) {
       const double x = p / 255.0;
+      values += h[p] > 0 ? 1 : 0;
       total += static_cast<double>(h[p]);
       sum += static_cast<double>(h[p]) * x;
       sum_sq += static_cast<double>(h[p]) * x * x;
@@ -63,7 +65,7 @@ ChannelStats channel_stats(const torch::Tensor& images) {
     const double mean = total > 0 ? sum / total : 0.0;
     const double var = total > 0 ? std::max(sum_sq / total - mean * mean, 0.0) : 0.0;
     stats.mean.push_back(mean);
-    stats.std.push_back(var > 0 ? std::sqrt(var) : 1.0);
+    stats.std.push_back(var > 0 && values > 1 ? std::sqrt(var) : 1.0);
   }
   return stats;
 }

@@ -73,6 +73,9 @@ struct Dataset {
   int64_t num_classes = 0;
   std::vector<int64_t> input_shape;  // {C, H, W}
   std::vector<std::string> class_names;  // label k is class_names[k]
+  // Float32 feature vectors stored as D x 1 x 1 inputs (data.dataset arrays),
+  // whose pixel_stats are per-feature means and stds in feature units.
+  bool features = false;
   // The per-channel statistics that standardize the pixels (Note [Pixel
   // storage]): with float32 storage through standardize_pixels, with uint8
   // storage through the split's scale and shift (uint8_split).

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "data_loaders/arrays.h"
 #include "data_loaders/celeba.h"
 #include "data_loaders/chest_xray.h"
 #include "data_loaders/cifar10.h"
@@ -67,11 +68,20 @@ Dataset image_folder(const LoadOptions& in, torch::Device device) {
   return load_image_folder(o, device);
 }
 
+Dataset arrays(const LoadOptions& in, torch::Device device) {
+  ArraysOptions o;
+  o.dir = in.dir;
+  o.train_limit = in.train_limit;
+  o.test_limit = in.test_limit;
+  o.standardize = in.standardize;
+  return load_arrays(o, device);
+}
+
 }  // namespace
 
 const std::vector<DatasetEntry>& dataset_entries() {
   static const std::vector<DatasetEntry> table = [] {
-    std::vector<DatasetEntry> t(5);
+    std::vector<DatasetEntry> t(6);
     t[0].name = "fashion_mnist";
     t[0].default_dir = kFashionMnistDefaultDir;
     t[0].layout = "the four IDX files, plain or .gz";
@@ -101,6 +111,11 @@ const std::vector<DatasetEntry>& dataset_entries() {
     t[4].default_side = kImageFolderDefaultSide;
     t[4].chooses_channels = true;
     t[4].load = image_folder;
+    t[5].name = "arrays";
+    t[5].layout = "train_x.npy, train_y.npy, test_x.npy, test_y.npy (uint8 images or float32 features; int labels), "
+                  "optionally class_names.txt";
+    t[5].optional_standardization = true;
+    t[5].load = arrays;
     return t;
   }();
   return table;

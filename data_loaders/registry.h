@@ -7,6 +7,7 @@
 //   chest_xray     /usr/share/datasets/chest_xray             grayscale, resized 180 (data.image_size)
 //   celeba         /usr/share/datasets/celeba                 RGB, centre square, resized 64
 //   image_folder   (none: data.dir is required)               1 or 3 channels, resized 64
+//   arrays         (none: data.dir is required)               .npy: uint8 C x H x W, or float32 D features (D x 1 x 1)
 //
 // Adding a data set: a loader in its own file, and one entry in registry.cpp.
 #pragma once

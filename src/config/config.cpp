@@ -224,8 +224,9 @@ std::vector<Field> fields(Config& c) {
       integer("data.channels", c.data.channels, "3", 1, 3, "image_folder: 1 = grayscale, 3 = RGB."),
       boolean("data.standardize", c.data.standardize, "true",
               "fashion_mnist: standardize pixels with the data set's mean and std (as the reference code); false "
-              "keeps them in [0, 1] (the logistic-regression experiment; other data sets are always "
-              "standardized)."),
+              "keeps them in [0, 1] (the logistic-regression experiment). arrays: standardize with the training "
+              "split's per-channel (images) or per-feature (features) statistics; false keeps pixels p / 255 and "
+              "features as they are. Other data sets are always standardized."),
       text("model.name", c.model.name, "fmnist_cnn", models::model_names(), "Architecture (see `bnn models`)."),
       int_list("model.hidden", c.model.hidden, "[256, 256]", 1, "Hidden widths of the mlp."),
       boolean("model.batch_norm", c.model.batch_norm, "false", "BatchNorm1d after each mlp hidden layer."),

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "data_loaders/npy.h"
 #include "src/config/config.h"
 #include "src/evaluation/diagnostics.h"
 #include "src/evaluation/figures.h"
@@ -98,7 +99,7 @@ evaluation::LossTrace read_trace(const std::filesystem::path& member) {
 // Test probabilities from `file`: rows x classes (classes < 0: any, set from
 // the file), finite, in [0, 1], rows summing to 1 (to float16 precision).
 torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows, int64_t& classes) {
-  const torch::Tensor p = io::read_npy(file);
+  const torch::Tensor p = data_loaders::read_npy(file);
   if (p.dim() != 2 || p.size(0) != rows || (classes >= 0 && p.size(1) != classes)) {
     throw ConfigError(fmt::format("{}: probabilities of shape [{}], expected [{}, {}] ({} test labels in {})",
                                   file.string(), fmt::join(p.sizes(), ", "), rows,
@@ -237,7 +238,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   require_file(first / kConfigFile, kConfigFile);
   require_file(first / kLabelsFile, kLabelsFile);
   const config::Config config = config::load_config(first / kConfigFile, {});
-  const torch::Tensor labels = io::read_npy(first / kLabelsFile);
+  const torch::Tensor labels = data_loaders::read_npy(first / kLabelsFile);
   // Members from every directory, ordered by member index so that merging
   // partial runs gives exactly the table of the full run.
   std::map<std::string, std::filesystem::path> found;
@@ -249,7 +250,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
                                     "experiment can be merged",
                                     first.string(), dir.string()));
     }
-    if (!io::read_npy(dir / kLabelsFile).equal(labels)) {
+    if (!data_loaders::read_npy(dir / kLabelsFile).equal(labels)) {
       throw ConfigError(fmt::format("{} and {} were evaluated on different test sets", first.string(), dir.string()));
     }
     for (const auto& d : finished_members(dir)) {

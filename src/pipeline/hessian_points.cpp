@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
+#include "data_loaders/npy.h"
 #include "models/flat_parameters.h"
 #include "models/registry.h"
 #include "samplers/random.h"
@@ -33,7 +34,7 @@ torch::Tensor read_weights(const std::filesystem::path& dir, const std::string& 
                                           "than the stored weights)",
                                           path.string(), fmt::join(phases, " and ")));
   }
-  const torch::Tensor w = io::read_npy(path);
+  const torch::Tensor w = data_loaders::read_npy(path);
   if (w.dim() != 1 || w.numel() != numel) {
     throw config::ConfigError(fmt::format("{} holds shape ({}) but the model has {} parameters", path.string(),
                                           fmt::join(w.sizes(), ", "), numel));

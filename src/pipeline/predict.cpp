@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "data_loaders/image_files.h"
+#include "data_loaders/npy.h"
 #include "models/flat_parameters.h"
 #include "src/config/config.h"
 #include "src/evaluation/uncertainty.h"
@@ -23,7 +24,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The pixels of every input, N x C x side x side uint8, with one name per image.
+// The pixels of every input, N x C x side x side uint8 (for a features run,
+// its standardized N x D x 1 x 1 inputs), with one name per example.
 struct Inputs {
   std::vector<std::string> names;
   std::vector<torch::Tensor> pixels;
@@ -31,8 +33,28 @@ struct Inputs {
 
 std::string shape_text(const std::vector<int64_t>& shape) { return fmt::format("{}", fmt::join(shape, " x ")); }
 
+// A features run's .npy: N x D float32, finite.
+void add_features(const Preprocess& p, const fs::path& path, const torch::Tensor& t, Inputs& in) {
+  const int64_t d = p.channels();
+  if (t.scalar_type() != torch::kFloat || t.dim() != 2 || t.size(1) != d || t.size(0) == 0) {
+    throw config::ConfigError(fmt::format("{}: holds {} values of shape {}; this run was trained on float32 features, "
+                                          "give N x {} float32 arrays",
+                                          path.string(), c10::toString(t.scalar_type()),
+                                          shape_text(t.sizes().vec()), d));
+  }
+  if (!torch::isfinite(t).all().item<bool>()) {
+    throw config::ConfigError(fmt::format("{}: NaN or infinite features", path.string()));
+  }
+  for (int64_t i = 0; i < t.size(0); ++i) in.names.push_back(fmt::format("{}[{}]", path.string(), i));
+  in.pixels.push_back(features_of(p, t));
+}
+
 void add_npy(const Preprocess& p, const fs::path& path, Inputs& in) {
-  torch::Tensor t = io::read_npy(path);
+  torch::Tensor t = data_loaders::read_npy(path);
+  if (p.features()) {
+    add_features(p, path, t, in);
+    return;
+  }
   if (t.scalar_type() != torch::kByte) {
     throw config::ConfigError(fmt::format("{}: holds {} values, expected uint8 pixels (0-255)", path.string(),
                                           c10::toString(t.scalar_type())));
@@ -68,6 +90,11 @@ Inputs read_inputs(const Preprocess& p, const std::vector<fs::path>& paths) {
   Inputs in;
   for (const auto& path : paths) {
     std::error_code ec;
+    if (p.features() && path.extension() != ".npy") {
+      throw config::ConfigError(fmt::format("{}: this run was trained on float32 feature arrays; give .npy files of "
+                                            "N x {} features",
+                                            path.string(), p.channels()));
+    }
     if (fs::is_directory(path, ec)) {
       const auto files = data_loaders::list_image_files(path);
       if (files.empty()) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "data_loaders/arrays.h"
 #include "data_loaders/registry.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/member.h"
@@ -18,7 +19,9 @@ Preprocess preprocess_of(const config::Config& config, const data_loaders::Datas
   p.resize = entry.resizable;
   p.center_square = entry.center_square;
   p.stats = data.pixel_stats;
-  p.standardization = data.train.images.scalar_type() == torch::kByte ? "affine" : "table";
+  p.standardization = data.features                                    ? "features"
+                      : data.train.images.scalar_type() == torch::kByte ? "affine"
+                                                                        : "table";
   return p;
 }
 
@@ -61,7 +64,7 @@ Preprocess read_preprocess(const std::filesystem::path& run_dir) {
     p.stats.std = pixels.at("std").get<std::vector<double>>();
     p.standardization = pixels.at("standardization").get<std::string>();
     if (p.model.input_shape.size() != 3 || p.stats.mean.size() != static_cast<size_t>(p.channels()) ||
-        p.stats.std.size() != p.stats.mean.size() || (p.standardization != "table" && p.standardization != "affine")) {
+        p.stats.std.size() != p.stats.mean.size() || (p.standardization != "table" && p.standardization != "affine" && p.standardization != "features")) {
       throw config::ConfigError("inconsistent input shape, statistics or standardization");
     }
     return p;
@@ -80,7 +83,12 @@ data_loaders::ImageDecodeOptions decode_options(const Preprocess& p) {
   return o;
 }
 
+torch::Tensor features_of(const Preprocess& p, const torch::Tensor& x) {
+  return data_loaders::standardize_features(x, p.stats);
+}
+
 torch::Tensor model_inputs(const Preprocess& p, const torch::Tensor& pixels) {
+  if (p.features()) return pixels;  // standardized by add_npy (features_of)
   if (p.standardization == "table") return data_loaders::standardize_pixels(pixels, p.stats);
   const torch::Tensor no_labels = torch::zeros({pixels.size(0)}, torch::kLong);
   return data_loaders::uint8_split(pixels, no_labels, p.stats, torch::kCPU).inputs();

@@ -9,6 +9,10 @@
 //    "class_names": [...],
 //    "image": {"channels": C, "side": H, "resize": false, "center_square": false},
 //    "pixels": {"mean": [..], "std": [..], "standardization": "table"}}
+// A run on float32 feature arrays (data.dataset arrays) has input shape
+// [D, 1, 1], per-feature "mean" and "std" in feature units, and
+// "standardization": "features": `bnn predict` then takes .npy files of
+// N x D float32 features and maps x to (x - mean) / std in double.
 // A decoded image (grayscale when C = 1, RGB when C = 3; OpenCV converts
 // whatever the file holds) is
 //   - fashion_mnist, cifar10 ("resize": false): used as it is; a file that is
@@ -47,7 +51,9 @@ struct Preprocess {
   bool resize = false;
   bool center_square = false;
   data_loaders::ChannelStats stats;
-  std::string standardization;  // "table" or "affine"
+  std::string standardization;  // "table", "affine", or "features" (float feature arrays)
+
+  bool features() const { return standardization == "features"; }
 
   int64_t channels() const { return model.input_shape.at(0); }
   int64_t side() const { return model.input_shape.at(1); }
@@ -65,7 +71,11 @@ Preprocess read_preprocess(const std::filesystem::path& run_dir);
 // How data_loaders::decode_images reads a new image file.
 data_loaders::ImageDecodeOptions decode_options(const Preprocess& preprocess);
 
-// N x C x side x side uint8 CPU pixels as float32 model inputs.
+// N x C x side x side uint8 CPU pixels as float32 model inputs; for a
+// features run, the output of features_of, unchanged.
 torch::Tensor model_inputs(const Preprocess& preprocess, const torch::Tensor& pixels);
+
+// N x D float32 features of a features run as its N x D x 1 x 1 model inputs.
+torch::Tensor features_of(const Preprocess& preprocess, const torch::Tensor& x);
 
 }  // namespace bnn::pipeline

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "data_loaders/npy.h"
 #include "src/io/npy.h"
 
 namespace bnn::pipeline {
@@ -23,7 +24,7 @@ std::vector<torch::Tensor> float_buffers(torch::nn::Module& model) {
 // `path` read as a 1-D tensor of `numel` entries.
 torch::Tensor read_vector(const std::filesystem::path& path, int64_t numel, const char* what) {
   if (!std::filesystem::exists(path)) throw std::runtime_error(fmt::format("{} missing", path.string()));
-  const torch::Tensor t = io::read_npy(path);
+  const torch::Tensor t = data_loaders::read_npy(path);
   if (t.dim() != 1 || t.numel() != numel) {
     throw std::runtime_error(fmt::format("{} holds shape ({}) but the model has {} {}", path.string(),
                                          fmt::join(t.sizes(), ", "), numel, what));

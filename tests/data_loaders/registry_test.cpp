@@ -22,7 +22,7 @@ config::Config config_for(const DatasetEntry& e, std::vector<std::string> overri
 
 TEST(DatasetRegistry, EveryEntryIsComplete) {
   ASSERT_EQ(dataset_names(), (std::vector<std::string>{"fashion_mnist", "cifar10", "chest_xray", "celeba",
-                                                       "image_folder"}));
+                                                       "image_folder", "arrays"}));
   for (const auto& e : dataset_entries()) {
     SCOPED_TRACE(e.name);
     EXPECT_NE(e.load, nullptr);
@@ -47,7 +47,7 @@ TEST(DatasetRegistry, ConfigChecksFollowTheTraits) {
     }
   }
   EXPECT_NE(testing::error_of([] { dataset_entry("mnist"); })
-                .find("unknown data set 'mnist'; valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder"),
+                .find("unknown data set 'mnist'; valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder, arrays"),
             std::string::npos);
 }
 

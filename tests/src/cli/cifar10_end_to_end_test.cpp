@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "tests/support/cifar10_files.h"
@@ -62,8 +63,8 @@ TEST_F(Cifar10EndToEnd, SmokeConfigRunsOnGeneratedFiles) {
       EXPECT_TRUE(std::isfinite(row[key]["mean"].get<double>())) << key << " " << row;
     }
   }
-  EXPECT_EQ(bnn::io::read_npy(out / "labels.npy").numel(), 40);
-  EXPECT_EQ(bnn::io::read_npy(out / "member_000" / "bayes_probs.npy").sizes(), (std::vector<int64_t>{40, 10}));
+  EXPECT_EQ(bnn::data_loaders::read_npy(out / "labels.npy").numel(), 40);
+  EXPECT_EQ(bnn::data_loaders::read_npy(out / "member_000" / "bayes_probs.npy").sizes(), (std::vector<int64_t>{40, 10}));
 }
 
 TEST_F(Cifar10EndToEnd, TruncatedFileIsOneClearLine) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/run.h"
@@ -49,14 +50,14 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
     }
     EXPECT_GT(row["accuracy"]["mean"].get<double>(), 0.5) << row;  // well above chance (0.1)
   }
-  const torch::Tensor labels = bnn::io::read_npy(out / "labels.npy");
+  const torch::Tensor labels = bnn::data_loaders::read_npy(out / "labels.npy");
   EXPECT_EQ(labels.numel(), 500);
-  const torch::Tensor bayes = bnn::io::read_npy(out / "member_001" / "bayes_probs.npy");
+  const torch::Tensor bayes = bnn::data_loaders::read_npy(out / "member_001" / "bayes_probs.npy");
   EXPECT_EQ(bayes.sizes(), (std::vector<int64_t>{500, 10}));
   // Retained samples: epochs 2 and 3 after one burn-in epoch.
   int samples = 0;
   for (const auto& e : std::filesystem::directory_iterator(out / "member_000" / "samples")) {
-    EXPECT_EQ(bnn::io::read_npy(e.path()).scalar_type(), torch::kHalf);
+    EXPECT_EQ(bnn::data_loaders::read_npy(e.path()).scalar_type(), torch::kHalf);
     ++samples;
   }
   EXPECT_EQ(samples, 2);
@@ -67,13 +68,13 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   const Result rerun = bnn("run --config " + kTiny + " --out " + out.string() + " --threads 1");
   ASSERT_EQ(rerun.code, 0) << rerun.output;
   EXPECT_NE(rerun.output.find("member 1 already finished"), std::string::npos) << rerun.output;
-  EXPECT_TRUE(bnn::io::read_npy(out / "member_001" / "bayes_probs.npy").equal(bayes));
+  EXPECT_TRUE(bnn::data_loaders::read_npy(out / "member_001" / "bayes_probs.npy").equal(bayes));
 
   // Same seed, same results: rerun member 1 alone into a copy and compare.
   const auto again = kWork / "tiny_again";
   std::filesystem::remove_all(again);
   ASSERT_EQ(bnn("run --config " + kTiny + " --out " + again.string() + " --members 1 --threads 1").code, 0);
-  EXPECT_TRUE(bnn::io::read_npy(again / "member_001" / "bayes_probs.npy").equal(bayes));
+  EXPECT_TRUE(bnn::data_loaders::read_npy(again / "member_001" / "bayes_probs.npy").equal(bayes));
 }
 
 TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {

@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
 #include "src/io/file_lock.h"
 #include "src/io/npy.h"
@@ -374,7 +375,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
       {"8: NaN probabilities",
        [&] {
          return evaluate(damaged("nan_probs", [](const fs::path& c) {
-           auto p = bnn::io::read_npy(c / "member_000" / "swa_probs.npy");
+           auto p = bnn::data_loaders::read_npy(c / "member_000" / "swa_probs.npy");
            p[3][2] = std::nan("");
            bnn::io::write_npy(c / "member_000" / "swa_probs.npy", p);
          }));
@@ -383,7 +384,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
       {"8: probabilities with a row too few",
        [&] {
          return evaluate(damaged("short_probs", [](const fs::path& c) {
-           auto p = bnn::io::read_npy(c / "member_001" / "bayes_probs.npy");
+           auto p = bnn::data_loaders::read_npy(c / "member_001" / "bayes_probs.npy");
            bnn::io::write_npy(c / "member_001" / "bayes_probs.npy", p.slice(0, 0, 499).contiguous());
          }));
        },
@@ -392,7 +393,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
       {"rows that are not probabilities",
        [&] {
          return evaluate(damaged("not_probs", [](const fs::path& c) {
-           auto p = bnn::io::read_npy(c / "member_000" / "adam_probs.npy");
+           auto p = bnn::data_loaders::read_npy(c / "member_000" / "adam_probs.npy");
            bnn::io::write_npy(c / "member_000" / "adam_probs.npy", p * 2);
          }));
        },

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "tests/support/image_files.h"
@@ -47,8 +48,8 @@ class ImageDatasetsEndToEnd : public ::testing::Test {
     for (const auto& row : metrics["ensembles"]) {
       EXPECT_TRUE(std::isfinite(row["nll"]["mean"].get<double>())) << row;
     }
-    EXPECT_EQ(bnn::io::read_npy(work_ / "run" / "labels.npy").numel(), test);
-    EXPECT_EQ(bnn::io::read_npy(work_ / "run" / "member_000" / "bayes_probs.npy").sizes(),
+    EXPECT_EQ(bnn::data_loaders::read_npy(work_ / "run" / "labels.npy").numel(), test);
+    EXPECT_EQ(bnn::data_loaders::read_npy(work_ / "run" / "member_000" / "bayes_probs.npy").sizes(),
               (std::vector<int64_t>{test, classes}));
   }
 

@@ -149,7 +149,7 @@ TEST(Config, ImageDatasetKeysAreChecked) {
   expect_error([] { load_config("", {"data.split_ratio=1"}); }, "config key 'data.split_ratio': invalid value '1'");
   expect_error([] { load_config("", {"data.channels=2"}); }, "config key 'data.channels': invalid value '2'");
   expect_error([] { load_config("", {"data.dataset=mnist"}); },
-               "valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder");
+               "valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder, arrays");
 }
 
 // A key that the chosen sampler does not read is refused, naming the

@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "data_loaders/npy.h"
 #include "src/distributed/process_group.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
@@ -243,8 +244,8 @@ TEST_F(DistributedRun, TwoRanksOnLoopbackEqualTheSingleProcessChain) {
   EXPECT_EQ(bnn::io::read_file(single / m / "init_weights.npy"), bnn::io::read_file(parallel / m / "init_weights.npy"));
   for (const std::string file : {"adam_weights.npy", "swa_weights.npy", "adam_probs.npy", "swa_probs.npy",
                                  "bayes_probs.npy", "samples/step_00000020.npy", "samples/step_00000030.npy"}) {
-    const torch::Tensor a = bnn::io::read_npy(single / m / file).to(torch::kDouble);
-    const torch::Tensor b = bnn::io::read_npy(parallel / m / file).to(torch::kDouble);
+    const torch::Tensor a = bnn::data_loaders::read_npy(single / m / file).to(torch::kDouble);
+    const torch::Tensor b = bnn::data_loaders::read_npy(parallel / m / file).to(torch::kDouble);
     ASSERT_EQ(a.sizes(), b.sizes()) << file;
     const double diff = (a - b).abs().max().item<double>();
     std::printf("max |single - 2 ranks| of %s: %.3g\n", file.c_str(), diff);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/config/config.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
@@ -91,8 +92,8 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
   EXPECT_NE(r.output.find(expected), std::string::npos) << r.output;
   for (const std::string m : {"member_000", "member_001", "member_002"}) {
     for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
-      const torch::Tensor a = bnn::io::read_npy(one / m / f).to(torch::kDouble);
-      const torch::Tensor b = bnn::io::read_npy(three / m / f).to(torch::kDouble);
+      const torch::Tensor a = bnn::data_loaders::read_npy(one / m / f).to(torch::kDouble);
+      const torch::Tensor b = bnn::data_loaders::read_npy(three / m / f).to(torch::kDouble);
       ASSERT_EQ(a.sizes(), b.sizes()) << m << "/" << f;
       EXPECT_LT((a - b).abs().max().item<double>(), 1e-3) << m << "/" << f;
     }
@@ -205,8 +206,8 @@ TEST(CudaRun, TinyRunOnTheGpuScoresAsOnTheCpu) {
   EXPECT_NE(r.output.find("test images on cuda"), std::string::npos) << r.output;
   for (const std::string m : {"member_000", "member_001"}) {
     for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
-      const torch::Tensor p = bnn::io::read_npy(gpu / m / f).to(torch::kDouble);
-      ASSERT_EQ(p.sizes(), bnn::io::read_npy(cpu / m / f).sizes()) << m << "/" << f;
+      const torch::Tensor p = bnn::data_loaders::read_npy(gpu / m / f).to(torch::kDouble);
+      ASSERT_EQ(p.sizes(), bnn::data_loaders::read_npy(cpu / m / f).sizes()) << m << "/" << f;
       EXPECT_TRUE(torch::allclose(p.sum(1), torch::ones({p.size(0)}, torch::kDouble), 0, 1e-4)) << m << "/" << f;
     }
   }

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/config/config.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
@@ -128,8 +129,8 @@ run:
 
   // Row i of the mean over members of member_NNN/<file>.
   static torch::Tensor member_mean(const fs::path& run_dir, const std::string& file) {
-    return (bnn::io::read_npy(run_dir / "member_000" / file).to(torch::kDouble) +
-            bnn::io::read_npy(run_dir / "member_001" / file).to(torch::kDouble)) /
+    return (bnn::data_loaders::read_npy(run_dir / "member_000" / file).to(torch::kDouble) +
+            bnn::data_loaders::read_npy(run_dir / "member_001" / file).to(torch::kDouble)) /
            2;
   }
 
@@ -231,8 +232,8 @@ TEST_F(Predict, Float16WeightsEveryOtherSample) {
   // Retained samples at steps 16 and 24; every 2nd keeps the one at 24.
   for (const char* member : {"member_000", "member_001"}) {
     EXPECT_FALSE(fs::exists(r / member / "samples" / "weights_00000016.npy"));
-    EXPECT_EQ(bnn::io::read_npy(r / member / "samples" / "weights_00000024.npy").scalar_type(), torch::kHalf);
-    EXPECT_EQ(bnn::io::read_npy(r / member / "samples" / "buffers_00000024.npy").scalar_type(), torch::kFloat);
+    EXPECT_EQ(bnn::data_loaders::read_npy(r / member / "samples" / "weights_00000024.npy").scalar_type(), torch::kHalf);
+    EXPECT_EQ(bnn::data_loaders::read_npy(r / member / "samples" / "buffers_00000024.npy").scalar_type(), torch::kFloat);
   }
   const auto p = predict_json("--run " + r.string() + " --images " + (work_ / "png").string() + " --method bayes");
   EXPECT_EQ(p["draws"]["bayes"], 2);

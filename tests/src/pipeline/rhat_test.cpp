@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "tests/support/figure_files.h"
@@ -206,7 +207,7 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures --out " +
                        rhat.string()).code, 0);
   for (const char* member : {"member_000", "member_001"}) {
-    EXPECT_TRUE(bnn::io::read_npy(rhat / member / "swa_weights.npy").equal(bnn::io::read_npy(run / member / "swa_weights.npy")))
+    EXPECT_TRUE(bnn::data_loaders::read_npy(rhat / member / "swa_weights.npy").equal(bnn::data_loaders::read_npy(run / member / "swa_weights.npy")))
         << member;
   }
   const std::string report = bnn::io::read_file(run / "report.md");

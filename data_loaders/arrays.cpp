@@ -1,0 +1,183 @@
+#include "data_loaders/arrays.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "data_loaders/npy.h"
+
+namespace bnn::data_loaders {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string shape_text(const torch::Tensor& t) { return fmt::format("({})", fmt::join(t.sizes(), ", ")); }
+
+std::runtime_error error(const fs::path& path, const std::string& what) {
+  return std::runtime_error(fmt::format("{}: {}", path.string(), what));
+}
+
+torch::Tensor read_array(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    throw error(path, "missing; data.dataset arrays reads train_x.npy, train_y.npy, test_x.npy and test_y.npy "
+                      "from data.dir");
+  }
+  return read_npy(path);
+}
+
+// One split's examples and labels, checked.
+struct Arrays {
+  torch::Tensor x, y;
+  fs::path x_path, y_path;
+};
+
+Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, const char* limit_option) {
+  Arrays a{read_array(dir / (split + "_x.npy")), read_array(dir / (split + "_y.npy")), dir / (split + "_x.npy"),
+           dir / (split + "_y.npy")};
+  const bool images = a.x.scalar_type() == torch::kByte && (a.x.dim() == 3 || a.x.dim() == 4);
+  const bool features = a.x.scalar_type() == torch::kFloat && a.x.dim() == 2;
+  if (!images && !features) {
+    throw error(a.x_path, fmt::format("{} array of shape {}; expected uint8 images (N x H x W or N x C x H x W) or "
+                                      "float32 features (N x D)",
+                                      c10::toString(a.x.scalar_type()), shape_text(a.x)));
+  }
+  if (a.x.size(0) == 0) throw error(a.x_path, fmt::format("holds no examples (shape {})", shape_text(a.x)));
+  for (int64_t k = 1; k < a.x.dim(); ++k) {
+    if (a.x.size(k) == 0) throw error(a.x_path, fmt::format("examples of shape {} hold no values", shape_text(a.x)));
+  }
+  if (a.y.dim() != 1 || (a.y.scalar_type() != torch::kLong && a.y.scalar_type() != torch::kInt)) {
+    throw error(a.y_path, fmt::format("{} array of shape {}; expected int64 or int32 labels, one per example",
+                                      c10::toString(a.y.scalar_type()), shape_text(a.y)));
+  }
+  if (a.y.size(0) != a.x.size(0)) {
+    throw error(a.y_path, fmt::format("holds {} labels, but {} holds {} examples", a.y.size(0),
+                                      a.x_path.filename().string(), a.x.size(0)));
+  }
+  a.y = a.y.to(torch::kLong);
+  if (limit > 0) {
+    if (limit > a.x.size(0)) {
+      throw error(a.x_path, fmt::format("{} = {} exceeds its {} examples", limit_option, limit, a.x.size(0)));
+    }
+    a.x = a.x.narrow(0, 0, limit);
+    a.y = a.y.narrow(0, 0, limit);
+  }
+  const torch::Tensor negative = a.y.lt(0).nonzero();
+  if (negative.size(0) > 0) {
+    const int64_t i = negative[0][0].item<int64_t>();
+    throw error(a.y_path, fmt::format("label {} at index {} is negative; labels are 0 .. K-1", a.y[i].item<int64_t>(), i));
+  }
+  if (features) {
+    const torch::Tensor bad = torch::isfinite(a.x).logical_not().nonzero();
+    if (bad.size(0) > 0) {
+      const int64_t i = bad[0][0].item<int64_t>(), j = bad[0][1].item<int64_t>();
+      throw error(a.x_path, fmt::format("{} at row {}, column {}: features must be finite",
+                                        a.x[i][j].item<float>(), i, j));
+    }
+  }
+  if (images && a.x.dim() == 3) a.x = a.x.unsqueeze(1);
+  return a;
+}
+
+std::vector<std::string> read_class_names(const fs::path& path) {
+  std::ifstream in(path);
+  if (!in) throw error(path, "cannot be read");
+  std::vector<std::string> names;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) throw error(path, fmt::format("line {} is empty; give one class name per line", names.size() + 1));
+    names.push_back(line);
+  }
+  if (names.size() < 2) throw error(path, fmt::format("names {} classes; a classifier needs at least 2", names.size()));
+  return names;
+}
+
+void check_label_range(const Arrays& a, int64_t classes, const std::string& source) {
+  const torch::Tensor over = a.y.ge(classes).nonzero();
+  if (over.size(0) == 0) return;
+  const int64_t i = over[0][0].item<int64_t>();
+  throw error(a.y_path, fmt::format("label {} at index {} is out of range for the {} classes {}",
+                                    a.y[i].item<int64_t>(), i, classes, source));
+}
+
+// Per-column mean and standard deviation of N x D features, in double.
+ChannelStats feature_stats(const torch::Tensor& x, bool standardize) {
+  const auto d = static_cast<size_t>(x.size(1));
+  ChannelStats s{std::vector<double>(d, 0.0), std::vector<double>(d, 1.0)};
+  if (!standardize) return s;
+  const torch::Tensor xd = x.to(torch::kDouble);
+  const torch::Tensor mean = xd.mean(0);
+  const torch::Tensor std = xd.std(0, /*unbiased=*/false);
+  for (size_t j = 0; j < d; ++j) {
+    s.mean[j] = mean[static_cast<int64_t>(j)].item<double>();
+    const double sd = std[static_cast<int64_t>(j)].item<double>();
+    s.std[j] = sd > 0 && std::isfinite(sd) ? sd : 1.0;
+  }
+  return s;
+}
+
+}  // namespace
+
+torch::Tensor standardize_features(const torch::Tensor& x, const ChannelStats& s) {
+  TORCH_CHECK(x.dim() == 2 && x.size(1) == static_cast<int64_t>(s.mean.size()) && s.std.size() == s.mean.size(),
+              "standardize_features: features of shape ", x.sizes(), " but statistics for ", s.mean.size());
+  const auto opts = torch::TensorOptions().dtype(torch::kDouble);
+  const torch::Tensor mean = torch::tensor(s.mean, opts), std = torch::tensor(s.std, opts);
+  return ((x.to(torch::kDouble) - mean) / std).to(torch::kFloat).reshape({x.size(0), x.size(1), 1, 1}).contiguous();
+}
+
+Dataset load_arrays(const ArraysOptions& options, torch::Device device) {
+  check_limits(options.train_limit, options.test_limit);
+  require_directory(options.dir, "arrays");
+  Arrays train = read_split(options.dir, "train", options.train_limit, "data.train_limit");
+  Arrays test = read_split(options.dir, "test", options.test_limit, "data.test_limit");
+  if (test.x.scalar_type() != train.x.scalar_type() || !test.x.sizes().slice(1).equals(train.x.sizes().slice(1))) {
+    throw error(test.x_path, fmt::format("{} examples of shape {}, but {} holds {} examples of shape {}",
+                                         c10::toString(test.x.scalar_type()),
+                                         shape_text(test.x.select(0, 0)), train.x_path.filename().string(),
+                                         c10::toString(train.x.scalar_type()), shape_text(train.x.select(0, 0))));
+  }
+
+  Dataset data;
+  data.name = "arrays";
+  const fs::path names_path = options.dir / "class_names.txt";
+  std::error_code ec;
+  if (fs::exists(names_path, ec)) {
+    data.class_names = read_class_names(names_path);
+    data.num_classes = static_cast<int64_t>(data.class_names.size());
+    check_label_range(train, data.num_classes, "named in class_names.txt");
+    check_label_range(test, data.num_classes, "named in class_names.txt");
+  } else {
+    data.num_classes = std::max(train.y.max().item<int64_t>(), test.y.max().item<int64_t>()) + 1;
+    if (data.num_classes < 2) {
+      throw error(train.y_path, "every label is 0; a classifier needs at least 2 classes");
+    }
+    for (int64_t k = 0; k < data.num_classes; ++k) data.class_names.push_back(std::to_string(k));
+  }
+
+  if (train.x.scalar_type() == torch::kByte) {
+    const int64_t channels = train.x.size(1);
+    data.pixel_stats = options.standardize
+                           ? channel_stats(train.x)
+                           : ChannelStats{std::vector<double>(static_cast<size_t>(channels), 0.0),
+                                          std::vector<double>(static_cast<size_t>(channels), 1.0)};
+    data.train = uint8_split(train.x.contiguous(), train.y, data.pixel_stats, device);
+    data.test = uint8_split(test.x.contiguous(), test.y, data.pixel_stats, device);
+  } else {
+    data.features = true;
+    data.pixel_stats = feature_stats(train.x, options.standardize);
+    data.train = Split{standardize_features(train.x, data.pixel_stats).to(device), train.y.to(device), {}, {}};
+    data.test = Split{standardize_features(test.x, data.pixel_stats).to(device), test.y.to(device), {}, {}};
+  }
+  data.input_shape = data.train.images.sizes().slice(1).vec();
+  return data;
+}
+
+}  // namespace bnn::data_loaders
