@@ -10,14 +10,16 @@ int64_t count_parameters(torch::nn::Module& module) {
   return n;
 }
 
-void recalibrate_batch_norm(Classifier& model, const torch::Tensor& images) {
+void Classifier::recalibrate(const torch::Tensor& images) {
   torch::NoGradGuard no_grad;
-  if (model.has_batch_norm()) {
-    model.train();
-    model.forward(images);
+  if (has_batch_norm()) {
+    train();
+    forward(images);
   }
-  model.eval();
+  eval();
 }
+
+void recalibrate_batch_norm(Classifier& model, const torch::Tensor& images) { model.recalibrate(images); }
 
 torch::Tensor predict_probabilities(Classifier& model, const torch::Tensor& images, int64_t chunk) {
   return predict_probabilities(

@@ -22,7 +22,11 @@ class Classifier : public torch::nn::Module {
   // images: N x C x H x W. Returns N x num_classes logits.
   virtual torch::Tensor forward(const torch::Tensor& images) = 0;
   virtual std::string pretty_string() const = 0;
-  bool has_batch_norm();
+  // Whether the model has BatchNorm layers (then a forward pass couples the
+  // examples of a batch, and predictions need recalibrate()).
+  virtual bool has_batch_norm();
+  // Note [BatchNorm]: running statistics of `images`, then eval mode.
+  virtual void recalibrate(const torch::Tensor& images);
 };
 
 int64_t count_parameters(torch::nn::Module& module);

@@ -8,6 +8,7 @@
 
 #include "models/mlp.h"
 #include "models/paper_cnns.h"
+#include "models/torchscript.h"
 
 namespace bnn::models {
 namespace {
@@ -37,6 +38,7 @@ const std::vector<Entry>& entries() {
       {"chest_xray_cnn", {1, 180, 180}, 2, 32, cnn<ChestXrayCnn>()},
       {"celeba_cnn", {3, 64, 64}, 2, 16, cnn<CelebaCnn>()},
       {"cifar10_wide_cnn", {3, 32, 32}, 10, 512, cnn<Cifar10WideCnn>()},
+      {"torchscript", {}, 0, 0, nullptr},  // the user's module (model.path): the data set's shape
   };
   return table;
 }
@@ -86,6 +88,14 @@ std::shared_ptr<Classifier> make_model(const ModelSpec& spec, uint64_t seed) {
   static std::mutex construction;
   std::lock_guard<std::mutex> lock(construction);
   torch::manual_seed(seed);
+  if (entry.name == "torchscript") {
+    TorchScriptOptions o;
+    o.path = spec.path;
+    o.input_shape = spec.input_shape;
+    o.num_classes = spec.num_classes;
+    o.init_from_file = spec.init_from_file;
+    return std::make_shared<TorchScriptClassifier>(o);
+  }
   if (!entry.make_cnn) {
     const bool logistic = entry.name == "logistic";
     MlpOptions o;

@@ -12,7 +12,7 @@ packages=(
   googletest libgtest-dev
   dataset-fashion-mnist
   libopenblas0-pthread
-  python3 python3-numpy
+  python3 python3-numpy python3-torch
   gnuplot-nox
 )
 

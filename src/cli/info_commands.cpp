@@ -31,6 +31,11 @@ int cmd_version(int, char**) {
 int cmd_models(int, char**) {
   fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", "name", "input", "classes", "parameters", "description");
   for (const auto& name : models::model_names()) {
+    if (name == "torchscript") {
+      fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", name, "data's", "data's", "-",
+                 "your own classifier, saved by torch.jit.script: model.path FILE.pt");
+      continue;
+    }
     const models::ModelSpec spec = models::default_spec(name);
     auto model = models::make_model(spec, /*seed=*/0);
     fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", name, fmt::format("{}", fmt::join(spec.input_shape, "x")),

@@ -230,6 +230,14 @@ std::vector<Field> fields(Config& c) {
       text("model.name", c.model.name, "fmnist_cnn", models::model_names(), "Architecture (see `bnn models`)."),
       int_list("model.hidden", c.model.hidden, "[256, 256]", 1, "Hidden widths of the mlp."),
       boolean("model.batch_norm", c.model.batch_norm, "false", "BatchNorm1d after each mlp hidden layer."),
+      text("model.path", c.model.path, "''", {},
+           "torchscript: the classifier's file, saved in Python by torch.jit.script(model).save(path) (or "
+           "torch.jit.trace when it has no BatchNorm); it maps N x C x H x W inputs (N x D x 1 x 1 for feature "
+           "arrays) to N x K logits. Copied into the run directory as model.pt."),
+      text("model.init", c.model.init, "seed", {"seed", "file"},
+           "torchscript: seed = each member redraws the weights of every Linear/Conv-like layer (2-D or more, "
+           "with its bias) from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with its own seed; file = every member starts "
+           "from the file's weights."),
       number("prior.precision", c.prior.precision, "1.0", at_least(0),
              "lambda: Gaussian prior precision on weights (and on biases when prior.biases is true)."),
       boolean("prior.biases", c.prior.biases, "false",
@@ -465,6 +473,24 @@ void validate_and_resolve(Config& c) {
                                       "then SWA unless map.optimizer is lbfgs)",
                                       key, epochs));
       }
+    }
+  }
+  if (c.model.name == "torchscript") {
+    if (c.model.path.empty()) {
+      throw ConfigError("config key 'model.path': model.name torchscript needs the file of your module "
+                        "(model.path: FILE.pt, saved by torch.jit.script(model).save('FILE.pt'))");
+    }
+    c.model.path = std::filesystem::absolute(c.model.path).lexically_normal().string();
+  } else {
+    if (!c.model.path.empty()) {
+      throw ConfigError(fmt::format("config key 'model.path': invalid value '{}': only model.name torchscript reads "
+                                    "it (model.name is {})",
+                                    c.model.path, c.model.name));
+    }
+    if (c.model.init != "seed") {
+      throw ConfigError(fmt::format("config key 'model.init': invalid value '{}': only model.name torchscript reads "
+                                    "it (model.name is {})",
+                                    c.model.init, c.model.name));
     }
   }
   if (c.model.name == "mlp" && c.model.hidden.empty()) {

@@ -41,6 +41,8 @@ struct ModelConfig {
   std::string name;
   std::vector<int64_t> hidden;
   bool batch_norm = false;
+  std::string path;  // torchscript: the module file (made absolute when the config is resolved)
+  std::string init;  // torchscript: "seed" or "file"
 };
 
 struct PriorConfig {

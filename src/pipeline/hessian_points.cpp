@@ -62,7 +62,9 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   const torch::Tensor images = data.train.images.slice(0, 0, n);
   const torch::Tensor labels = data.train.labels.slice(0, 0, n);
 
-  auto model = models::make_model(model_spec(config, data), /*seed=*/0);
+  models::ModelSpec spec = model_spec(config, data);
+  if (spec.name == "torchscript") spec.path = (run_dir / kModelFile).string();  // the module the run trained
+  auto model = models::make_model(spec, /*seed=*/0);
   model->to(device);
   model->train();
   models::FlatParameters flat(*model);

@@ -194,6 +194,8 @@ models::ModelSpec model_spec(const config::Config& config, const data_loaders::D
   spec.num_classes = data.num_classes;
   spec.hidden = config.model.hidden;
   spec.batch_norm = config.model.batch_norm;
+  spec.path = config.model.path;
+  spec.init_from_file = config.model.init == "file";
   return spec;
 }
 

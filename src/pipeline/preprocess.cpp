@@ -14,6 +14,7 @@ Preprocess preprocess_of(const config::Config& config, const data_loaders::Datas
   Preprocess p;
   p.dataset = data.name;
   p.model = model_spec(config, data);
+  if (p.model.name == "torchscript") p.model.path = kModelFile;  // the run's copy, relative to the run directory
   p.class_names = data.class_names;
   const data_loaders::DatasetEntry& entry = data_loaders::dataset_entry(data.name);
   p.resize = entry.resizable;
@@ -32,7 +33,8 @@ nlohmann::json to_json(const Preprocess& p) {
             {"input_shape", p.model.input_shape},
             {"num_classes", p.model.num_classes},
             {"hidden", p.model.hidden},
-            {"batch_norm", p.model.batch_norm}}},
+            {"batch_norm", p.model.batch_norm},
+            {"path", p.model.path}}},
           {"class_names", p.class_names},
           {"image",
            {{"channels", p.channels()}, {"side", p.side()}, {"resize", p.resize}, {"center_square", p.center_square}}},
@@ -56,6 +58,10 @@ Preprocess read_preprocess(const std::filesystem::path& run_dir) {
     p.model.num_classes = m.at("num_classes").get<int64_t>();
     p.model.hidden = m.at("hidden").get<std::vector<int64_t>>();
     p.model.batch_norm = m.at("batch_norm").get<bool>();
+    p.model.path = m.value("path", std::string());  // absent before torchscript models
+    if (!p.model.path.empty() && std::filesystem::path(p.model.path).is_relative()) {
+      p.model.path = (run_dir / p.model.path).string();
+    }
     p.class_names = j.at("class_names").get<std::vector<std::string>>();
     p.resize = j.at("image").at("resize").get<bool>();
     p.center_square = j.at("image").at("center_square").get<bool>();

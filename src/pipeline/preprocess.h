@@ -5,7 +5,8 @@
 // Note [Preprocessing]: <run>/preprocess.json, written by `bnn run` next to
 // config.yaml:
 //   {"dataset": "fashion_mnist",
-//    "model": {"name", "input_shape": [C, H, W], "num_classes", "hidden", "batch_norm"},
+//    "model": {"name", "input_shape": [C, H, W], "num_classes", "hidden", "batch_norm",
+//              "path": "model.pt" for a torchscript model (the run's copy, relative to it), else ""},
 //    "class_names": [...],
 //    "image": {"channels": C, "side": H, "resize": false, "center_square": false},
 //    "pixels": {"mean": [..], "std": [..], "standardization": "table"}}

@@ -218,6 +218,8 @@ void check_model_builds(const config::Config& config, const data_loaders::Datase
     why = e.what_without_backtrace();
   } catch (const std::bad_alloc&) {
     why = "out of memory";
+  } catch (const std::invalid_argument& e) {  // a torchscript module that fails its checks, naming the file
+    throw config::ConfigError(fmt::format("config key 'model.path': {}", e.what()));
   }
   why = why.substr(0, why.find('\n'));
   // LibTorch's allocator says "[enforce fail at alloc_cpu.cpp:NN] ... DefaultCPUAllocator: can't allocate ...".
@@ -229,6 +231,20 @@ void check_model_builds(const config::Config& config, const data_loaders::Datase
                                         "for {} inputs of shape [{}]: {}",
                                         config.model.name, fmt::join(config.model.hidden, ", "), data.name,
                                         fmt::join(data.input_shape, ", "), why));
+}
+
+// Note [TorchScript models] (models/torchscript.h): a run keeps the module it
+// trains as <run>/model.pt; more members, a resume or another process must
+// give a model.path with the same contents.
+void check_model_file(const std::filesystem::path& dir, const config::Config& config) {
+  if (config.model.name != "torchscript") return;
+  const auto copy = dir / kModelFile;
+  if (!std::filesystem::exists(copy)) return;
+  if (io::read_file(copy) != io::read_file(config.model.path)) {
+    throw config::ConfigError(fmt::format("config key 'model.path': {} is not the module run directory {} was started "
+                                          "with ({} differs); give that module, or another --out",
+                                          config.model.path, dir.string(), copy.string()));
+  }
 }
 
 }  // namespace
@@ -292,7 +308,11 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   check_model_builds(config, data.begin()->second);
   if (writer) {
+    check_model_file(dir, config);
     claim_run_directory(dir, config, options.resume);
+    if (config.model.name == "torchscript" && !std::filesystem::exists(dir / kModelFile)) {
+      io::write_file_atomically(dir / kModelFile, io::read_file(config.model.path));
+    }
     io::write_npy(dir / kLabelsFile, data.begin()->second.test.labels);
     io::write_file_atomically(dir / kPreprocessFile,
                               to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");

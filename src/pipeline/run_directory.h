@@ -11,6 +11,9 @@
 //   <run>/labels.npy           test labels (int64)
 //   <run>/preprocess.json      model and image preprocessing, for `bnn predict`
 //                              (Note [Preprocessing] in src/pipeline/preprocess.h)
+//   <run>/model.pt             model.name torchscript: a copy of model.path, the
+//                              module every member, `predict` and `hessian` use
+//                              (a run refuses a model.path with other contents)
 //   <run>/member_NNN/          one member (NNN = its index, 3 digits or more):
 //     init_weights.npy         flat parameters (models::FlatParameters order,
 //                              float32) at initialisation
@@ -50,6 +53,7 @@ inline constexpr const char* kManifestFile = "bnn.json";
 inline constexpr const char* kConfigFile = "config.yaml";
 inline constexpr const char* kLabelsFile = "labels.npy";
 inline constexpr const char* kPreprocessFile = "preprocess.json";
+inline constexpr const char* kModelFile = "model.pt";
 inline constexpr const char* kTraceFile = "trace.csv";
 inline constexpr const char* kStatusFile = "status.json";
 inline constexpr const char* kCheckpointFile = "checkpoint.pt";

@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""Small TorchScript classifiers for the tests of model.name torchscript.
+
+Writes into OUTDIR (the build runs this; tests read BNN_TORCHSCRIPT_DIR):
+  mlp_scripted.pt       torch.jit.script of Flatten, Linear(36, 8), ReLU, Linear(8, 2)
+  mlp_traced.pt         the same network, torch.jit.trace'd
+  cnn_bn_scripted.pt    Conv2d(1, 4, 3, padding=1), BatchNorm2d(4), ReLU, Flatten,
+                        Linear(144, 2), scripted (BatchNorm momentum 0.1)
+  cnn_bn_cumulative.pt  the same with BatchNorm2d(momentum=None) (cumulative average)
+and modules bnn must refuse, each with one clear error:
+  bn_traced_eval.pt     the BatchNorm CNN traced in eval mode (fixed to running statistics)
+  bn_traced_train.pt    the same traced in train mode (fixed to batch statistics)
+  wrong_classes.pt      returns 5 logits where the data set has 2 classes
+  wrong_input.pt        expects 50 features, the data set has 1 x 6 x 6 = 36
+  tuple_output.pt       returns a tuple of tensors
+  no_forward.pt         has an exported method but no forward
+  double_params.pt      float64 parameters
+All take N x 1 x 6 x 6 inputs (2 classes), the image layout of the tests' array
+data sets. Weights come from torch.manual_seed(0), so reruns give the same modules.
+
+Usage (Debian: apt-get install python3-torch):
+    python3 scripts/make_torchscript_models.py OUTDIR
+
+It is also the README's recipe in full: any nn.Module mapping N x C x H x W
+inputs to N x K logits, passed through torch.jit.script (or torch.jit.trace when
+it has no BatchNorm) and saved, is a model bnn can train and sample.
+"""
+
+import os
+import sys
+
+import torch
+from torch import nn
+
+
+def mlp():
+    return nn.Sequential(nn.Flatten(), nn.Linear(36, 8), nn.ReLU(), nn.Linear(8, 2))
+
+
+def cnn_bn(momentum=0.1):
+    return nn.Sequential(
+        nn.Conv2d(1, 4, 3, padding=1),
+        nn.BatchNorm2d(4, momentum=momentum),
+        nn.ReLU(),
+        nn.Flatten(),
+        nn.Linear(4 * 6 * 6, 2),
+    )
+
+
+class TupleOutput(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        y = self.net(x)
+        return y, y
+
+
+class NoForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    @torch.jit.export
+    def logits(self, x):
+        return self.net(x)
+
+
+def save(module, outdir, name):
+    # Write then rename, so that an interrupted build never leaves half a file.
+    path = os.path.join(outdir, name)
+    module.save(path + ".tmp")
+    os.replace(path + ".tmp", path)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: make_torchscript_models.py OUTDIR")
+    outdir = sys.argv[1]
+    os.makedirs(outdir, exist_ok=True)
+    torch.manual_seed(0)
+    example = torch.randn(4, 1, 6, 6)
+
+    save(torch.jit.script(mlp()), outdir, "mlp_scripted.pt")
+    save(torch.jit.trace(mlp(), example), outdir, "mlp_traced.pt")
+    save(torch.jit.script(cnn_bn()), outdir, "cnn_bn_scripted.pt")
+    save(torch.jit.script(cnn_bn(momentum=None)), outdir, "cnn_bn_cumulative.pt")
+    save(torch.jit.trace(cnn_bn().eval(), example), outdir, "bn_traced_eval.pt")
+    save(torch.jit.trace(cnn_bn().train(), example), outdir, "bn_traced_train.pt")
+    save(torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(36, 5))), outdir, "wrong_classes.pt")
+    save(torch.jit.script(nn.Sequential(nn.Flatten(), nn.Linear(50, 2))), outdir, "wrong_input.pt")
+    save(torch.jit.script(TupleOutput()), outdir, "tuple_output.pt")
+    save(torch.jit.script(NoForward()), outdir, "no_forward.pt")
+    save(torch.jit.script(mlp().double()), outdir, "double_params.pt")
+
+
+if __name__ == "__main__":
+    main()
