@@ -23,6 +23,8 @@ Cases:
   binary_edges_k2     K = 2, with confidences exactly on the ECE bin edges b/15.
   tiny_n7_k3          N = 7 < 20 bins: most ACE bins are empty.
 Ensemble: M = 5 members (N = 50, K = 4), rows for sizes 1, 2, 4 (groups 5, 2, 1).
+Reference: M = 4 members and reference probabilities on multiples of 1/4 (N = 60,
+K = 4, many argmax ties): top-1 agreement and total variation per ensemble size.
 """
 
 import json
@@ -189,6 +191,40 @@ def ensemble_case(rng, members=5, n=50, k=4):
     }
 
 
+def top1_agreement(p, q):
+    # np.argmax takes the first maximum: ties go to the lowest class index in both.
+    return float(np.mean(np.argmax(p, axis=1) == np.argmax(q, axis=1)))
+
+
+def total_variation(p, q):
+    return float(np.mean(0.5 * np.abs(p - q).sum(axis=1)))
+
+
+def reference_case(rng, members=4, n=60, k=4):
+    # Probabilities on multiples of 1/4 (members) and 1/4 (reference): group
+    # means on multiples of 1/8 tie often, so the argmax convention matters.
+    y = rng.integers(0, k, size=n)
+    probs = [rng.multinomial(4, np.full(k, 1.0 / k), size=n) / 4.0 for _ in range(members)]
+    reference = rng.multinomial(4, np.full(k, 1.0 / k), size=n) / 4.0
+    rows = []
+    size = 1
+    while size <= members:
+        groups = members // size
+        means = [np.mean(np.stack(probs[g * size : (g + 1) * size]), axis=0) for g in range(groups)]
+        row = {"size": size, "groups": groups}
+        for name, fn in (("agreement", top1_agreement), ("total_variation", total_variation)):
+            values = np.array([fn(m, reference) for m in means])
+            row[name] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=0))}
+        rows.append(row)
+        size *= 2
+    return {
+        "members": [p.tolist() for p in probs],
+        "labels": y.tolist(),
+        "reference": reference.tolist(),
+        "rows": rows,
+    }
+
+
 def main():
     root = pathlib.Path(__file__).resolve().parent.parent
     default = root / "tests/data/metrics_golden.json"
@@ -201,6 +237,7 @@ def main():
         "ece_bins": ECE_BINS,
         "cases": metric_cases(rng),
         "ensemble": ensemble_case(rng),
+        "reference": reference_case(rng),
     }
     out.write_text(json.dumps(golden) + "\n")
     print(f"wrote {out} ({out.stat().st_size} bytes)")

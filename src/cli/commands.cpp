@@ -30,7 +30,7 @@ const std::vector<Command>& commands() {
        cmd_run},
       {"evaluate",
        "  bnn evaluate RUN_DIR [RUN_DIR...] [--out DIR] [--burn-in N] [--thin K]\n"
-       "               [--members LIST] [--no-figures]\n",
+       "               [--members LIST] [--no-figures] [--reference-probs FILE.npy]\n",
        cmd_evaluate},
       {"predict",
        "  bnn predict --run RUN_DIR --images PATH [PATH...] [--out FILE.csv|FILE.json]\n"

@@ -136,6 +136,8 @@ int cmd_evaluate(int argc, char** argv) {
       cxxopts::value<int64_t>())(
       "members", "Members to evaluate: 3, 0-3, 0,2,5-7 (default every finished member)", cxxopts::value<std::string>())(
       "no-figures", "Do not draw figures (they need gnuplot)")(
+      "reference-probs", "N x K .npy of a gold-standard posterior's test probabilities (e.g. long-run HMC): adds "
+      "top-1 agreement and total variation against it to every row", cxxopts::value<std::string>())(
       "dirs", "Run directories", cxxopts::value<std::vector<std::string>>())("h,help", "Show this help");
   opts.parse_positional({"dirs"});
   opts.positional_help("RUN_DIR [RUN_DIR...]");
@@ -157,6 +159,7 @@ int cmd_evaluate(int argc, char** argv) {
     options.members = pipeline::parse_member_list(args["members"].as<std::string>(), config.run.members);
   }
   options.figures = args.count("no-figures") == 0;
+  if (args.count("reference-probs")) options.reference_probs = args["reference-probs"].as<std::string>();
   runtime::configure_threads(0);
   fmt::print("{}", evaluation::to_table(pipeline::evaluate_runs(dirs, out, options)));
   fmt::print("report: {}\n", (out / "report.md").string());

@@ -20,6 +20,22 @@ struct MetricField {
   Summary EnsembleRow::*summary;
 };
 
+// The columns against a reference posterior, where rows have one.
+struct ReferenceField {
+  const char* name;
+  const char* short_name;
+  Summary EnsembleRow::*summary;
+};
+
+constexpr ReferenceField kReferenceFields[] = {
+    {"agreement", "agree", &EnsembleRow::agreement},
+    {"total_variation", "tv", &EnsembleRow::total_variation},
+};
+
+bool any_reference(const std::vector<EnsembleRow>& rows) {
+  return std::any_of(rows.begin(), rows.end(), [](const EnsembleRow& r) { return r.has_reference; });
+}
+
 constexpr MetricField kFields[] = {
     {"accuracy", "acc", &Metrics::accuracy, &EnsembleRow::accuracy},
     {"nll", "nll", &Metrics::nll, &EnsembleRow::nll},
@@ -65,15 +81,26 @@ Summary summarize(const std::vector<double>& values) {
 }
 
 EnsembleRow score_size(const std::string& method, const std::vector<torch::Tensor>& members,
-                       const torch::Tensor& labels, int64_t size) {
+                       const torch::Tensor& labels, int64_t size, const torch::Tensor& reference) {
   EnsembleRow row;
   row.method = method;
   row.size = size;
   row.groups = static_cast<int64_t>(members.size()) / size;
   std::vector<Metrics> per_group;
   per_group.reserve(row.groups);
+  std::vector<double> agreement, total_variation;
   for (int64_t g = 0; g < row.groups; ++g) {
-    per_group.push_back(compute_metrics(group_mean(members, g * size, size), labels));
+    const torch::Tensor mean = group_mean(members, g * size, size);
+    per_group.push_back(compute_metrics(mean, labels));
+    if (reference.defined()) {
+      agreement.push_back(top1_agreement(mean, reference));
+      total_variation.push_back(evaluation::total_variation(mean, reference));
+    }
+  }
+  if (reference.defined()) {
+    row.has_reference = true;
+    row.agreement = summarize(agreement);
+    row.total_variation = summarize(total_variation);
   }
   for (const MetricField& field : kFields) {
     std::vector<double> values;
@@ -88,8 +115,13 @@ EnsembleRow score_size(const std::string& method, const std::vector<torch::Tenso
 
 std::vector<EnsembleRow> ensemble_table(const std::string& method,
                                         const std::vector<torch::Tensor>& member_probs,
-                                        const torch::Tensor& labels) {
+                                        const torch::Tensor& labels, const torch::Tensor& reference) {
   check_inputs(method, member_probs);
+  if (reference.defined()) {
+    TORCH_CHECK(reference.sizes() == member_probs[0].sizes(), "ensemble '", method,
+                "': reference probabilities of shape ", reference.sizes(), " but members' of shape ",
+                member_probs[0].sizes());
+  }
   // One CPU double copy per member, shared by every group that uses it.
   std::vector<torch::Tensor> members;
   members.reserve(member_probs.size());
@@ -101,7 +133,7 @@ std::vector<EnsembleRow> ensemble_table(const std::string& method,
   const auto total = static_cast<int64_t>(members.size());
   std::vector<EnsembleRow> rows;
   for (int64_t size = 1; size <= total; size *= 2) {
-    rows.push_back(score_size(method, members, labels, size));
+    rows.push_back(score_size(method, members, labels, size, reference));
   }
   return rows;
 }
@@ -114,6 +146,12 @@ nlohmann::json to_json(const std::vector<EnsembleRow>& rows) {
       const Summary& s = row.*field.summary;
       entry[field.name] = {{"mean", s.mean}, {"std", s.std}};
     }
+    if (row.has_reference) {
+      for (const ReferenceField& field : kReferenceFields) {
+        const Summary& s = row.*field.summary;
+        entry[field.name] = {{"mean", s.mean}, {"std", s.std}};
+      }
+    }
     list.push_back(std::move(entry));
   }
   return {{"ensembles", std::move(list)}};
@@ -124,12 +162,28 @@ std::string to_csv(const std::vector<EnsembleRow>& rows) {
   for (const MetricField& field : kFields) {
     fmt::format_to(std::back_inserter(out), ",{0}_mean,{0}_std", field.name);
   }
+  const bool reference = any_reference(rows);
+  if (reference) {
+    for (const ReferenceField& field : kReferenceFields) {
+      fmt::format_to(std::back_inserter(out), ",{0}_mean,{0}_std", field.name);
+    }
+  }
   out += '\n';
   for (const EnsembleRow& row : rows) {
     fmt::format_to(std::back_inserter(out), "{},{},{}", row.method, row.size, row.groups);
     for (const MetricField& field : kFields) {
       const Summary& s = row.*field.summary;
       fmt::format_to(std::back_inserter(out), ",{:.17g},{:.17g}", s.mean, s.std);
+    }
+    if (reference) {
+      for (const ReferenceField& field : kReferenceFields) {
+        if (!row.has_reference) {
+          out += ",,";
+          continue;
+        }
+        const Summary& s = row.*field.summary;
+        fmt::format_to(std::back_inserter(out), ",{:.17g},{:.17g}", s.mean, s.std);
+      }
     }
     out += '\n';
   }
@@ -163,6 +217,12 @@ std::string to_table(const std::vector<EnsembleRow>& rows) {
       fmt::format_to(std::back_inserter(out), "  {} {:.4f}±{:.4f}", field.short_name, s.mean,
                      s.std);
     }
+    if (row.has_reference) {
+      for (const ReferenceField& field : kReferenceFields) {
+        const Summary& s = row.*field.summary;
+        fmt::format_to(std::back_inserter(out), "  {} {:.4f}±{:.4f}", field.short_name, s.mean, s.std);
+      }
+    }
     out += '\n';
   }
   return out;
@@ -175,6 +235,13 @@ std::string to_markdown(const std::vector<EnsembleRow>& rows) {
     fmt::format_to(std::back_inserter(out), " {} |", field.name);
     rule += "---:|";
   }
+  const bool reference = any_reference(rows);
+  if (reference) {
+    for (const ReferenceField& field : kReferenceFields) {
+      fmt::format_to(std::back_inserter(out), " {} |", field.name);
+      rule += "---:|";
+    }
+  }
   out += "\n" + rule + "\n";
   std::vector<const EnsembleRow*> ordered;
   for (const EnsembleRow& row : rows) ordered.push_back(&row);
@@ -186,6 +253,16 @@ std::string to_markdown(const std::vector<EnsembleRow>& rows) {
     for (const MetricField& field : kFields) {
       const Summary& s = row.*field.summary;
       fmt::format_to(std::back_inserter(out), " {:.4f} ± {:.4f} |", s.mean, s.std);
+    }
+    if (reference) {
+      for (const ReferenceField& field : kReferenceFields) {
+        const Summary& s = row.*field.summary;
+        if (row.has_reference) {
+          fmt::format_to(std::back_inserter(out), " {:.4f} ± {:.4f} |", s.mean, s.std);
+        } else {
+          out += " |";
+        }
+      }
     }
     out += '\n';
   }

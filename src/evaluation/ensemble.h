@@ -26,6 +26,10 @@ struct EnsembleRow {
   int64_t size = 0;    // ensemble size es
   int64_t groups = 0;  // number of disjoint groups floor(M / es)
   Summary accuracy, nll, ace, rps, ece, brier, entropy;
+  // Against reference predictive probabilities, when ensemble_table got them
+  // (bnn evaluate --reference-probs): top1_agreement and total_variation.
+  bool has_reference = false;
+  Summary agreement, total_variation;
 };
 
 // member_probs: M >= 1 tensors of the same shape N x K, one per member (for the
@@ -35,18 +39,23 @@ struct EnsembleRow {
 // are not used at that size -- probabilities are averaged within each group, and
 // the metrics of compute_metrics are summarised across groups. `method` names the
 // rows; it must be non-empty and free of commas, quotes and newlines (it becomes a
-// CSV field).
+// CSV field). With `reference` (N x K probabilities of a gold-standard
+// posterior) the rows also summarise each group's agreement with it.
 std::vector<EnsembleRow> ensemble_table(const std::string& method,
                                         const std::vector<torch::Tensor>& member_probs,
-                                        const torch::Tensor& labels);
+                                        const torch::Tensor& labels,
+                                        const torch::Tensor& reference = torch::Tensor());
 
 // {"ensembles": [{"method": .., "size": .., "groups": .., "accuracy": {"mean": m,
 // "std": s}, "nll": {..}, "ace": {..}, "rps": {..}, "ece": {..}, "brier": {..},
-// "entropy": {..}}, ...]} in the order of `rows`.
+// "entropy": {..}}, ...]} in the order of `rows`; rows with a reference add
+// "agreement" and "total_variation".
 nlohmann::json to_json(const std::vector<EnsembleRow>& rows);
 
 // One header line (method,size,groups,accuracy_mean,accuracy_std,...,entropy_std)
-// and one line per row, numbers with 17 significant digits so they round-trip.
+// and one line per row, numbers with 17 significant digits so they round-trip;
+// agreement_mean,agreement_std,total_variation_mean,total_variation_std follow
+// when the rows have a reference.
 std::string to_csv(const std::vector<EnsembleRow>& rows);
 
 // A table for the terminal: rows grouped by ensemble size (ascending), methods in

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace bnn::evaluation {
@@ -211,6 +212,36 @@ Metrics compute_metrics(const torch::Tensor& probs, const torch::Tensor& labels)
   m.brier = brier_of(s);
   m.entropy = entropy_of(s.p);
   return m;
+}
+
+namespace {
+
+std::pair<ProbTable, ProbTable> paired(const torch::Tensor& probs, const torch::Tensor& reference) {
+  ProbTable p = to_prob_table(probs);
+  ProbTable q = to_prob_table(reference);
+  TORCH_CHECK(p.n == q.n && p.k == q.k, "reference probabilities of shape ", reference.sizes(),
+              " do not match probs of shape ", probs.sizes());
+  return {std::move(p), std::move(q)};
+}
+
+}  // namespace
+
+double top1_agreement(const torch::Tensor& probs, const torch::Tensor& reference) {
+  const auto [p, q] = paired(probs, reference);
+  int64_t same = 0;
+  for (int64_t i = 0; i < p.n; ++i) same += argmax_row(p, i) == argmax_row(q, i) ? 1 : 0;
+  return static_cast<double>(same) / static_cast<double>(p.n);
+}
+
+double total_variation(const torch::Tensor& probs, const torch::Tensor& reference) {
+  const auto [p, q] = paired(probs, reference);
+  double total = 0.0;
+  for (int64_t i = 0; i < p.n; ++i) {
+    double row = 0.0;
+    for (int64_t c = 0; c < p.k; ++c) row += std::abs(p.at(i, c) - q.at(i, c));
+    total += 0.5 * row;
+  }
+  return total / static_cast<double>(p.n);
 }
 
 double accuracy(const torch::Tensor& probs, const torch::Tensor& labels) {

@@ -61,4 +61,11 @@ double brier(const torch::Tensor& probs, const torch::Tensor& labels);
 // mean_i -sum_k p_ik log p_ik, with 0 log 0 = 0.
 double predictive_entropy(const torch::Tensor& probs);
 
+// Against reference predictive probabilities q (N x K, e.g. long-run HMC;
+// Izmailov et al. 2021), checked as probs:
+// top-1 agreement, mean_i 1{argmax_k p_ik == argmax_k q_ik} (ties to the lowest index in both);
+double top1_agreement(const torch::Tensor& probs, const torch::Tensor& reference);
+// total variation, mean_i (1/2) sum_k |p_ik - q_ik|.
+double total_variation(const torch::Tensor& probs, const torch::Tensor& reference);
+
 }  // namespace bnn::evaluation

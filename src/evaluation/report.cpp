@@ -9,10 +9,20 @@
 namespace bnn::evaluation {
 namespace {
 
+// Class c as the tables show it: its name where the data set has names
+// (Markdown's pipe escaped), else its index.
+std::string class_label(const std::vector<std::string>& names, size_t c) {
+  if (c >= names.size()) return std::to_string(c);
+  std::string out;
+  for (const char ch : names[c]) out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+  return out;
+}
+
 std::string class_table(const std::vector<std::string>& methods,
-                        const std::map<std::string, UncertaintySummary>& summaries) {
+                        const std::map<std::string, UncertaintySummary>& summaries,
+                        const std::vector<std::string>& names) {
   std::string out = "| class |";
-  std::string rule = "|---:|";
+  std::string rule = names.empty() ? "|---:|" : "|:---|";
   for (const std::string& method : methods) {
     out += fmt::format(" {} |", method);
     rule += "---:|";
@@ -20,7 +30,7 @@ std::string class_table(const std::vector<std::string>& methods,
   out += "\n" + rule + "\n";
   const size_t k = summaries.at("bayes").per_class_accuracy.size();
   for (size_t c = 0; c < k; ++c) {
-    out += fmt::format("| {} |", c);
+    out += fmt::format("| {} |", class_label(names, c));
     for (const std::string& method : methods) {
       const double a = summaries.at(method).per_class_accuracy[c];
       out += std::isnan(a) ? " – |" : fmt::format(" {:.4f} |", a);
@@ -30,17 +40,17 @@ std::string class_table(const std::vector<std::string>& methods,
   return out;
 }
 
-std::string confusion_table(const UncertaintySummary& s) {
+std::string confusion_table(const UncertaintySummary& s, const std::vector<std::string>& names) {
   const size_t k = s.confusion.size();
   std::string out = "| true \\ predicted |";
-  std::string rule = "|---:|";
+  std::string rule = names.empty() ? "|---:|" : "|:---|";
   for (size_t c = 0; c < k; ++c) {
-    out += fmt::format(" {} |", c);
+    out += fmt::format(" {} |", class_label(names, c));
     rule += "---:|";
   }
   out += "\n" + rule + "\n";
   for (size_t t = 0; t < k; ++t) {
-    out += fmt::format("| **{}** |", t);
+    out += fmt::format("| **{}** |", class_label(names, t));
     for (size_t p = 0; p < k; ++p) out += fmt::format(" {} |", s.confusion[t][p]);
     out += '\n';
   }
@@ -141,6 +151,13 @@ std::string render_report(const ReportInputs& in) {
   out += "\n## Ensemble metrics\n\nMean ± standard deviation over disjoint groups of members "
          "(docs/design.md §5; the same numbers as metrics.csv).\n\n";
   out += to_markdown(in.rows);
+  if (!in.reference_probs.empty()) {
+    fmt::format_to(std::back_inserter(out),
+                   "\nagreement and total_variation compare each ensemble with the reference predictive "
+                   "probabilities `{}`: the fraction of test examples whose most probable class is the "
+                   "reference's, and the mean over test examples of ½ Σ_k |p_k − q_k|.\n",
+                   in.reference_probs);
+  }
 
   fmt::format_to(std::back_inserter(out),
                  "\n## Uncertainty of the full ensemble ({} members)\n\n"
@@ -156,9 +173,9 @@ std::string render_report(const ReportInputs& in) {
     fmt::format_to(std::back_inserter(out), "| {} | {} | {:.4f} | {:.4f} | {:.4f} | {:.4f} |\n", method, s.draws,
                    s.accuracy, s.predictive_entropy, s.expected_entropy, s.mutual_information);
   }
-  out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(in.methods, in.summaries);
+  out += "\n## Per-class accuracy of the full ensemble\n\n" + class_table(in.methods, in.summaries, in.class_names);
   out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
-         confusion_table(in.summaries.at("bayes"));
+         confusion_table(in.summaries.at("bayes"), in.class_names);
 
   out += diagnostics_section(in.traces, in.burn_in);
   out += rhat_section(in.rhat_curve, in.traces.size(), in.burn_in);

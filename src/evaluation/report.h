@@ -47,6 +47,9 @@ struct ReportInputs {
   std::vector<RhatAtEpoch> rhat_curve;                  // across members
   FigureOutcome figures;
   bool figures_requested = true;
+  std::string reference_probs;  // --reference-probs, or empty
+  // The data set's class names (preprocess.json), shown instead of indices; empty = indices.
+  std::vector<std::string> class_names;
   // Shown first, e.g. members whose chain diverged (src/pipeline/divergence.h).
   std::vector<std::string> warnings;
 };

@@ -16,11 +16,13 @@
 #include "src/config/config.h"
 #include "src/evaluation/diagnostics.h"
 #include "src/evaluation/figures.h"
+#include "src/evaluation/html.h"
 #include "src/evaluation/report.h"
 #include "src/evaluation/uncertainty.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/divergence.h"
+#include "src/pipeline/preprocess.h"
 #include "src/pipeline/run_directory.h"
 
 namespace bnn::pipeline {
@@ -216,6 +218,45 @@ std::vector<evaluation::RhatAtEpoch> rhat_across_members(const std::vector<Membe
   return evaluation::rhat_by_epoch(torch::stack(rows), burn_in);
 }
 
+// --reference-probs: N x K probabilities over the run's test set (N test
+// examples, K classes), each row a distribution; errors name the file.
+torch::Tensor read_reference_probs(const std::filesystem::path& path, int64_t n, int64_t k) {
+  torch::Tensor q;
+  try {
+    q = data_loaders::read_npy(path);
+  } catch (const std::exception& e) {
+    throw ConfigError(fmt::format("--reference-probs {}", e.what()));
+  }
+  const auto fail = [&](const std::string& why) {
+    return ConfigError(fmt::format("--reference-probs {}: {}", path.string(), why));
+  };
+  if (!q.is_floating_point() || q.dim() != 2) {
+    throw fail(fmt::format("holds {} values of shape ({}); give float32 or float64 probabilities of shape ({}, {}) "
+                           "(test examples, classes)",
+                           c10::toString(q.scalar_type()), fmt::join(q.sizes(), ", "), n, k));
+  }
+  if (q.size(0) != n || q.size(1) != k) {
+    throw fail(fmt::format("shape ({}), but the run's test set has {} examples of {} classes", fmt::join(q.sizes(), ", "),
+                           n, k));
+  }
+  q = q.to(torch::kDouble).contiguous();
+  const double* p = q.data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0;
+    for (int64_t c = 0; c < k; ++c) {
+      const double v = p[i * k + c];
+      if (!std::isfinite(v) || v < 0 || v > 1) {
+        throw fail(fmt::format("row {} holds {} for class {}; probabilities are finite and in [0, 1]", i, v, c));
+      }
+      sum += v;
+    }
+    if (std::abs(sum - 1) > 1e-3) {
+      throw fail(fmt::format("row {} sums to {:.6g}, not 1: give probabilities (softmax of the logits)", i, sum));
+    }
+  }
+  return q;
+}
+
 }  // namespace
 
 std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int64_t burn_in_steps, int64_t thin) {
@@ -300,6 +341,16 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   }
   selection.draws_are_samples = std::all_of(members.begin(), members.end(),
                                             [](const MemberData& m) { return m.samples > 0; });
+  const torch::Tensor reference = options.reference_probs.empty()
+                                      ? torch::Tensor()
+                                      : read_reference_probs(options.reference_probs, labels.size(0), classes);
+  std::vector<std::string> class_names;  // the data set's, for the report; none = class indices
+  try {
+    const std::vector<std::string> names = read_preprocess(first).class_names;
+    if (static_cast<int64_t>(names.size()) == classes) class_names = names;
+  } catch (const std::exception& e) {  // a run of a bnn older than preprocess.json
+    spdlog::info("class names not shown: {}", e.what());
+  }
 
   const std::vector<std::string> points = point_estimates(config);
   std::map<std::string, std::vector<torch::Tensor>> probs;  // method -> per member
@@ -323,7 +374,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   }
   std::vector<evaluation::EnsembleRow> rows;
   for (const std::string& method : methods_of(config)) {
-    auto part = evaluation::ensemble_table(method, probs.at(method), labels);
+    auto part = evaluation::ensemble_table(method, probs.at(method), labels, reference);
     rows.insert(rows.end(), part.begin(), part.end());
   }
   claim_evaluation_directory(out_dir, run_dirs, config);  // Note [Run ownership]
@@ -343,7 +394,9 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
         {"burn_in_epochs", selection.burn_in.value_or(config.sampler.burn_in)},
         {"thin", selection.thin},
         {"bayes_probabilities", selection.recompute ? "stored samples" : "bayes_probs.npy"},
-        {"bayes_draws", selection.draws_are_samples ? "samples" : "members"}}},
+        {"bayes_draws", selection.draws_are_samples ? "samples" : "members"},
+        {"reference_probs", options.reference_probs.string()}}},
+      {"class_names", class_names},
       {"methods", nlohmann::json::object()}};
   for (const std::string& method : methods_of(config)) uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
   io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
@@ -392,7 +445,20 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.rhat_curve = rhat_curve;
   report.figures = figures;
   report.figures_requested = options.figures;
-  io::write_file_atomically(out_dir / "report.md", evaluation::render_report(report));
+  report.reference_probs = options.reference_probs.string();
+  report.class_names = class_names;
+  const std::string markdown = evaluation::render_report(report);
+  io::write_file_atomically(out_dir / "report.md", markdown);
+  const auto embedded = [&out_dir](const std::string& src) {
+    const auto file = out_dir / src;
+    std::error_code ec;
+    if (file.extension() != ".png" || !std::filesystem::is_regular_file(file, ec)) return src;
+    return evaluation::data_uri(io::read_file(file), "image/png");
+  };
+  io::write_file_atomically(out_dir / "report.html",
+                            evaluation::markdown_to_html(markdown, fmt::format("bnn report: {} on {}, {}", config.model.name,
+                                                                               config.data.dataset, config.sampler.name),
+                                                         embedded));
   return rows;
 }
 

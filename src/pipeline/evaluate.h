@@ -9,6 +9,7 @@
 //                      the full ensemble's entropy, per-class accuracy and the
 //                      confusion matrix
 //   figures/           PNG and SVG figures, their data and gnuplot script
+//   report.html        report.md as one HTML page, figures embedded (src/evaluation/html.h)
 //   report.md          all of the above as one document, with split R-hat and
 //                      ESS of each member's sampling-phase training loss, and
 //                      R-hat across members against epoch (figure
@@ -43,6 +44,10 @@ struct EvaluateOptions {
   std::optional<int64_t> thin;     // keep every K-th stored sample; unset = all
   std::vector<int64_t> members;    // member indices; empty = every finished member
   bool figures = true;             // draw figures (needs gnuplot; see figures.h)
+  // N x K predictive probabilities of a gold-standard posterior (e.g. long-run
+  // HMC) over the run's test set: every row also gets its top-1 agreement and
+  // total variation against them (src/evaluation/metrics.h). Empty = none.
+  std::filesystem::path reference_probs;
 };
 
 // Steps of the stored samples that evaluation keeps (Note [Burn-in and thinning
@@ -55,7 +60,8 @@ std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int
 // `out_dir`. Directories with different configurations (run.device and
 // run.threads aside) or test labels, a member finished in two of them, a
 // selected member finished in none, or a burn-in/thinning that keeps no sample
-// of some member are ConfigErrors. A failure to draw figures is logged as a
+// of some member are ConfigErrors, and so are reference probabilities of
+// another shape, outside [0, 1], or with a row not summing to 1 (within 1e-3). A failure to draw figures is logged as a
 // warning and recorded in report.md; the metrics are written first either way.
 std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
                                                    const std::filesystem::path& out_dir,

@@ -34,7 +34,7 @@
 //     status.json              written last: done or failed, with the seed,
 //                              samples, batches_per_epoch and thin_steps
 //     hessian.json             written by `bnn hessian`
-//   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md,
+//   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md, report.html,
 //   <run>/figures/             outputs of `bnn evaluate` (src/pipeline/evaluate.h)
 // Members selected with --members may run as separate processes (or hosts
 // sharing the directory); each run evaluates whatever members have finished.

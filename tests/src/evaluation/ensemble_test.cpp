@@ -88,6 +88,50 @@ TEST(EnsembleGolden, RowsMatchNumpy) {
   }
 }
 
+// Top-1 agreement and total variation against reference probabilities, on
+// quarters and eighths where argmax ties are common (ties to the lowest index,
+// as numpy's argmax); the CSV, JSON and table carry them.
+TEST(EnsembleGolden, ReferenceAgreementMatchesNumpy) {
+  const nlohmann::json golden = testing::load_metric_golden().at("reference");
+  std::vector<torch::Tensor> members;
+  for (const auto& m : golden.at("members")) members.push_back(probs_from_json(m));
+  const torch::Tensor labels = torch::tensor(golden.at("labels").get<std::vector<int64_t>>(), torch::kLong);
+  const torch::Tensor reference = probs_from_json(golden.at("reference"));
+  const std::vector<EnsembleRow> rows = ensemble_table("bayes", members, labels, reference);
+  const auto& expected = golden.at("rows");
+  ASSERT_EQ(rows.size(), expected.size());
+  for (size_t r = 0; r < rows.size(); ++r) {
+    const auto& e = expected.at(r);
+    EXPECT_TRUE(rows[r].has_reference);
+    EXPECT_EQ(rows[r].groups, e.at("groups").get<int64_t>());
+    for (const auto& [name, s] : {std::pair<std::string, Summary>{"agreement", rows[r].agreement},
+                                  std::pair<std::string, Summary>{"total_variation", rows[r].total_variation}}) {
+      const double mean = e.at(name).at("mean");
+      const double std = e.at(name).at("std");
+      EXPECT_NEAR(s.mean, mean, 1e-12) << "size " << rows[r].size << " " << name;
+      EXPECT_NEAR(s.std, std, 1e-12) << "size " << rows[r].size << " " << name;
+    }
+  }
+  // A member against itself: agreement 1, total variation 0.
+  const auto self = ensemble_table("adam", {members[0]}, labels, members[0]);
+  EXPECT_EQ(self[0].agreement.mean, 1.0);
+  EXPECT_EQ(self[0].total_variation.mean, 0.0);
+
+  const std::string csv = to_csv(rows);
+  EXPECT_NE(csv.substr(0, csv.find('\n')).find(",agreement_mean,agreement_std,total_variation_mean,total_variation_std"),
+            std::string::npos)
+      << csv;
+  EXPECT_EQ(to_json(rows).at("ensembles").at(0).at("agreement").at("mean").get<double>(), rows[0].agreement.mean);
+  EXPECT_NE(to_table(rows).find("agree "), std::string::npos);
+  EXPECT_NE(to_markdown(rows).find("| agreement | total_variation |"), std::string::npos) << to_markdown(rows);
+  // Without a reference none of it appears.
+  const auto plain = ensemble_table("bayes", members, labels);
+  EXPECT_FALSE(plain[0].has_reference);
+  EXPECT_EQ(to_csv(plain).find("agreement"), std::string::npos);
+  EXPECT_FALSE(to_json(plain).at("ensembles").at(0).contains("agreement"));
+  EXPECT_THROW(ensemble_table("bayes", members, labels, reference.narrow(0, 0, 10)), c10::Error);
+}
+
 TEST(Ensemble, SixMembersGiveSizesOneTwoFour) {
   const auto members = synthetic_members(/*members=*/6, /*n=*/40, /*k=*/3);
   const torch::Tensor labels = synthetic_labels(40, 3);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
@@ -84,13 +85,20 @@ TEST(Evaluate, WritesReportUncertaintyAndFigures) {
     EXPECT_EQ(m["per_class_accuracy"].size(), 10u);
   }
   EXPECT_EQ(u["methods"]["bayes"]["draws"], 4);  // 2 members x 2 retained samples
+  EXPECT_EQ(u["class_names"].size(), 10u);
+  EXPECT_EQ(u["class_names"][0], "T-shirt/top");
   EXPECT_GT(u["methods"]["bayes"]["mutual_information"].get<double>(), 0.0);
 
   const std::string report = bnn::io::read_file(out / "report.md");
   for (const char* text : {"# bnn evaluation report", "## Ensemble metrics", "| 2 | 1 | bayes |",
                            "mutual information", "## Confusion matrix", "## Sampling diagnostics",
-                           "| member_000 | 2 | – | – |", "## Figures"}) {
+                           "| member_000 | 2 | – | – |", "## Figures", "| T-shirt/top |", "| **Ankle boot** |"}) {
     EXPECT_NE(report.find(text), std::string::npos) << text << "\n" << report;
+  }
+  const std::string html = bnn::io::read_file(out / "report.html");
+  for (const char* text : {"<!DOCTYPE html>", "<h1>bnn evaluation report</h1>", "<h2>Ensemble metrics</h2>",
+                           "<td style=\"text-align:left\">T-shirt/top</td>", "</table>", "</html>"}) {
+    EXPECT_NE(html.find(text), std::string::npos) << text;
   }
   if (!bnn::testing::has_gnuplot()) GTEST_SKIP() << bnn::testing::kNoGnuplot << ": figures not checked";
   for (const char* name : {"metrics_vs_size", "reliability_adam", "reliability_swa", "reliability_bayes",
@@ -98,6 +106,9 @@ TEST(Evaluate, WritesReportUncertaintyAndFigures) {
     EXPECT_NO_THROW(bnn::testing::decode_png(out / "figures" / (std::string(name) + ".png"))) << name;
     EXPECT_TRUE(bnn::testing::is_svg(out / "figures" / (std::string(name) + ".svg"))) << name;
     EXPECT_NE(report.find(std::string("](figures/") + name + ".png)"), std::string::npos) << name;
+    EXPECT_NE(html.find(std::string("<img alt=\"") + name + "\" src=\"data:image/png;base64,iVBORw0KGgo"),
+              std::string::npos)
+        << name;  // the PNG itself, embedded
   }
 }
 
@@ -168,6 +179,65 @@ TEST(Evaluate, BadSelectionsAreClearErrors) {
     EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(text), std::string::npos) << args << "\n" << r.output;
   }
+}
+
+// One-hot labels as the reference posterior: top-1 agreement is then the
+// accuracy and total variation 1 - p(label), for every method and size.
+TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto& run = tiny_run();
+  const auto dir = kWork / ("reference_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const torch::Tensor labels = bnn::data_loaders::read_npy(run / "labels.npy");
+  const torch::Tensor onehot = torch::one_hot(labels, 10).to(torch::kFloat);
+  bnn::io::write_npy(dir / "hmc.npy", onehot);
+  const auto out = dir / "out";
+  const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures --reference-probs " +
+                           (dir / "hmc.npy").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("agree "), std::string::npos) << r.output;
+  const auto metrics = read_json(out / "metrics.json");
+  for (const auto& row : metrics["ensembles"]) {
+    EXPECT_NEAR(row["agreement"]["mean"].get<double>(), row["accuracy"]["mean"].get<double>(), 1e-12) << row.dump();
+  }
+  const torch::Tensor bayes = bnn::data_loaders::read_npy(run / "member_000" / "bayes_probs.npy").to(torch::kDouble);
+  const auto one = bnn::pipeline::evaluate_runs({run}, dir / "member0", {std::nullopt, std::nullopt, {0}, false,
+                                                                         dir / "hmc.npy"});
+  const double tv = (1.0 - bayes.gather(1, labels.unsqueeze(1))).mean().item<double>();
+  for (const auto& row : one) {
+    if (row.method == "bayes") {
+      EXPECT_NEAR(row.total_variation.mean, tv, 1e-6);
+    }
+  }
+  const std::string report = bnn::io::read_file(out / "report.md");
+  EXPECT_NE(report.find("| agreement | total_variation |"), std::string::npos);
+  EXPECT_NE(report.find("hmc.npy"), std::string::npos);
+
+  const torch::Tensor halved = onehot.clone();
+  halved[3] *= 0.5;
+  bnn::io::write_npy(dir / "halved.npy", halved);
+  bnn::io::write_npy(dir / "short.npy", onehot.narrow(0, 0, 10));
+  bnn::io::write_npy(dir / "ints.npy", labels);
+  const torch::Tensor negative = onehot.clone();
+  negative[7][2] = -0.5;
+  bnn::io::write_npy(dir / "negative.npy", negative);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"halved.npy", "halved.npy: row 3 sums to 0.5, not 1"},
+      {"short.npy", "short.npy: shape (10, 10), but the run's test set has 500 examples of 10 classes"},
+      {"ints.npy", "ints.npy: holds Long values of shape (500); give float32 or float64 probabilities of shape (500, 10)"},
+      {"negative.npy", "negative.npy: row 7 holds -0.5 for class 2"},
+      {"missing.npy", "missing.npy"},
+  };
+  for (const auto& [file, text] : cases) {
+    const Result bad = bnn_cli("evaluate " + run.string() + " --out " + (dir / "bad").string() +
+                               " --no-figures --reference-probs " + (dir / file).string());
+    EXPECT_EQ(bad.code, 2) << file << "\n" << bad.output;
+    EXPECT_NE(bad.output.find("--reference-probs " + (dir / "").string() + text), std::string::npos)
+        << file << "\n" << bad.output;
+    EXPECT_FALSE(std::filesystem::exists(dir / "bad" / "metrics.json")) << file;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
