@@ -83,7 +83,7 @@ void write_celeba(const fs::path& dir, int images) {
   std::ofstream(dir / "list_eval_partition.txt") << partition;
 }
 
-double time_load(bnn::data_loaders::ChestXrayOptions options, int64_t* examples, int64_t* bytes) {
+double time_load(bnn::data_loaders::LoadOptions options, int64_t* examples, int64_t* bytes) {
   const auto t0 = Clock::now();
   const auto data = bnn::data_loaders::load_chest_xray(options, torch::kCPU);
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -112,16 +112,16 @@ int main(int argc, char** argv) {
              jpeg_bytes / 1024.0 / images);
 
   for (const int64_t t : {int64_t{1}, threads}) {
-    bnn::data_loaders::ChestXrayOptions o;
+    bnn::data_loaders::LoadOptions o;
     o.dir = dir;
-    o.threads = t;
+    o.threads = static_cast<int>(t);
     int64_t examples = 0, bytes = 0;
-    o.copies = {1, 1};
+    o.augment_copies = {1, 1};
     const double plain = time_load(o, &examples, &bytes);
     const int64_t files = examples;
     fmt::print("threads {:2}: decode + resize            {:7.2f} s per 1000 images ({} images in {:.2f} s)\n", t,
                1000.0 * plain / static_cast<double>(files), files, plain);
-    o.copies = {18, 6};
+    o.augment_copies = {18, 6};
     const double augmented = time_load(o, &examples, &bytes);
     fmt::print("threads {:2}: decode + resize + augment  {:7.2f} s per 1000 source images, {:.2f} s per 1000 "
                "augmented examples ({} examples in {:.2f} s; training split {:.1f} MB as uint8, {:.1f} MB as "
@@ -134,9 +134,9 @@ int main(int argc, char** argv) {
   const int faces = 5 * images;
   write_celeba(dir, faces);
   for (const int64_t t : {int64_t{1}, threads}) {
-    bnn::data_loaders::CelebaOptions o;
+    bnn::data_loaders::LoadOptions o;
     o.dir = dir;
-    o.threads = t;
+    o.threads = static_cast<int>(t);
     const auto t0 = Clock::now();
     const auto data = bnn::data_loaders::load_celeba(o, torch::kCPU);
     const double secs = std::chrono::duration<double>(Clock::now() - t0).count();

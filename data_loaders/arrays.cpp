@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -133,16 +134,19 @@ torch::Tensor standardize_features(const torch::Tensor& x, const ChannelStats& s
   return ((x.to(torch::kDouble) - mean) / std).to(torch::kFloat).reshape({x.size(0), x.size(1), 1, 1}).contiguous();
 }
 
-Dataset load_arrays(const ArraysOptions& options, torch::Device device) {
+Dataset load_arrays(const LoadOptions& options, torch::Device device) {
   check_limits(options.train_limit, options.test_limit);
   require_directory(options.dir, "arrays");
-  Arrays train = read_split(options.dir, "train", options.train_limit, "data.train_limit");
+  std::optional<Arrays> train;
+  if (!options.test_only) train = read_split(options.dir, "train", options.train_limit, "data.train_limit");
   Arrays test = read_split(options.dir, "test", options.test_limit, "data.test_limit");
-  if (test.x.scalar_type() != train.x.scalar_type() || !test.x.sizes().slice(1).equals(train.x.sizes().slice(1))) {
+  const Arrays& shape_of = train ? *train : test;
+  if (test.x.scalar_type() != shape_of.x.scalar_type() ||
+      !test.x.sizes().slice(1).equals(shape_of.x.sizes().slice(1))) {
     throw error(test.x_path, fmt::format("{} examples of shape {}, but {} holds {} examples of shape {}",
                                          c10::toString(test.x.scalar_type()),
-                                         shape_text(test.x.select(0, 0)), train.x_path.filename().string(),
-                                         c10::toString(train.x.scalar_type()), shape_text(train.x.select(0, 0))));
+                                         shape_text(test.x.select(0, 0)), shape_of.x_path.filename().string(),
+                                         c10::toString(shape_of.x.scalar_type()), shape_text(shape_of.x.select(0, 0))));
   }
 
   Dataset data;
@@ -152,31 +156,37 @@ Dataset load_arrays(const ArraysOptions& options, torch::Device device) {
   if (fs::exists(names_path, ec)) {
     data.class_names = read_class_names(names_path);
     data.num_classes = static_cast<int64_t>(data.class_names.size());
-    check_label_range(train, data.num_classes, "named in class_names.txt");
+    if (train) check_label_range(*train, data.num_classes, "named in class_names.txt");
     check_label_range(test, data.num_classes, "named in class_names.txt");
   } else {
-    data.num_classes = std::max(train.y.max().item<int64_t>(), test.y.max().item<int64_t>()) + 1;
-    if (data.num_classes < 2) {
-      throw error(train.y_path, "every label is 0; a classifier needs at least 2 classes");
+    data.num_classes = test.y.max().item<int64_t>() + 1;
+    if (train) data.num_classes = std::max(data.num_classes, train->y.max().item<int64_t>() + 1);
+    if (data.num_classes < 2 && !options.test_only) {
+      throw error(train->y_path, "every label is 0; a classifier needs at least 2 classes");
     }
     for (int64_t k = 0; k < data.num_classes; ++k) data.class_names.push_back(std::to_string(k));
   }
 
-  if (train.x.scalar_type() == torch::kByte) {
-    const int64_t channels = train.x.size(1);
-    data.pixel_stats = options.standardize
-                           ? channel_stats(train.x)
-                           : ChannelStats{std::vector<double>(static_cast<size_t>(channels), 0.0),
-                                          std::vector<double>(static_cast<size_t>(channels), 1.0)};
-    data.train = uint8_split(train.x.contiguous(), train.y, data.pixel_stats, device);
+  const auto stats_of = [&](const torch::Tensor& x, bool images) {
+    if (options.stats) return *options.stats;
+    if (images) {
+      const auto channels = static_cast<size_t>(x.size(1));
+      return options.standardize ? channel_stats(x)
+                                 : ChannelStats{std::vector<double>(channels, 0.0), std::vector<double>(channels, 1.0)};
+    }
+    return feature_stats(x, options.standardize);
+  };
+  if (test.x.scalar_type() == torch::kByte) {
+    data.pixel_stats = stats_of(shape_of.x, true);
+    if (train) data.train = uint8_split(train->x.contiguous(), train->y, data.pixel_stats, device);
     data.test = uint8_split(test.x.contiguous(), test.y, data.pixel_stats, device);
   } else {
     data.features = true;
-    data.pixel_stats = feature_stats(train.x, options.standardize);
-    data.train = Split{standardize_features(train.x, data.pixel_stats).to(device), train.y.to(device), {}, {}};
+    data.pixel_stats = stats_of(shape_of.x, false);
+    if (train) data.train = Split{standardize_features(train->x, data.pixel_stats).to(device), train->y.to(device), {}, {}};
     data.test = Split{standardize_features(test.x, data.pixel_stats).to(device), test.y.to(device), {}, {}};
   }
-  data.input_shape = data.train.images.sizes().slice(1).vec();
+  data.input_shape = data.test.images.sizes().slice(1).vec();
   return data;
 }
 

@@ -35,14 +35,8 @@
 
 namespace bnn::data_loaders {
 
-struct ArraysOptions {
-  std::filesystem::path dir;
-  int64_t train_limit = 0;  // 0 = all
-  int64_t test_limit = 0;
-  bool standardize = true;
-};
-
-Dataset load_arrays(const ArraysOptions& options, torch::Device device);
+// Reads options.dir (required), the limits, standardize, test_only and stats.
+Dataset load_arrays(const LoadOptions& options, torch::Device device);
 
 // N x D float32 features as N x D x 1 x 1 model inputs: column j maps to
 // (x - mean[j]) / std[j], evaluated in double and rounded once (the loader's

@@ -125,45 +125,49 @@ std::unordered_map<std::string, int> read_partitions(const fs::path& file) {
 
 }  // namespace
 
-Dataset load_celeba(const CelebaOptions& options, torch::Device device) {
+Dataset load_celeba(const LoadOptions& options, torch::Device device) {
   check_limits(options.train_limit, options.test_limit);
-  TORCH_CHECK(options.side >= 1, "CelebA image side must be positive, got ", options.side);
-  require_directory(options.dir, "CelebA");
-  check_present(options.dir);
-  const auto labelled = read_attributes(options.dir / kAttributeFile);
-  const auto partitions = read_partitions(options.dir / kPartitionFile);
+  const int64_t side = options.side == 0 ? kCelebaDefaultSide : options.side;
+  TORCH_CHECK(side >= 1, "CelebA image side must be positive, got ", side);
+  const fs::path dir = options.dir.empty() ? fs::path(kCelebaDefaultDir) : options.dir;
+  require_directory(dir, "CelebA");
+  check_present(dir);
+  const auto labelled = read_attributes(dir / kAttributeFile);
+  const auto partitions = read_partitions(dir / kPartitionFile);
 
   std::vector<ImageFile> train_files, test_files;
   for (const auto& item : labelled) {
     const auto it = partitions.find(item.image);
     if (it == partitions.end()) {
       throw std::runtime_error(
-          fmt::format("{}: no partition listed for {}", (options.dir / kPartitionFile).string(), item.image));
+          fmt::format("{}: no partition listed for {}", (dir / kPartitionFile).string(), item.image));
     }
-    const ImageFile file{options.dir / kImageFolder / item.image, item.label, 1};
+    const ImageFile file{dir / kImageFolder / item.image, item.label, 1};
     if (it->second == kTrainPartition) train_files.push_back(file);
     if (it->second == kTestPartition) test_files.push_back(file);
   }
   for (const auto& [files, p] : {std::pair{&train_files, kTrainPartition}, std::pair{&test_files, kTestPartition}}) {
-    if (!files->empty()) continue;
+    if (!files->empty() || (options.test_only && p == kTrainPartition)) continue;
     throw std::runtime_error(fmt::format("{}: empty split: no blond or brown-haired images in partition {}",
-                                         options.dir.string(), p));
+                                         dir.string(), p));
   }
 
   ImageDecodeOptions decode;
   decode.channels = 3;
-  decode.side = options.side;
+  decode.side = side;
   decode.center_square = true;
   decode.skip_bad_images = options.skip_bad_images;
   decode.threads = options.threads;
-  decode.label = "celeba train";
-  DecodedImages train = decode_split(train_files, options.train_limit, "train_limit",
-                                     "the CelebA training partition", decode);
+  DecodedImages train;
+  if (!options.test_only) {
+    decode.label = "celeba train";
+    train = decode_split(train_files, options.train_limit, "train_limit", "the CelebA training partition", decode);
+  }
   decode.label = "celeba test";
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", "the CelebA test partition",
                                     decode);
 
-  return uint8_dataset("celeba", train, test, {"blond", "brown"}, device);
+  return uint8_dataset("celeba", train, test, {"blond", "brown"}, options.stats, device);
 }
 
 }  // namespace bnn::data_loaders

@@ -54,17 +54,10 @@ inline constexpr const char* kCelebaDefaultDir = "/usr/share/datasets/celeba";
 inline constexpr int64_t kCelebaDefaultSide = 64;
 inline constexpr int64_t kCelebaNumClasses = 2;
 
-struct CelebaOptions {
-  std::filesystem::path dir = kCelebaDefaultDir;
-  int64_t side = kCelebaDefaultSide;
-  bool skip_bad_images = false;
-  int64_t threads = 0;  // decoding threads; 0 = all cores
-  // 0 keeps every image; n > 0 keeps the first n of the split in the
-  // attribute file's order; only those images are decoded.
-  int64_t train_limit = 0;
-  int64_t test_limit = 0;
-};
-
-Dataset load_celeba(const CelebaOptions& options, torch::Device device);
+// Reads options.dir (empty: kCelebaDefaultDir), side (0: kCelebaDefaultSide),
+// skip_bad_images, threads, test_only and stats, and the limits: n > 0 keeps
+// the first n images of the split in the attribute file's order; only those
+// images are decoded.
+Dataset load_celeba(const LoadOptions& options, torch::Device device);
 
 }  // namespace bnn::data_loaders

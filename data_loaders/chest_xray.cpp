@@ -27,28 +27,31 @@ std::vector<ImageFile> split_files(const fs::path& split_dir, const std::array<i
 
 }  // namespace
 
-Dataset load_chest_xray(const ChestXrayOptions& options, torch::Device device) {
+Dataset load_chest_xray(const LoadOptions& options, torch::Device device) {
   check_limits(options.train_limit, options.test_limit);
-  TORCH_CHECK(options.side >= 1, "chest X-ray image side must be positive, got ", options.side);
-  for (int64_t c : options.copies) TORCH_CHECK(c >= 1, "chest X-ray copies per image must be >= 1, got ", c);
-  require_directory(options.dir, "chest X-ray");
-  const auto train_files = split_files(options.dir / "train", options.copies);
-  const auto test_files = split_files(options.dir / "test", {1, 1});
+  const int64_t side = options.side == 0 ? kChestXrayDefaultSide : options.side;
+  TORCH_CHECK(side >= 1, "chest X-ray image side must be positive, got ", side);
+  for (int64_t c : options.augment_copies) TORCH_CHECK(c >= 1, "chest X-ray copies per image must be >= 1, got ", c);
+  const fs::path dir = options.dir.empty() ? fs::path(kChestXrayDefaultDir) : options.dir;
+  require_directory(dir, "chest X-ray");
+  const auto test_files = split_files(dir / "test", {1, 1});
 
   ImageDecodeOptions decode;
   decode.channels = 1;
-  decode.side = options.side;
+  decode.side = side;
   decode.seed = options.seed;
   decode.skip_bad_images = options.skip_bad_images;
   decode.threads = options.threads;
-  decode.label = "chest_xray train";
-  DecodedImages train = decode_split(train_files, options.train_limit, "train_limit",
-                                     (options.dir / "train").string(), decode);
+  DecodedImages train;
+  if (!options.test_only) {
+    decode.label = "chest_xray train";
+    train = decode_split(split_files(dir / "train", options.augment_copies), options.train_limit, "train_limit",
+                         (dir / "train").string(), decode);
+  }
   decode.label = "chest_xray test";
-  DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", (options.dir / "test").string(),
-                                    decode);
+  DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", (dir / "test").string(), decode);
 
-  return uint8_dataset("chest_xray", train, test, class_names(), device);
+  return uint8_dataset("chest_xray", train, test, class_names(), options.stats, device);
 }
 
 }  // namespace bnn::data_loaders

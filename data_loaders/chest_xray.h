@@ -52,23 +52,13 @@ inline constexpr const char* kChestXrayDefaultDir = "/usr/share/datasets/chest_x
 inline constexpr int64_t kChestXrayDefaultSide = 180;
 inline constexpr int64_t kChestXrayNumClasses = 2;
 
-struct ChestXrayOptions {
-  std::filesystem::path dir = kChestXrayDefaultDir;
-  int64_t side = kChestXrayDefaultSide;
-  // Training examples made from each image of class NORMAL, PNEUMONIA (>= 1;
-  // {1, 1} turns augmentation off).
-  std::array<int64_t, kChestXrayNumClasses> copies = {18, 6};
-  uint64_t seed = 0;  // augmentation seed
-  bool skip_bad_images = false;
-  int64_t threads = 0;  // decoding threads; 0 = all cores
-  // 0 keeps every image; n > 0 keeps the first n image files of the split,
-  // the classes interleaved (image_files.h, interleave_classes), before
-  // augmentation: the training split then has the copies of those n images.
-  // Only the images kept are decoded.
-  int64_t train_limit = 0;
-  int64_t test_limit = 0;
-};
-
-Dataset load_chest_xray(const ChestXrayOptions& options, torch::Device device);
+// Reads options.dir (empty: kChestXrayDefaultDir), side (0: kChestXrayDefaultSide),
+// augment_copies (training examples made from each image of class NORMAL,
+// PNEUMONIA, >= 1; {1, 1} turns augmentation off), seed (augmentation),
+// skip_bad_images, threads, test_only and stats, and the limits: n > 0 keeps
+// the first n image files of the split, the classes interleaved (image_files.h,
+// interleave_classes), before augmentation: the training split then has the
+// copies of those n images. Only the images kept are decoded.
+Dataset load_chest_xray(const LoadOptions& options, torch::Device device);
 
 }  // namespace bnn::data_loaders

@@ -80,7 +80,7 @@ const ChannelStats& pixel_stats() {
 // Reads the split stored in `names` (in order), checking every file in full,
 // and keeps its first `limit` records (all when limit is 0).
 Split load_split(const fs::path& dir, const std::vector<std::string>& names, int64_t limit,
-                 const char* limit_option, torch::Device device) {
+                 const char* limit_option, const ChannelStats& stats, torch::Device device) {
   std::vector<int64_t> counts;
   int64_t total = 0;
   for (const auto& name : names) {
@@ -108,24 +108,26 @@ Split load_split(const fs::path& dir, const std::vector<std::string>& names, int
       std::copy(record + 1, record + kCifar10RecordBytes, pixel_out + next * kCifar10ImageBytes);
     }
   }
-  return Split{standardize_pixels(pixels, pixel_stats()).to(device), labels.to(device), {}, {}};
+  return Split{standardize_pixels(pixels, stats).to(device), labels.to(device), {}, {}};
 }
 
 }  // namespace
 
-Dataset load_cifar10(const Cifar10Options& options, torch::Device device) {
+Dataset load_cifar10(const LoadOptions& options, torch::Device device) {
   check_limits(options.train_limit, options.test_limit);
-  require_directory(options.dir, "CIFAR-10");
-  check_present(options.dir, train_files());
-  check_present(options.dir, test_files());
+  const fs::path dir = options.dir.empty() ? fs::path(kCifar10DefaultDir) : options.dir;
+  require_directory(dir, "CIFAR-10");
+  if (!options.test_only) check_present(dir, train_files());
+  check_present(dir, test_files());
+  const ChannelStats stats = options.stats.value_or(pixel_stats());
   Dataset dataset;
   dataset.name = "cifar10";
-  dataset.train = load_split(options.dir, train_files(), options.train_limit, "train_limit", device);
-  dataset.test = load_split(options.dir, test_files(), options.test_limit, "test_limit", device);
+  if (!options.test_only) dataset.train = load_split(dir, train_files(), options.train_limit, "train_limit", stats, device);
+  dataset.test = load_split(dir, test_files(), options.test_limit, "test_limit", stats, device);
   dataset.num_classes = kCifar10NumClasses;
   dataset.input_shape = {kCifar10Channels, kCifar10Side, kCifar10Side};
   dataset.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};
-  dataset.pixel_stats = pixel_stats();
+  dataset.pixel_stats = stats;
   return dataset;
 }
 

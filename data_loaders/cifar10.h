@@ -49,16 +49,9 @@ inline constexpr int64_t kCifar10Side = 32;
 inline constexpr int64_t kCifar10ImageBytes = kCifar10Channels * kCifar10Side * kCifar10Side;  // 3072
 inline constexpr int64_t kCifar10RecordBytes = 1 + kCifar10ImageBytes;                          // 3073
 
-struct Cifar10Options {
-  std::filesystem::path dir = kCifar10DefaultDir;
-  // 0 keeps every example; n > 0 keeps the first n of the split (training:
-  // in file order data_batch_1.bin ... data_batch_5.bin), an error if the
-  // split has fewer. Every file is still checked in full. Meant for quick
-  // runs and tests.
-  int64_t train_limit = 0;
-  int64_t test_limit = 0;
-};
-
-Dataset load_cifar10(const Cifar10Options& options, torch::Device device);
+// Reads options.dir (empty: kCifar10DefaultDir), the limits (training: the
+// first n in file order data_batch_1.bin ... data_batch_5.bin; every file is
+// still checked in full), test_only and stats.
+Dataset load_cifar10(const LoadOptions& options, torch::Device device);
 
 }  // namespace bnn::data_loaders

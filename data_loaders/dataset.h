@@ -21,8 +21,10 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -66,6 +68,32 @@ Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats
 // correctly rounded value everywhere (the float32 storage of Note [Pixel
 // storage]).
 torch::Tensor standardize_pixels(const torch::Tensor& pixels, const ChannelStats& stats);
+
+// What a loader is given (data_loaders/registry.h loads a data set by
+// name); each loader reads the fields it uses.
+struct LoadOptions {
+  std::filesystem::path dir;  // empty = the data set's default directory (an error for those without one)
+  // 0 keeps every example; n > 0 keeps the first n of the split (an error if
+  // it has fewer). Image-file data sets decode only the files kept.
+  int64_t train_limit = 0;
+  int64_t test_limit = 0;
+  int64_t side = 0;          // resizable data sets: the image side; 0 = the data set's default
+  bool standardize = true;   // fashion_mnist, arrays: false = pixels p / 255 (features as they are)
+  bool skip_bad_images = false;
+  std::array<int64_t, 2> augment_copies = {1, 1};  // chest_xray: examples per NORMAL, PNEUMONIA image
+  double split_ratio = 0.8;  // image_folder without train/ and test/
+  int64_t channels = 3;      // image_folder: 1 or 3
+  uint64_t seed = 0;         // chest_xray augmentation, the image_folder split
+  int threads = 0;           // image decoding (0 = all cores)
+  // Note [Out-of-distribution sets]: the test split of a data set prepared
+  // as another data set's inputs. With `test_only` the training split is not
+  // read (Dataset::train stays empty, and so does the split of an
+  // image_folder without train/ and test/: all its images are the test
+  // split); with `stats` the pixels (or arrays' features) are standardized
+  // with these statistics instead of the data set's own. test_only needs stats.
+  bool test_only = false;
+  std::optional<ChannelStats> stats;
+};
 
 struct Dataset {
   std::string name;

@@ -56,7 +56,7 @@ torch::Tensor apply_limit(const torch::Tensor& data, int64_t limit, const char* 
 }
 
 Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
-                 const char* limit_option, bool standardized, torch::Device device) {
+                 const char* limit_option, const ChannelStats& stats, torch::Device device) {
   const fs::path image_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   const fs::path label_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
   torch::Tensor images = read_idx_images(image_path, kFashionMnistRows, kFashionMnistCols);
@@ -71,25 +71,27 @@ Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
   labels = apply_limit(labels, limit, limit_option, label_path);
 
   Split split;
-  split.images = standardize_pixels(images.unsqueeze(1), pixel_stats(standardized)).to(device);
+  split.images = standardize_pixels(images.unsqueeze(1), stats).to(device);
   split.labels = labels.to(torch::kInt64).to(device);
   return split;
 }
 
 }  // namespace
 
-Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device device) {
+Dataset load_fashion_mnist(const LoadOptions& options, torch::Device device) {
   check_limits(options.train_limit, options.test_limit);
-  require_directory(options.dir, "Fashion-MNIST");
+  const fs::path dir = options.dir.empty() ? fs::path(kFashionMnistDefaultDir) : options.dir;
+  require_directory(dir, "Fashion-MNIST");
+  const ChannelStats stats = options.stats.value_or(pixel_stats(options.standardize));
   Dataset dataset;
   dataset.name = "fashion_mnist";
-  dataset.train = load_split(options.dir, "train", options.train_limit, "train_limit", options.standardize, device);
-  dataset.test = load_split(options.dir, "t10k", options.test_limit, "test_limit", options.standardize, device);
+  if (!options.test_only) dataset.train = load_split(dir, "train", options.train_limit, "train_limit", stats, device);
+  dataset.test = load_split(dir, "t10k", options.test_limit, "test_limit", stats, device);
   dataset.num_classes = kFashionMnistNumClasses;
   dataset.input_shape = {1, kFashionMnistRows, kFashionMnistCols};
   dataset.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
                          "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"};
-  dataset.pixel_stats = pixel_stats(options.standardize);
+  dataset.pixel_stats = stats;
   return dataset;
 }
 

@@ -35,16 +35,8 @@ inline constexpr int64_t kFashionMnistNumClasses = 10;
 inline constexpr int64_t kFashionMnistRows = 28;
 inline constexpr int64_t kFashionMnistCols = 28;
 
-struct FashionMnistOptions {
-  std::filesystem::path dir = kFashionMnistDefaultDir;
-  // 0 keeps every example; n > 0 keeps the first n (an error if the split has
-  // fewer). Meant for quick runs and tests.
-  int64_t train_limit = 0;
-  int64_t test_limit = 0;
-  // false: pixels become the float nearest p / 255, in [0, 1], unstandardized.
-  bool standardize = true;
-};
-
-Dataset load_fashion_mnist(const FashionMnistOptions& options, torch::Device device);
+// Reads options.dir (empty: kFashionMnistDefaultDir), the limits, standardize
+// (false: pixels become the float nearest p / 255, in [0, 1]), test_only and stats.
+Dataset load_fashion_mnist(const LoadOptions& options, torch::Device device);
 
 }  // namespace bnn::data_loaders

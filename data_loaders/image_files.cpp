@@ -383,16 +383,17 @@ DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, c
 }
 
 Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
-                      const std::vector<std::string>& class_names, torch::Device device) {
-  const ChannelStats stats = channel_stats(train.images);
+                      const std::vector<std::string>& class_names, const std::optional<ChannelStats>& stats,
+                      torch::Device device) {
+  const ChannelStats s = stats ? *stats : channel_stats(train.images);
   Dataset dataset;
   dataset.name = name;
-  dataset.train = uint8_split(train.images, train.labels, stats, device);
-  dataset.test = uint8_split(test.images, test.labels, stats, device);
+  if (train.images.defined()) dataset.train = uint8_split(train.images, train.labels, s, device);
+  dataset.test = uint8_split(test.images, test.labels, s, device);
   dataset.num_classes = static_cast<int64_t>(class_names.size());
   dataset.class_names = class_names;
-  dataset.pixel_stats = stats;
-  const auto shape = train.images.sizes();
+  dataset.pixel_stats = s;
+  const auto shape = test.images.sizes();
   dataset.input_shape = {shape[1], shape[2], shape[3]};
   return dataset;
 }

@@ -44,6 +44,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,10 +114,12 @@ DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, c
                            const std::string& where, const ImageDecodeOptions& options);
 
 // The Dataset `name` of decoded splits, kept as uint8 on `device` and
-// standardized with the training split's per-channel statistics (Note [Pixel
-// storage] in dataset.h); input shape C x H x W of the training images; label
-// k is class_names[k].
+// standardized with `stats`, or without them the training split's per-channel
+// statistics (Note [Pixel storage] in dataset.h); input shape C x H x W of the
+// test images; label k is class_names[k]. A `train` without images (a
+// test_only load, LoadOptions) leaves the training split empty.
 Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
-                      const std::vector<std::string>& class_names, torch::Device device);
+                      const std::vector<std::string>& class_names, const std::optional<ChannelStats>& stats,
+                      torch::Device device);
 
 }  // namespace bnn::data_loaders

@@ -43,9 +43,10 @@ std::vector<std::string> image_folder_classes(const fs::path& dir) {
   return names;
 }
 
-Dataset load_image_folder(const ImageFolderOptions& options, torch::Device device) {
+Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
   check_limits(options.train_limit, options.test_limit);
-  TORCH_CHECK(options.side >= 1, "image folder side must be positive, got ", options.side);
+  const int64_t side = options.side == 0 ? kImageFolderDefaultSide : options.side;
+  TORCH_CHECK(side >= 1, "image folder side must be positive, got ", side);
   TORCH_CHECK(options.channels == 1 || options.channels == 3, "image folder channels must be 1 or 3, got ",
               options.channels);
   TORCH_CHECK(options.split_ratio > 0 && options.split_ratio < 1, "split_ratio must be in (0, 1), got ",
@@ -60,8 +61,10 @@ Dataset load_image_folder(const ImageFolderOptions& options, torch::Device devic
   PerClass train, test;
   std::error_code ec;
   if (fs::is_directory(options.dir / "train", ec)) {
-    train = class_folder_files(options.dir / "train", classes, "image folder");
+    if (!options.test_only) train = class_folder_files(options.dir / "train", classes, "image folder");
     test = class_folder_files(options.dir / "test", classes, "image folder");
+  } else if (options.test_only) {  // Note [Out-of-distribution sets]: no split, every image is a test image
+    test = class_folder_files(options.dir, classes, "image folder");
   } else {
     const PerClass all = class_folder_files(options.dir, classes, "image folder");
     std::mt19937_64 rng(options.seed);
@@ -82,17 +85,20 @@ Dataset load_image_folder(const ImageFolderOptions& options, torch::Device devic
 
   ImageDecodeOptions decode;
   decode.channels = options.channels;
-  decode.side = options.side;
+  decode.side = side;
   decode.skip_bad_images = options.skip_bad_images;
   decode.threads = options.threads;
-  decode.label = "image_folder train";
-  DecodedImages train_images = decode_split(interleave_classes(labelled(train)), options.train_limit,
-                                            "train_limit", "the training split of " + options.dir.string(), decode);
+  DecodedImages train_images;
+  if (!options.test_only) {
+    decode.label = "image_folder train";
+    train_images = decode_split(interleave_classes(labelled(train)), options.train_limit, "train_limit",
+                                "the training split of " + options.dir.string(), decode);
+  }
   decode.label = "image_folder test";
   DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, "test_limit",
                                            "the test split of " + options.dir.string(), decode);
 
-  return uint8_dataset("image_folder", train_images, test_images, classes, device);
+  return uint8_dataset("image_folder", train_images, test_images, classes, options.stats, device);
 }
 
 }  // namespace bnn::data_loaders

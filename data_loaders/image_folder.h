@@ -43,21 +43,12 @@ namespace bnn::data_loaders {
 
 inline constexpr int64_t kImageFolderDefaultSide = 64;
 
-struct ImageFolderOptions {
-  std::filesystem::path dir;
-  int64_t side = kImageFolderDefaultSide;
-  int64_t channels = 3;        // 1 grayscale, 3 RGB
-  double split_ratio = 0.8;    // training fraction per class, without split folders
-  uint64_t seed = 0;           // shuffles each class before a split_ratio split
-  bool skip_bad_images = false;
-  int64_t threads = 0;         // decoding threads; 0 = all cores
-  // 0 keeps every image; n > 0 keeps the first n image files of the split,
-  // the classes interleaved (image_files.h, interleave_classes).
-  int64_t train_limit = 0;
-  int64_t test_limit = 0;
-};
-
-Dataset load_image_folder(const ImageFolderOptions& options, torch::Device device);
+// Reads options.dir (required), side (0: kImageFolderDefaultSide), channels
+// (1 grayscale, 3 RGB), split_ratio and seed (the split without split
+// folders), skip_bad_images, threads, test_only and stats, and the limits:
+// n > 0 keeps the first n image files of the split, the classes interleaved
+// (image_files.h, interleave_classes).
+Dataset load_image_folder(const LoadOptions& options, torch::Device device);
 
 // The class names of an image folder: the sorted subfolders of <dir>/train
 // when it exists, else of <dir>.

@@ -11,74 +11,6 @@
 #include "data_loaders/image_folder.h"
 
 namespace bnn::data_loaders {
-namespace {
-
-Dataset fashion_mnist(const LoadOptions& in, torch::Device device) {
-  FashionMnistOptions o;
-  o.dir = in.dir;
-  o.train_limit = in.train_limit;
-  o.test_limit = in.test_limit;
-  o.standardize = in.standardize;
-  return load_fashion_mnist(o, device);
-}
-
-Dataset cifar10(const LoadOptions& in, torch::Device device) {
-  Cifar10Options o;
-  o.dir = in.dir;
-  o.train_limit = in.train_limit;
-  o.test_limit = in.test_limit;
-  return load_cifar10(o, device);
-}
-
-Dataset chest_xray(const LoadOptions& in, torch::Device device) {
-  ChestXrayOptions o;
-  o.dir = in.dir;
-  o.side = in.side;
-  o.copies = {in.augment_copies[0], in.augment_copies[1]};
-  o.seed = in.seed;
-  o.skip_bad_images = in.skip_bad_images;
-  o.threads = in.threads;
-  o.train_limit = in.train_limit;
-  o.test_limit = in.test_limit;
-  return load_chest_xray(o, device);
-}
-
-Dataset celeba(const LoadOptions& in, torch::Device device) {
-  CelebaOptions o;
-  o.dir = in.dir;
-  o.side = in.side;
-  o.skip_bad_images = in.skip_bad_images;
-  o.threads = in.threads;
-  o.train_limit = in.train_limit;
-  o.test_limit = in.test_limit;
-  return load_celeba(o, device);
-}
-
-Dataset image_folder(const LoadOptions& in, torch::Device device) {
-  ImageFolderOptions o;
-  o.dir = in.dir;
-  o.side = in.side;
-  o.channels = in.channels;
-  o.split_ratio = in.split_ratio;
-  o.seed = in.seed;
-  o.skip_bad_images = in.skip_bad_images;
-  o.threads = in.threads;
-  o.train_limit = in.train_limit;
-  o.test_limit = in.test_limit;
-  return load_image_folder(o, device);
-}
-
-Dataset arrays(const LoadOptions& in, torch::Device device) {
-  ArraysOptions o;
-  o.dir = in.dir;
-  o.train_limit = in.train_limit;
-  o.test_limit = in.test_limit;
-  o.standardize = in.standardize;
-  return load_arrays(o, device);
-}
-
-}  // namespace
-
 const std::vector<DatasetEntry>& dataset_entries() {
   static const std::vector<DatasetEntry> table = [] {
     std::vector<DatasetEntry> t(6);
@@ -86,36 +18,36 @@ const std::vector<DatasetEntry>& dataset_entries() {
     t[0].default_dir = kFashionMnistDefaultDir;
     t[0].layout = "the four IDX files, plain or .gz";
     t[0].optional_standardization = true;
-    t[0].load = fashion_mnist;
+    t[0].load = load_fashion_mnist;
     t[1].name = "cifar10";
     t[1].default_dir = kCifar10DefaultDir;
     t[1].layout = "the binary version's data_batch_1.bin ... data_batch_5.bin and test_batch.bin";
-    t[1].load = cifar10;
+    t[1].load = load_cifar10;
     t[2].name = "chest_xray";
     t[2].default_dir = kChestXrayDefaultDir;
     t[2].layout = "the chest_xray folder with train/ and test/";
     t[2].resizable = true;
     t[2].default_side = kChestXrayDefaultSide;
     t[2].augments = true;
-    t[2].load = chest_xray;
+    t[2].load = load_chest_xray;
     t[3].name = "celeba";
     t[3].default_dir = kCelebaDefaultDir;
     t[3].layout = "img_align_celeba/, list_attr_celeba.txt, list_eval_partition.txt";
     t[3].resizable = true;
     t[3].default_side = kCelebaDefaultSide;
     t[3].center_square = true;
-    t[3].load = celeba;
+    t[3].load = load_celeba;
     t[4].name = "image_folder";
     t[4].layout = "one subfolder per class, optionally under train/ and test/";
     t[4].resizable = true;
     t[4].default_side = kImageFolderDefaultSide;
     t[4].chooses_channels = true;
-    t[4].load = image_folder;
+    t[4].load = load_image_folder;
     t[5].name = "arrays";
     t[5].layout = "train_x.npy, train_y.npy, test_x.npy, test_y.npy (uint8 images or float32 features; int labels), "
                   "optionally class_names.txt";
     t[5].optional_standardization = true;
-    t[5].load = arrays;
+    t[5].load = load_arrays;
     return t;
   }();
   return table;
@@ -137,6 +69,8 @@ const DatasetEntry& dataset_entry(const std::string& name) {
 Dataset load_dataset(const std::string& name, LoadOptions options, torch::Device device) {
   const DatasetEntry& e = dataset_entry(name);
   if (e.resizable && options.side == 0) options.side = e.default_side;
+  TORCH_CHECK(!options.test_only || options.stats, "loading only the test split of ", name,
+              " needs the statistics to standardize it with");
   return e.load(options, device);
 }
 

@@ -12,7 +12,6 @@
 // Adding a data set: a loader in its own file, and one entry in registry.cpp.
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -23,22 +22,6 @@
 #include "data_loaders/dataset.h"
 
 namespace bnn::data_loaders {
-
-// Everything a loader may be given; each loader reads the fields its entry's
-// traits say it uses.
-struct LoadOptions {
-  std::filesystem::path dir;
-  int64_t train_limit = 0;  // 0 = all
-  int64_t test_limit = 0;
-  int64_t side = 0;         // resizable data sets: the image side; 0 = the data set's default
-  bool standardize = true;  // optional_standardization only
-  bool skip_bad_images = false;
-  std::array<int64_t, 2> augment_copies = {1, 1};  // augments only
-  double split_ratio = 0.8;  // image_folder without train/ and test/
-  int64_t channels = 3;      // chooses_channels only
-  uint64_t seed = 0;         // augmentation and the image_folder split
-  int threads = 0;           // image decoding (0 = all cores)
-};
 
 struct DatasetEntry {
   std::string name;
@@ -63,7 +46,8 @@ std::vector<std::string> dataset_names();
 // The entry of `name`; throws naming the valid names for an unknown one.
 const DatasetEntry& dataset_entry(const std::string& name);
 
-// Loads data set `name` with `options` onto `device` (options.side 0 = its default).
+// Loads data set `name` with `options` onto `device` (options.side 0 = its
+// default); throws for test_only without stats.
 Dataset load_dataset(const std::string& name, LoadOptions options, torch::Device device);
 
 }  // namespace bnn::data_loaders

@@ -35,7 +35,7 @@ void write_split(const fs::path& dir, const std::string& split, const torch::Ten
 torch::Tensor cycling(int64_t n, int64_t classes) { return torch::arange(n, torch::kLong).remainder(classes); }
 
 Dataset load(const fs::path& dir, bool standardize = true, int64_t train_limit = 0) {
-  ArraysOptions o;
+  LoadOptions o;
   o.dir = dir;
   o.standardize = standardize;
   o.train_limit = train_limit;

@@ -50,7 +50,7 @@ class Celeba : public ::testing::Test {
   }
 
   fs::path dir_;
-  CelebaOptions options_;
+  LoadOptions options_;
 };
 
 TEST_F(Celeba, KeepsExactlyOneHairColourPerPartition) {

@@ -27,6 +27,7 @@ class ChestXray : public ::testing::Test {
     options_.dir = dir_;
     options_.side = 24;
     options_.seed = 7;
+    options_.augment_copies = {18, 6};  // the config default
     options_.threads = 2;
   }
   void TearDown() override { fs::remove_all(dir_.parent_path()); }
@@ -34,7 +35,7 @@ class ChestXray : public ::testing::Test {
   Dataset load() const { return load_chest_xray(options_, torch::kCPU); }
 
   fs::path dir_;
-  ChestXrayOptions options_;
+  LoadOptions options_;
 };
 
 TEST_F(ChestXray, ShapesDtypesAndAugmentedClassCounts) {
@@ -102,7 +103,7 @@ TEST_F(ChestXray, DeterministicPerSeedWhateverTheThreadCount) {
 }
 
 TEST_F(ChestXray, CopiesAndLimitsAreOptions) {
-  options_.copies = {1, 2};
+  options_.augment_copies = {1, 2};
   options_.train_limit = 3;  // NORMAL, PNEUMONIA, NORMAL
   options_.test_limit = 2;
   const Dataset d = load();

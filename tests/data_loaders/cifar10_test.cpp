@@ -43,12 +43,12 @@ class Cifar10Test : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Cifar10Options options() const {
-    Cifar10Options options;
+  LoadOptions options() const {
+    LoadOptions options;
     options.dir = dir_;
     return options;
   }
-  std::string load_error(const Cifar10Options& options) const {
+  std::string load_error(const LoadOptions& options) const {
     return error_of([&] { load_cifar10(options, torch::kCPU); });
   }
   std::string load_error() const { return load_error(options()); }
@@ -106,7 +106,7 @@ TEST_F(Cifar10Test, StandardizesEachPlaneWithItsChannelsStatistics) {
 }
 
 TEST_F(Cifar10Test, LimitsKeepTheFirstExamplesAcrossFiles) {
-  Cifar10Options o = options();
+  LoadOptions o = options();
   o.train_limit = 7;  // all of data_batch_1 and _2, one record of _3
   o.test_limit = 2;
   const Dataset data = load_cifar10(o, torch::kCPU);
@@ -157,7 +157,7 @@ TEST_F(Cifar10Test, MissingFileNamesTheDirectoryAndTheFile) {
   fs::remove(dir_ / "test_batch.bin");
   EXPECT_EQ(load_error(), dir_.string() + ": missing CIFAR-10 file test_batch.bin" + needs);
 
-  Cifar10Options o = options();
+  LoadOptions o = options();
   o.dir = dir_ / "absent";
   EXPECT_EQ(load_error(o), (dir_ / "absent").string() + ": CIFAR-10 directory does not exist");
 }
@@ -178,13 +178,13 @@ TEST_F(Cifar10Test, BadRecordsBeyondTheLimitAreStillErrors) {
   std::vector<uint8_t> labels = cycling_labels(kTrainPerFile, 5);
   labels[2] = 11;
   write_bytes(dir_ / "data_batch_5.bin", cifar_bytes(5, labels));
-  Cifar10Options o = options();
+  LoadOptions o = options();
   o.train_limit = 1;
   EXPECT_EQ(load_error(o), (dir_ / "data_batch_5.bin").string() + ": label 11 at record 2 is out of range [0, 9]");
 }
 
 TEST_F(Cifar10Test, NegativeLimitIsRejected) {
-  Cifar10Options o = options();
+  LoadOptions o = options();
   o.train_limit = -1;
   EXPECT_NE(load_error(o).find("train_limit must be >= 0"), std::string::npos);
 }

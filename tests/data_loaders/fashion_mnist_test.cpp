@@ -83,8 +83,8 @@ class FashionMnistTest : public ::testing::Test {
     write_labels(dir_ / ("t10k-labels-idx1-ubyte" + suffix), kTestLabels);
   }
 
-  FashionMnistOptions options() const {
-    FashionMnistOptions options;
+  LoadOptions options() const {
+    LoadOptions options;
     options.dir = dir_;
     return options;
   }
@@ -192,7 +192,7 @@ TEST_F(FashionMnistTest, MissingFile) {
 }
 
 TEST_F(FashionMnistTest, MissingDirectory) {
-  FashionMnistOptions missing;
+  LoadOptions missing;
   missing.dir = dir_ / "nowhere";
   const std::string message = error_of([&] { load_fashion_mnist(missing, torch::kCPU); });
   EXPECT_NE(message.find(missing.dir.string()), std::string::npos) << message;
@@ -223,7 +223,7 @@ TEST_F(FashionMnistTest, TruncatedGzipImages) {
 
 TEST_F(FashionMnistTest, LimitsKeepTheFirstExamples) {
   write_dataset(".gz");
-  FashionMnistOptions limited = options();
+  LoadOptions limited = options();
   limited.train_limit = 2;
   limited.test_limit = 3;  // exactly the whole split
   const Dataset dataset = load_fashion_mnist(limited, torch::kCPU);
@@ -233,19 +233,41 @@ TEST_F(FashionMnistTest, LimitsKeepTheFirstExamples) {
 
 TEST_F(FashionMnistTest, LimitErrors) {
   write_dataset("");
-  FashionMnistOptions too_many = options();
+  LoadOptions too_many = options();
   too_many.train_limit = 6;
   const std::string message = error_of([&] { load_fashion_mnist(too_many, torch::kCPU); });
   EXPECT_NE(message.find("train_limit = 6 exceeds the 5 examples in"), std::string::npos)
       << message;
   EXPECT_NE(message.find("train-images-idx3-ubyte"), std::string::npos) << message;
 
-  FashionMnistOptions negative = options();
+  LoadOptions negative = options();
   negative.test_limit = -1;
   const std::string negative_message =
       error_of([&] { load_fashion_mnist(negative, torch::kCPU); });
   EXPECT_NE(negative_message.find("test_limit must be >= 0"), std::string::npos)
       << negative_message;
+}
+
+// Note [Out-of-distribution sets]: the test split alone (the training files
+// may be absent), standardized with another data set's statistics.
+TEST_F(FashionMnistTest, TestOnlyWithOtherStatistics) {
+  write_dataset("");
+  fs::remove(dir_ / "train-images-idx3-ubyte");
+  LoadOptions o = options();
+  o.test_only = true;
+  o.stats = ChannelStats{{0.5}, {0.25}};
+  const Dataset d = load_fashion_mnist(o, torch::kCPU);
+  EXPECT_EQ(d.train.size(), 0);
+  ASSERT_EQ(d.test.size(), 3);
+  EXPECT_EQ(d.input_shape, (std::vector<int64_t>{1, 28, 28}));
+  o.test_only = false;
+  o.dir = dir_;
+  write_dataset("");
+  const Dataset full = load_fashion_mnist(o, torch::kCPU);
+  // Pixel p becomes (p / 255 - 0.5) / 0.25, not the Fashion-MNIST map.
+  const torch::Tensor pixels = ((full.test.images.to(torch::kDouble) * 0.25 + 0.5) * 255).round();
+  EXPECT_TRUE(torch::allclose(d.test.images.to(torch::kDouble), (pixels / 255 - 0.5) / 0.25, 0, 1e-6));
+  EXPECT_EQ(d.pixel_stats.mean, std::vector<double>{0.5});
 }
 
 // The real data set, when installed: sizes, balanced classes, and the
@@ -259,7 +281,7 @@ TEST(FashionMnistRealDataTest, LoadsTheInstalledDataSet) {
                    << "[.gz] does not exist";
     }
   }
-  const Dataset dataset = load_fashion_mnist(FashionMnistOptions{}, torch::kCPU);
+  const Dataset dataset = load_fashion_mnist(LoadOptions{}, torch::kCPU);
   ASSERT_EQ(dataset.train.size(), 60000);
   ASSERT_EQ(dataset.test.size(), 10000);
   EXPECT_EQ(dataset.train.images.sizes(), torch::IntArrayRef({60000, 1, 28, 28}));

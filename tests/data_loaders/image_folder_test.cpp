@@ -37,7 +37,7 @@ class ImageFolder : public ::testing::Test {
   Dataset load() const { return load_image_folder(options_, torch::kCPU); }
 
   fs::path dir_;
-  ImageFolderOptions options_;
+  LoadOptions options_;
   int seed_ = 0;
 };
 
@@ -58,6 +58,31 @@ TEST_F(ImageFolder, SplitFoldersGiveSortedClasses) {
     EXPECT_EQ(d.test.labels.eq(k).sum().item<int64_t>(), 2);
   }
   EXPECT_TRUE(torch::equal(d.test.labels, torch::tensor({0, 1, 2, 0, 1, 2}, torch::kLong)));
+}
+
+// Note [Out-of-distribution sets]: a folder without train/ and test/ is all
+// test split; with split folders only test/ is read; pixels map with the stats given.
+TEST_F(ImageFolder, TestOnlyTakesEveryImageOfAFlatFolder) {
+  write_class(dir_, "a", 3, 1);
+  write_class(dir_, "b", 2, 1);
+  options_.channels = 1;
+  options_.test_only = true;
+  options_.stats = ChannelStats{{0.5}, {0.5}};
+  const Dataset d = load();
+  EXPECT_EQ(d.train.size(), 0);
+  EXPECT_EQ(d.test.size(), 5);
+  EXPECT_EQ(d.input_shape, (std::vector<int64_t>{1, 12, 12}));
+  // uint8 storage: p * scale + shift = (p / 255 - 0.5) / 0.5.
+  EXPECT_NEAR(d.test.scale.item<double>(), 2.0 / 255, 1e-9);
+  EXPECT_NEAR(d.test.shift.item<double>(), -1.0, 1e-9);
+
+  fs::create_directories(dir_ / "split");
+  for (const char* c : {"a", "b"}) write_class(dir_ / "split" / "test", c, 1, 1);
+  // train/ names the classes; its (here empty) class folders are not read.
+  fs::create_directories(dir_ / "split" / "train" / "a");
+  fs::create_directories(dir_ / "split" / "train" / "b");
+  options_.dir = dir_ / "split";
+  EXPECT_EQ(load().test.size(), 2);
 }
 
 TEST_F(ImageFolder, SplitRatioWithoutSplitFoldersIsSeeded) {
