@@ -2,6 +2,10 @@
 BUILD_DIR ?= build
 JOBS ?= $(shell nproc)
 CONFIG ?= configs/demo.yaml
+PYTHON ?= /usr/bin/python3
+# The demo's out-of-distribution set: handwritten digits from Debian's
+# python3-sklearn, made MNIST-like by scripts/make_digits_ood.py.
+OOD ?= [{dataset: arrays, dir: runs/digits, name: digits}]
 
 .PHONY: deps build demo test bench lint clean
 
@@ -13,7 +17,8 @@ build: deps
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build
-	$(BUILD_DIR)/src/bnn run --config $(CONFIG) --out runs/demo
+	$(PYTHON) scripts/make_digits_ood.py runs/digits
+	$(BUILD_DIR)/src/bnn run --config $(CONFIG) --out runs/demo --set 'evaluation.ood=$(OOD)'
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

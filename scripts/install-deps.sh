@@ -13,6 +13,7 @@ packages=(
   dataset-fashion-mnist
   libopenblas0-pthread
   python3 python3-numpy python3-torch
+  python3-sklearn  # its handwritten digits are the demo's OOD set (scripts/make_digits_ood.py)
   gnuplot-nox
 )
 

@@ -161,7 +161,8 @@ int cmd_evaluate(int argc, char** argv) {
   options.figures = args.count("no-figures") == 0;
   if (args.count("reference-probs")) options.reference_probs = args["reference-probs"].as<std::string>();
   runtime::configure_threads(0);
-  fmt::print("{}", evaluation::to_table(pipeline::evaluate_runs(dirs, out, options)));
+  pipeline::evaluate_runs(dirs, out, options);
+  fmt::print("{}", pipeline::metrics_text(out));
   fmt::print("report: {}\n", (out / "report.md").string());
   return 0;
 }

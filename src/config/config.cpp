@@ -1,7 +1,9 @@
 #include "src/config/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -173,6 +175,66 @@ Field int_list(std::string key, std::vector<int64_t>& target, std::string def, i
 
 constexpr int64_t kBig = std::numeric_limits<int32_t>::max();
 
+// evaluation.ood: a list of {dataset, dir, name, limit} maps.
+Field ood_sets(std::string key, std::vector<OodSetConfig>& target, std::string description) {
+  const std::string k = key;
+  return {std::move(key), "[]", std::move(description),
+          [&target, k](const YAML::Node& n) {
+            const auto fail = [&](const std::string& why) { bad_value(k, n, why); };
+            if (!n.IsSequence()) {
+              fail("expected a list of sets, e.g. [{dataset: fashion_mnist, dir: /data/mnist, name: mnist}]");
+            }
+            std::vector<OodSetConfig> sets;
+            for (const auto& item : n) {
+              if (!item.IsMap()) fail("every entry is a map with dataset (and dir, name, limit)");
+              OodSetConfig set;
+              set.dir = "auto";
+              for (const auto& kv : item) {
+                const std::string field = kv.first.Scalar();
+                if (field == "dataset") {
+                  set.dataset = scalar_as<std::string>(k, kv.second, "a data set name");
+                  const auto names = data_loaders::dataset_names();
+                  if (std::find(names.begin(), names.end(), set.dataset) == names.end()) {
+                    fail(fmt::format("unknown data set '{}'; valid: {}", set.dataset, fmt::join(names, ", ")));
+                  }
+                } else if (field == "dir") {
+                  set.dir = scalar_as<std::string>(k, kv.second, "a directory");
+                } else if (field == "name") {
+                  set.name = scalar_as<std::string>(k, kv.second, "a name");
+                } else if (field == "limit") {
+                  set.limit = scalar_as<int64_t>(k, kv.second, "an integer");
+                  if (set.limit < 0) fail("limit must be >= 0 (0 = every test example)");
+                } else {
+                  fail(fmt::format("unknown field '{}' of a set; valid: dataset, dir, name, limit", field));
+                }
+              }
+              if (set.dataset.empty()) fail("every set needs dataset (the loader that reads it, e.g. fashion_mnist)");
+              if (set.name.empty()) set.name = set.dataset;
+              const bool plain = std::all_of(set.name.begin(), set.name.end(), [](char ch) {
+                return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
+              });
+              if (!plain) fail(fmt::format("name '{}' may hold only letters, digits, _ and - (it names files)", set.name));
+              for (const auto& other : sets) {
+                if (other.name == set.name) fail(fmt::format("two sets are named '{}'; give each a distinct name", set.name));
+              }
+              sets.push_back(set);
+            }
+            target = sets;
+          },
+          [&target] {
+            YAML::Node n(YAML::NodeType::Sequence);
+            for (const auto& set : target) {
+              YAML::Node m(YAML::NodeType::Map);
+              m["name"] = set.name;
+              m["dataset"] = set.dataset;
+              m["dir"] = set.dir;
+              m["limit"] = set.limit;
+              n.push_back(m);
+            }
+            return n;
+          }};
+}
+
 // data.dir's help: each data set's layout and default directory (data_loaders/registry.h).
 std::string data_dir_doc() {
   std::vector<std::string> layouts, defaults;
@@ -306,6 +368,12 @@ std::vector<Field> fields(Config& c) {
       text("evaluation.sample_weights_dtype", c.evaluation.sample_weights_dtype, "float32", {"float16", "float32"},
            "With save_sample_weights: dtype of the stored parameters (float16 halves the disk space; BatchNorm "
            "statistics stay float32)."),
+      ood_sets("evaluation.ood", c.evaluation.ood,
+               "Out-of-distribution sets: a list of {dataset, dir, name, limit}, each the test split of a data set "
+               "bnn can load (dir auto = its default; limit = its first N examples, 0 = all), prepared as the "
+               "training images are. Every member predicts them at Adam, SWA and each retained sample; `bnn "
+               "evaluate` scores how well entropy, max probability and mutual information tell them from the test "
+               "set (AUROC, AUPR, FPR at 95% TPR). Needs save_sample_probs."),
       integer("run.members", c.run.members, "4", 1, 4096, "M: ensemble members (independent chains)."),
       seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
       text("run.device", c.run.device, "auto", {}, "auto, cpu, cuda or cuda:N."),
@@ -568,6 +636,21 @@ void validate_and_resolve(Config& c) {
   if (!localized && std::isfinite(*s.rho_max)) {
     throw ConfigError("config key 'sampler.rho_max': bounces need a finite sampler.rho (the hypercube is "
                       "centred on the localization anchor)");
+  }
+  for (OodSetConfig& set : c.evaluation.ood) {
+    const data_loaders::DatasetEntry& entry = data_loaders::dataset_entry(set.dataset);
+    if (set.dir == "auto") {
+      if (entry.default_dir.empty()) {
+        throw ConfigError(fmt::format("config key 'evaluation.ood': set '{}': {} has no default directory; give dir",
+                                      set.name, set.dataset));
+      }
+      set.dir = entry.default_dir;
+    }
+    set.dir = std::filesystem::absolute(set.dir).lexically_normal().string();
+  }
+  if (!c.evaluation.ood.empty() && !c.evaluation.save_sample_probs) {
+    throw ConfigError("config key 'evaluation.ood': needs evaluation.save_sample_probs true (the Bayesian "
+                      "ensemble's OOD scores are computed from every retained sample's predictions)");
   }
   const auto& d = c.run.device;
   if (!(d == "auto" || d == "cpu" || d == "cuda" || d.rfind("cuda:", 0) == 0)) {

@@ -92,12 +92,27 @@ struct SamplerConfig {
   double max_accuracy_drop = 0;  // test accuracy below x*'s
 };
 
+// An out-of-distribution set (evaluation.ood; Note [Out-of-distribution
+// sets] in src/pipeline/ood.h): the test split of a data set bnn can load,
+// prepared as the training data is.
+struct OodSetConfig {
+  std::string name;     // in tables and file names; default: the data set's name
+  std::string dataset;  // a name of data_loaders/registry.h
+  std::string dir;      // "auto" = the data set's default directory; made absolute when resolved
+  int64_t limit = 0;    // the first N test examples; 0 = all
+
+  bool operator==(const OodSetConfig& o) const {
+    return name == o.name && dataset == o.dataset && dir == o.dir && limit == o.limit;
+  }
+};
+
 struct EvaluationConfig {
   int64_t bn_batches = 0;
   bool save_sample_probs = true;
   bool save_sample_weights = false;  // Note [Stored samples] in src/pipeline/stored_weights.h
   int64_t sample_weights_every = 0;  // keep the k-th, 2k-th, ... retained sample
   std::string sample_weights_dtype;  // float16 | float32
+  std::vector<OodSetConfig> ood;     // out-of-distribution sets, in the order given
 };
 
 struct RunConfig {

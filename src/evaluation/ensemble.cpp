@@ -69,17 +69,6 @@ torch::Tensor group_mean(const std::vector<torch::Tensor>& members, int64_t firs
   return sum / static_cast<double>(count);
 }
 
-Summary summarize(const std::vector<double>& values) {
-  const auto n = static_cast<double>(values.size());
-  Summary s;
-  for (const double v : values) s.mean += v;
-  s.mean /= n;
-  double squares = 0.0;
-  for (const double v : values) squares += (v - s.mean) * (v - s.mean);
-  s.std = std::sqrt(squares / n);
-  return s;
-}
-
 EnsembleRow score_size(const std::string& method, const std::vector<torch::Tensor>& members,
                        const torch::Tensor& labels, int64_t size, const torch::Tensor& reference) {
   EnsembleRow row;
@@ -112,6 +101,17 @@ EnsembleRow score_size(const std::string& method, const std::vector<torch::Tenso
 }
 
 }  // namespace
+
+Summary summarize(const std::vector<double>& values) {
+  const auto n = static_cast<double>(values.size());
+  Summary s;
+  for (const double v : values) s.mean += v;
+  s.mean /= n;
+  double squares = 0.0;
+  for (const double v : values) squares += (v - s.mean) * (v - s.mean);
+  s.std = std::sqrt(squares / n);
+  return s;
+}
 
 std::vector<EnsembleRow> ensemble_table(const std::string& method,
                                         const std::vector<torch::Tensor>& member_probs,

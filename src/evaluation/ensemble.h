@@ -21,6 +21,9 @@ struct Summary {
   double mean = 0, std = 0;
 };
 
+// The Summary of `values` (at least one).
+Summary summarize(const std::vector<double>& values);
+
 struct EnsembleRow {
   std::string method;  // "adam", "swa", "bayes"
   int64_t size = 0;    // ensemble size es

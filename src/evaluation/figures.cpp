@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "src/evaluation/ood.h"
 #include "src/io/atomic_file.h"
 
 namespace bnn::evaluation {
@@ -258,6 +259,66 @@ void rhat_vs_epoch(const std::vector<RhatCurve>& curves, const std::string& titl
   add_figure(script, "rhat_vs_epoch", 1000, 480, body);
 }
 
+void ood_figure(const OodFigure& f, const std::filesystem::path& dir, std::string& script,
+                std::vector<std::string>& names) {
+  const std::string name = "ood_" + f.set;
+  // Common bins over every entropy shown, from 0 to the largest (at most log K).
+  double top = 1e-12;
+  for (size_t m = 0; m < f.methods.size(); ++m) {
+    top = std::max({top, f.test_entropy[m].max().item<double>(), f.ood_entropy[m].max().item<double>()});
+  }
+  constexpr int64_t kBins = 30;
+  const double width = top / kBins;
+  std::string data = "# per method two blocks: histogram (bin centre, test density, OOD density), then the ROC "
+                     "curve (false positive rate, true positive rate)\n";
+  for (size_t m = 0; m < f.methods.size(); ++m) {
+    fmt::format_to(std::back_inserter(data), "# {} histogram\n", f.methods[m]);
+    const auto density = [&](const torch::Tensor& h) {
+      const torch::Tensor e = h.to(torch::kDouble).contiguous();
+      std::vector<double> counts(kBins, 0.0);
+      for (int64_t i = 0; i < e.numel(); ++i) {
+        const auto b = std::min<int64_t>(kBins - 1, static_cast<int64_t>(e.data_ptr<double>()[i] / width));
+        counts[static_cast<size_t>(std::max<int64_t>(b, 0))] += 1.0 / (static_cast<double>(e.numel()) * width);
+      }
+      return counts;
+    };
+    const auto in = density(f.test_entropy[m]), out = density(f.ood_entropy[m]);
+    for (int64_t b = 0; b < kBins; ++b) {
+      fmt::format_to(std::back_inserter(data), "{:.10g} {:.10g} {:.10g}\n", (b + 0.5) * width, in[b], out[b]);
+    }
+    fmt::format_to(std::back_inserter(data), "\n\n# {} ROC\n", f.methods[m]);
+    for (const auto& [fpr, tpr] : roc_curve(f.test_entropy[m], f.ood_entropy[m])) {
+      fmt::format_to(std::back_inserter(data), "{:.10g} {:.10g}\n", fpr, tpr);
+    }
+    data += "\n\n";
+  }
+  io::write_file_atomically(dir / "data" / (name + ".dat"), data);
+  std::string methods;
+  for (const auto& m : f.methods) methods += (methods.empty() ? "" : " ") + m;
+  const auto cols = static_cast<int64_t>(f.methods.size()) + 1;
+  std::string body = fmt::format(
+      "methods = \"{0}\"\n"
+      "set multiplot layout 1,{1} title 'Test set against OOD set {2}: predictive entropy of the full ensemble'\n"
+      "set grid\nset style fill transparent solid 0.45 noborder\nset key top right\n"
+      "set xlabel 'predictive entropy (nats)'\nset ylabel 'density'\n",
+      methods, cols, f.set);
+  for (size_t m = 0; m < f.methods.size(); ++m) {
+    fmt::format_to(std::back_inserter(body),
+                   "set title '{0}'\n"
+                   "plot 'data/{1}.dat' index {2} using 1:2 with boxes lc rgb '#4477aa' title 'test', "
+                   "'' index {2} using 1:3 with boxes lc rgb '#ee6677' title '{3}'\n",
+                   f.methods[m], name, 2 * m, f.set);
+  }
+  fmt::format_to(std::back_inserter(body),
+                 "set title 'ROC, OOD as positive'\nset xlabel 'false positive rate'\nset ylabel 'true positive rate'\n"
+                 "set xrange [0:1]\nset yrange [0:1]\nset size ratio 1\nset key bottom right\n"
+                 "plot for [i=1:words(methods)] 'data/{0}.dat' index (2*i-1) using 1:2 with lines lw 2 "
+                 "title word(methods, i), x with lines dt 2 lc rgb 'black' title 'chance'\n",
+                 name);
+  add_figure(script, name, static_cast<int>(380 * cols), 440, body);
+  names.push_back(name);
+}
+
 std::string script_header() {
   return "# Drawn by bnn (src/evaluation/figures.h); rerun with `gnuplot figures.gp` in this folder.\n"
          "if (!exists('suffix')) suffix = ''\n\n";
@@ -341,6 +402,7 @@ FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::pa
   reliability(inputs, dir, script, names);
   names.push_back("loss_traces");
   loss_traces(inputs, dir, script);
+  for (const OodFigure& f : inputs.ood) ood_figure(f, dir, script, names);
   if (has_split_rhat(inputs.rhat_curves)) {
     names.push_back("rhat_vs_epoch");
     rhat_vs_epoch(inputs.rhat_curves, inputs.rhat_title, dir, script);

@@ -7,6 +7,9 @@
 //                         method's full ensemble
 //   loss_traces           training loss per member and epoch across the Adam,
 //                         SWA and sampling phases, phase boundaries marked
+//   ood_<set>             per method, histograms of the full ensemble's
+//                         predictive entropy on the test and the OOD set, and
+//                         the ROC curves of detecting the OOD set by it
 //   rhat_vs_epoch         R-hat and split R-hat after burn-in against the last
 //                         epoch used, one line per curve, the 1.1 and 1.01
 //                         alarm levels drawn (also drawn alone by `bnn rhat`)
@@ -64,6 +67,14 @@ struct RhatCurve {
   std::vector<RhatAtEpoch> points;
 };
 
+// ood_<set>: per method, the predictive entropy of the full ensemble on the
+// test set and on the OOD set (Note [OOD detection metrics] in ood.h).
+struct OodFigure {
+  std::string set;
+  std::vector<std::string> methods;
+  std::vector<torch::Tensor> test_entropy, ood_entropy;  // one per method
+};
+
 struct FigureInputs {
   std::vector<EnsembleRow> rows;
   // Per method, in display order: the full ensemble's mean probabilities.
@@ -73,6 +84,7 @@ struct FigureInputs {
   // rhat_vs_epoch is drawn when some curve has a split R-hat.
   std::vector<RhatCurve> rhat_curves;
   std::string rhat_title;
+  std::vector<OodFigure> ood;
 };
 
 struct FigureOutcome {

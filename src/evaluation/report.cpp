@@ -177,6 +177,21 @@ std::string render_report(const ReportInputs& in) {
   out += "\n## Confusion matrix of the full Bayesian ensemble\n\nRows: true class; columns: predicted class.\n\n" +
          confusion_table(in.summaries.at("bayes"), in.class_names);
 
+  if (!in.ood_sets.empty()) {
+    out += "\n## Out-of-distribution detection\n\n"
+           "How well each ensemble's uncertainty tells an OOD set from the test set, scored by predictive entropy, "
+           "1 − maximum probability and mutual information (src/evaluation/ood.h, Note [OOD detection metrics]): "
+           "AUROC and AUPR with the OOD examples as positives (higher is better; AUPR of an uninformative score is "
+           "the OOD fraction), and FPR95, the fraction of OOD examples taken for in-distribution when 95 % of the "
+           "test examples are (lower is better). Mean ± standard deviation over disjoint groups of members; the "
+           "Bayesian ensemble's scores come from the stored samples. Mutual information needs more than one "
+           "draw, so single point estimates have none.\n";
+    for (const auto& [set, examples] : in.ood_sets) {
+      fmt::format_to(std::back_inserter(out), "\n### {} ({} examples against {} test examples)\n\n", set, examples,
+                     in.test_examples);
+      out += ood_markdown(in.ood_rows, set);
+    }
+  }
   out += diagnostics_section(in.traces, in.burn_in);
   out += rhat_section(in.rhat_curve, in.traces.size(), in.burn_in);
 

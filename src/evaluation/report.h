@@ -13,6 +13,7 @@
 #include "src/evaluation/diagnostics.h"
 #include "src/evaluation/ensemble.h"
 #include "src/evaluation/figures.h"
+#include "src/evaluation/ood.h"
 #include "src/evaluation/uncertainty.h"
 
 namespace bnn::evaluation {
@@ -50,6 +51,9 @@ struct ReportInputs {
   std::string reference_probs;  // --reference-probs, or empty
   // The data set's class names (preprocess.json), shown instead of indices; empty = indices.
   std::vector<std::string> class_names;
+  // Note [Out-of-distribution sets]: per set, its name and examples; the detection rows.
+  std::vector<std::pair<std::string, int64_t>> ood_sets;
+  std::vector<OodRow> ood_rows;
   // Shown first, e.g. members whose chain diverged (src/pipeline/divergence.h).
   std::vector<std::string> warnings;
 };

@@ -17,11 +17,13 @@
 #include "src/evaluation/diagnostics.h"
 #include "src/evaluation/figures.h"
 #include "src/evaluation/html.h"
+#include "src/evaluation/ood.h"
 #include "src/evaluation/report.h"
 #include "src/evaluation/uncertainty.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/divergence.h"
+#include "src/pipeline/ood.h"
 #include "src/pipeline/preprocess.h"
 #include "src/pipeline/run_directory.h"
 
@@ -100,12 +102,21 @@ evaluation::LossTrace read_trace(const std::filesystem::path& member) {
 
 // Test probabilities from `file`: rows x classes (classes < 0: any, set from
 // the file), finite, in [0, 1], rows summing to 1 (to float16 precision).
-torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows, int64_t& classes) {
+// `of_test` false: probabilities of an OOD set, whose rows count is not in labels.npy.
+torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows, int64_t& classes,
+                                 bool of_test = true) {
+  std::error_code ec;
+  if (!of_test && !std::filesystem::exists(file, ec)) {
+    throw ConfigError(fmt::format("{} missing: the member did not predict this OOD set (made before evaluation.ood "
+                                  "named it?)",
+                                  file.string()));
+  }
   const torch::Tensor p = data_loaders::read_npy(file);
   if (p.dim() != 2 || p.size(0) != rows || (classes >= 0 && p.size(1) != classes)) {
-    throw ConfigError(fmt::format("{}: probabilities of shape [{}], expected [{}, {}] ({} test labels in {})",
-                                  file.string(), fmt::join(p.sizes(), ", "), rows,
-                                  classes >= 0 ? std::to_string(classes) : "classes", rows, kLabelsFile));
+    throw ConfigError(fmt::format("{}: probabilities of shape [{}], expected [{}, {}] ({})", file.string(),
+                                  fmt::join(p.sizes(), ", "), rows, classes >= 0 ? std::to_string(classes) : "classes",
+                                  of_test ? fmt::format("{} test labels in {}", rows, kLabelsFile)
+                                          : "as the member's other predictions of this OOD set"));
   }
   if (!p.is_floating_point()) throw ConfigError(fmt::format("{}: probabilities must be floats", file.string()));
   const torch::Tensor d = p.to(torch::kDouble);
@@ -127,6 +138,9 @@ struct MemberData {
   std::map<std::string, torch::Tensor> point;  // point estimate -> its test probabilities
   torch::Tensor bayes;
   evaluation::MixtureAccumulator bayes_draws;  // its selected samples (empty if none stored)
+  // Note [Out-of-distribution sets], per set: the point estimates' probabilities and the selected samples.
+  std::map<std::string, std::map<std::string, torch::Tensor>> ood_point;
+  std::map<std::string, evaluation::MixtureAccumulator> ood_bayes;
   int64_t samples = 0;
   evaluation::LossTrace trace;
   std::string diverged;  // status.json's reason, if the chain diverged
@@ -193,6 +207,22 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
     if (next == keep.size() || step != keep[next]) continue;
     m.bayes_draws.add(read_probabilities(file, rows, classes));
     ++next;
+  }
+  for (const config::OodSetConfig& set : config.evaluation.ood) {
+    const auto ood_dir = ood_member_dir(dir, set.name);
+    int64_t n = -1;  // this set's examples, from the first file
+    const auto read = [&](const std::filesystem::path& file) {
+      if (n < 0 && std::filesystem::exists(file)) n = data_loaders::read_npy(file).size(0);
+      return read_probabilities(file, n, classes, /*of_test=*/false);
+    };
+    for (const std::string& method : point_estimates(config)) {
+      m.ood_point[set.name][method] = read(point_probs_path(ood_dir, method));
+    }
+    for (const int64_t step : keep) m.ood_bayes[set.name].add(read(sample_probs_path(ood_dir, step)));
+    if (keep.empty()) {
+      throw ConfigError(fmt::format("{} has no stored samples: the Bayesian ensemble's OOD scores need them",
+                                    dir.string()));
+    }
   }
   m.samples = static_cast<int64_t>(keep.size());
   m.bayes = selection.recompute ? m.bayes_draws.mean().to(torch::kFloat)
@@ -270,6 +300,8 @@ std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int
   }
   return out;
 }
+
+std::string metrics_text(const std::filesystem::path& out_dir) { return io::read_file(out_dir / "metrics.txt"); }
 
 std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
                                                    const std::filesystem::path& out_dir,
@@ -377,10 +409,47 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     auto part = evaluation::ensemble_table(method, probs.at(method), labels, reference);
     rows.insert(rows.end(), part.begin(), part.end());
   }
+  // Note [Out-of-distribution sets]: detection by every method at every size.
+  std::vector<evaluation::OodRow> ood_rows;
+  std::vector<std::pair<std::string, int64_t>> ood_sets;
+  std::vector<evaluation::OodFigure> ood_figures;
+  for (const config::OodSetConfig& set : config.evaluation.ood) {
+    ood_sets.emplace_back(set.name, members.front().ood_point.at(set.name).begin()->second.size(0));
+    evaluation::OodFigure figure{set.name, {}, {}, {}};
+    for (const std::string& method : methods_of(config)) {
+      std::vector<evaluation::MemberMixtures> mixtures(members.size());
+      evaluation::MixtureAccumulator full_test, full_ood;
+      for (size_t i = 0; i < members.size(); ++i) {
+        const MemberData& m = members[i];
+        evaluation::MemberMixtures& x = mixtures[i];
+        if (method == "bayes") {
+          x.test.add(m.bayes_draws);
+          x.ood.add(m.ood_bayes.at(set.name));
+          x.draws = m.samples;
+        } else {
+          x.test.add(m.point.at(method));
+          x.ood.add(m.ood_point.at(set.name).at(method));
+        }
+        full_test.add(x.test);
+        full_ood.add(x.ood);
+      }
+      const auto part = evaluation::ood_table(set.name, method, mixtures);
+      ood_rows.insert(ood_rows.end(), part.begin(), part.end());
+      figure.methods.push_back(method);
+      figure.test_entropy.push_back(evaluation::row_entropy(full_test.mean()));
+      figure.ood_entropy.push_back(evaluation::row_entropy(full_ood.mean()));
+    }
+    ood_figures.push_back(std::move(figure));
+  }
+
   claim_evaluation_directory(out_dir, run_dirs, config);  // Note [Run ownership]
-  io::write_file_atomically(out_dir / "metrics.json", evaluation::to_json(rows).dump(2) + "\n");
+  nlohmann::json metrics = evaluation::to_json(rows);
+  if (!ood_rows.empty()) metrics["ood"] = evaluation::to_json(ood_rows);
+  io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
   io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
-  io::write_file_atomically(out_dir / "metrics.txt", evaluation::to_table(rows));
+  io::write_file_atomically(out_dir / "metrics.txt",
+                            evaluation::to_table(rows) + (ood_rows.empty() ? "" : "\n" + evaluation::ood_text_table(ood_rows)));
+  if (!ood_rows.empty()) io::write_file_atomically(out_dir / "metrics_ood.csv", evaluation::ood_csv(ood_rows));
 
   const auto count = static_cast<int64_t>(members.size());
   std::map<std::string, evaluation::UncertaintySummary> summaries;
@@ -413,6 +482,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
       inputs.rhat_curves = {{"members", rhat_curve}};
       inputs.rhat_title = fmt::format("R-hat of the sampling loss across {} members (different x*)", members.size());
     }
+    inputs.ood = ood_figures;
     figures = evaluation::draw_figures(inputs, out_dir / "figures");
     if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);
   }
@@ -447,6 +517,8 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.figures_requested = options.figures;
   report.reference_probs = options.reference_probs.string();
   report.class_names = class_names;
+  report.ood_sets = ood_sets;
+  report.ood_rows = ood_rows;
   const std::string markdown = evaluation::render_report(report);
   io::write_file_atomically(out_dir / "report.md", markdown);
   const auto embedded = [&out_dir](const std::string& src) {

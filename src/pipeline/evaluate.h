@@ -5,6 +5,8 @@
 //
 // Outputs in the output directory, each written atomically:
 //   metrics.json, metrics.csv, metrics.txt   ensemble tables (sizes 1, 2, 4, ..)
+//   metrics_ood.csv    with evaluation.ood: OOD detection rows (src/evaluation/ood.h),
+//                      also under "ood" in metrics.json and in metrics.txt
 //   uncertainty.json   the selection used, and per method the decomposition of
 //                      the full ensemble's entropy, per-class accuracy and the
 //                      confusion matrix
@@ -33,6 +35,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "src/evaluation/ensemble.h"
@@ -63,6 +66,10 @@ std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int
 // of some member are ConfigErrors, and so are reference probabilities of
 // another shape, outside [0, 1], or with a row not summing to 1 (within 1e-3). A failure to draw figures is logged as a
 // warning and recorded in report.md; the metrics are written first either way.
+// The terminal tables evaluate_runs wrote to `out_dir`: its metrics.txt (the
+// ensemble table, then the OOD detection tables if any).
+std::string metrics_text(const std::filesystem::path& out_dir);
+
 std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
                                                    const std::filesystem::path& out_dir,
                                                    const EvaluateOptions& options = {});

@@ -57,7 +57,12 @@ Member::Member(const MemberContext& ctx, int64_t index)
     parallel_oracle_ = std::make_unique<distributed::DataParallelOracle>(*model_oracle_, *ctx.group);
     oracle_ = parallel_oracle_.get();
   }
-  if (writer_) std::filesystem::create_directories(dir_ / kSamplesDir);
+  if (writer_) {
+    std::filesystem::create_directories(dir_ / kSamplesDir);
+    if (ctx.ood != nullptr) {
+      for (const OodSet& set : *ctx.ood) std::filesystem::create_directories(ood_member_dir(dir_, set.name) / kSamplesDir);
+    }
+  }
 }
 
 void Member::run() {
@@ -87,6 +92,7 @@ Position Member::train_anchor(bool resume) {
   if (at.phase == Phase::kMap) {  // no checkpoint inside: a killed L-BFGS reruns (deterministically)
     phases.map(model_->parameters());
     save_npy(point_probs_path(dir_, "map"), predict());
+    write_ood(point_probs_path({}, "map"), torch::kFloat);
     if (writer_) {
       write_stored_point(point_weights_path(dir_, "map"), point_buffers_path(dir_, "map"), flat_->values(), *model_,
                          torch::kFloat);
@@ -97,11 +103,13 @@ Position Member::train_anchor(bool resume) {
     phases.adam(adam, at.epochs_done);
     save_npy(point_weights_path(dir_, "adam"), flat_->values());
     save_npy(point_probs_path(dir_, "adam"), predict());
+    write_ood(point_probs_path({}, "adam"), torch::kFloat);
     at = {Phase::kSwa, 0};
   }
   if (at.phase == Phase::kSwa) {
     phases.swa(adam, at.epochs_done, state_.swa_sum, state_.swa_count);
     save_npy(point_probs_path(dir_, "swa"), predict());
+    write_ood(point_probs_path({}, "swa"), torch::kFloat);
     if (writer_) {
       write_stored_point(point_weights_path(dir_, "swa"), point_buffers_path(dir_, "swa"), flat_->values(), *model_,
                          torch::kFloat);
@@ -149,6 +157,13 @@ void Member::check_ranks_agree(const std::string& where) {
 
 torch::Tensor Member::predict() {
   return predict_test_probabilities(*model_, partition_, ctx_.data.test, cfg_.evaluation.bn_batches);
+}
+
+void Member::write_ood(const std::filesystem::path& name, torch::ScalarType dtype) {
+  if (ctx_.ood == nullptr || !writer_) return;  // Note [Data-parallel member]: rank 0 writes
+  for (const OodSet& set : *ctx_.ood) {
+    io::write_npy(ood_member_dir(dir_, set.name) / name, predict_split_probabilities(*model_, set.images).to(dtype));
+  }
 }
 
 // The current parameters and the BatchNorm statistics predict() just recalibrated.
@@ -199,11 +214,15 @@ models::ModelSpec model_spec(const config::Config& config, const data_loaders::D
   return spec;
 }
 
+torch::Tensor predict_split_probabilities(models::Classifier& model, const data_loaders::Split& split) {
+  return models::predict_probabilities(model, split.size(),
+                                       [&split](int64_t start, int64_t n) { return split.slice(start, n).inputs(); });
+}
+
 torch::Tensor predict_test_probabilities(models::Classifier& model, const data_loaders::Partition& partition,
                                          const data_loaders::Split& test, int64_t bn_batches) {
   models::recalibrate_batch_norm(model, partition.first_batches(bn_batches).inputs());
-  return models::predict_probabilities(model, test.size(),
-                                       [&test](int64_t start, int64_t n) { return test.slice(start, n).inputs(); });
+  return predict_split_probabilities(model, test);
 }
 
 MemberOutcome run_member(const MemberContext& context, int64_t index) {

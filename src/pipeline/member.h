@@ -40,6 +40,7 @@
 #include "src/pipeline/fault_injection.h"
 #include "src/pipeline/member_checkpoint.h"
 #include "src/pipeline/model_oracle.h"
+#include "src/pipeline/ood.h"
 #include "src/pipeline/phase_hooks.h"
 #include "src/pipeline/run_directory.h"
 
@@ -57,6 +58,9 @@ struct MemberContext {
   // test set itself and only rank 0 writes files. The parameters are checked
   // to agree across ranks when the member starts and at every epoch end.
   distributed::ProcessGroup* group = nullptr;
+  // Note [Out-of-distribution sets] (ood.h): predicted at every point
+  // estimate and retained sample; none when null.
+  const std::vector<OodSet>* ood = nullptr;
 };
 
 struct MemberOutcome {
@@ -68,6 +72,10 @@ struct MemberOutcome {
 
 // The model a member of `config` trains on `data`.
 models::ModelSpec model_spec(const config::Config& config, const data_loaders::Dataset& data);
+
+// The model's probabilities (N x K, float32) on the inputs of `split`, as it
+// stands (no recalibration).
+torch::Tensor predict_split_probabilities(models::Classifier& model, const data_loaders::Split& split);
 
 // Note [BatchNorm]: recalibrates the model on the first `bn_batches` training
 // batches, then returns its test-set probabilities (N x K, float32).
@@ -134,6 +142,7 @@ class Member : private PhaseHooks {
   double accuracy(const torch::Tensor& probs) const override;
   void write_npy(const std::filesystem::path& name, const torch::Tensor& t) const override;
   void store_sample(int64_t step) override;
+  void write_ood(const std::filesystem::path& name, torch::ScalarType dtype) override;
 
   // An output file at `path` (rank 0 only: Note [Data-parallel member]).
   void save_npy(const std::filesystem::path& path, const torch::Tensor& t) const;

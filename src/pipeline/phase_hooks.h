@@ -35,6 +35,9 @@ class PhaseHooks {
   virtual void write_npy(const std::filesystem::path& name, const torch::Tensor& t) const = 0;
   // Note [Stored samples]: the weights and buffers of the sample retained at `step`.
   virtual void store_sample(int64_t step) = 0;
+  // Note [Out-of-distribution sets]: the probabilities of every OOD set under
+  // the model as the last predict() left it, as <member>/ood/<set>/<name> in `dtype`.
+  virtual void write_ood(const std::filesystem::path& name, torch::ScalarType dtype) = 0;
 };
 
 }  // namespace bnn::pipeline

@@ -21,6 +21,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/member.h"
+#include "src/pipeline/ood.h"
 #include "src/pipeline/preprocess.h"
 #include "src/runtime/device_streams.h"
 
@@ -306,6 +307,14 @@ int run(const config::Config& config, const RunOptions& options) {
     spdlog::info("{}: {} training, {} test images on {} ({:.1f}s)", d.name, d.train.size(), d.test.size(),
                  device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
+  // Note [Out-of-distribution sets]: one copy per device, checked before the directory is claimed.
+  std::map<std::string, std::vector<OodSet>> ood;
+  for (const auto& [device, d] : data) {
+    ood[device] = load_ood_sets(config, d, d.test.images.device());
+    for (const OodSet& set : ood[device]) {
+      if (device == data.begin()->first) spdlog::info("OOD set {}: {} examples", set.name, set.images.size());
+    }
+  }
   check_model_builds(config, data.begin()->second);
   if (writer) {
     check_model_file(dir, config);
@@ -362,7 +371,7 @@ int run(const config::Config& config, const RunOptions& options) {
   auto worker = [&](size_t w) {
     try {
       const runtime::WorkerStream stream(workers.size() > 1 ? workers[w] : torch::Device(torch::kCPU));
-      const MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group};
+      const MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group, &ood.at(workers[w].str())};
       for (size_t i; (i = next++) < todo.size();) {
         // Note [Member locks]: one process at a time trains a member. A
         // data-parallel run's ranks follow rank 0's list instead.
@@ -398,7 +407,8 @@ int run(const config::Config& config, const RunOptions& options) {
     spdlog::error("no member of {} has finished: no metrics written", dir.string());
     return 3;
   }
-  fmt::print("{}", evaluation::to_table(evaluate_run(dir)));
+  evaluate_run(dir);
+  fmt::print("{}", metrics_text(dir));
   if (failed > 0) {
     spdlog::error("{} of {} members failed; metrics cover the members that finished", failed.load(), members.size());
     return 3;

@@ -27,6 +27,8 @@
 //                              retained after sampler step XXXXXXXX
 //     samples/{weights,buffers}_XXXXXXXX.npy   with evaluation.save_sample_weights
 //                              (Note [Stored samples] in src/pipeline/stored_weights.h)
+//     ood/<name>/              evaluation.ood: <p>_probs.npy and samples/step_XXXXXXXX.npy
+//                              of OOD set <name> (Note [Out-of-distribution sets] in ood.h)
 //     trace.csv                phase,epoch,loss,test_accuracy,lr_or_h,seconds
 //     checkpoint.pt            while unfinished (Note [Member checkpoints])
 //     lock                     held by the process training the member (Note
@@ -34,7 +36,7 @@
 //     status.json              written last: done or failed, with the seed,
 //                              samples, batches_per_epoch and thin_steps
 //     hessian.json             written by `bnn hessian`
-//   <run>/metrics.json, metrics.csv, metrics.txt, uncertainty.json, report.md, report.html,
+//   <run>/metrics.json, metrics.csv, metrics.txt, metrics_ood.csv, uncertainty.json, report.md, report.html,
 //   <run>/figures/             outputs of `bnn evaluate` (src/pipeline/evaluate.h)
 // Members selected with --members may run as separate processes (or hosts
 // sharing the directory); each run evaluates whatever members have finished.

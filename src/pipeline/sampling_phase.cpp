@@ -60,6 +60,7 @@ void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int
                          if (cfg_.evaluation.save_sample_probs) {
                            hooks_.write_npy(sample_probs_path(std::filesystem::path(), done),
                                             last_probs.to(torch::kHalf));
+                           hooks_.write_ood(sample_probs_path(std::filesystem::path(), done), torch::kHalf);
                          }
                          // Note [Stored samples]: the k-th, 2k-th, ... retained sample.
                          if (cfg_.evaluation.save_sample_weights &&

@@ -1,4 +1,5 @@
-// Test helper: the golden metric values made by scripts/make_metric_golden.py.
+// Test helper: the golden values made by scripts/make_metric_golden.py and
+// scripts/make_ood_golden.py.
 #pragma once
 
 #include <fstream>
@@ -10,6 +11,14 @@
 #include <torch/torch.h>
 
 namespace bnn::testing {
+
+// tests/data/<file>, parsed.
+inline nlohmann::json load_golden(const std::string& file) {
+  const std::string path = std::string(BNN_TEST_DATA_DIR) + "/" + file;
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  return nlohmann::json::parse(in);
+}
 
 inline nlohmann::json load_metric_golden() {
   const std::string path = BNN_TEST_DATA_DIR "/metrics_golden.json";

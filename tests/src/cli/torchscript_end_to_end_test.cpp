@@ -11,6 +11,7 @@
 
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "tests/support/array_files.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
@@ -20,18 +21,6 @@ namespace {
 namespace fs = std::filesystem;
 
 fs::path module_file(const std::string& name) { return fs::path(BNN_TORCHSCRIPT_DIR) / name; }
-
-// Two classes of 1 x 6 x 6 uint8 images, bright and dark.
-void write_images(const fs::path& dir) {
-  fs::create_directories(dir);
-  torch::manual_seed(11);
-  const torch::Tensor y = torch::arange(400, torch::kLong).remainder(2);
-  const torch::Tensor x = (y.view({400, 1, 1, 1}) * 150 + torch::randint(0, 100, {400, 1, 6, 6})).to(torch::kByte);
-  io::write_npy(dir / "train_x.npy", x.narrow(0, 0, 300));
-  io::write_npy(dir / "train_y.npy", y.narrow(0, 0, 300));
-  io::write_npy(dir / "test_x.npy", x.narrow(0, 300, 100));
-  io::write_npy(dir / "test_y.npy", y.narrow(0, 300, 100));
-}
 
 std::string run_args(const fs::path& data, const fs::path& module, const fs::path& out) {
   return "run --config " + std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml --out " + out.string() +
@@ -46,7 +35,7 @@ TEST(TorchScriptEndToEnd, ScriptedAndTracedModulesRunPredictAndResume) {
       << module_file("cnn_bn_scripted.pt") << " missing: the build makes it with a python3 that has torch";
   const auto work = bnn::testing::unique_temp_dir("bnn_torchscript_run");
   const auto data = work / "data";
-  write_images(data);
+  bnn::testing::write_dark_and_bright(data, 11);
   const auto module = work / "my_net.pt";
   fs::copy_file(module_file("cnn_bn_scripted.pt"), module);
 
@@ -95,7 +84,7 @@ TEST(TorchScriptEndToEnd, ScriptedAndTracedModulesRunPredictAndResume) {
 TEST(TorchScriptEndToEnd, MistakesAreRefusedBeforeTheRunDirectoryIsMade) {
   const auto work = bnn::testing::unique_temp_dir("bnn_torchscript_refused");
   const auto data = work / "data";
-  write_images(data);
+  bnn::testing::write_dark_and_bright(data, 11);
   struct Case {
     std::string args;
     std::string expected;

@@ -82,6 +82,40 @@ TEST(Config, ErrorsNameTheKeyAndValue) {
 }
 
 // Every number ends up in float32 arithmetic: the limits are float's.
+// evaluation.ood (Note [Out-of-distribution sets]): a list of maps; names
+// default to the data set's; dirs resolve like data.dir and become absolute.
+TEST(Config, OodSetsParseResolveAndRoundTrip) {
+  EXPECT_TRUE(default_config().evaluation.ood.empty());
+  const Config c = load_config("", {"evaluation.ood=[{dataset: fashion_mnist}, {dataset: arrays, dir: rel/digits, "
+                                    "name: digits, limit: 500}]"});
+  ASSERT_EQ(c.evaluation.ood.size(), 2u);
+  EXPECT_EQ(c.evaluation.ood[0].name, "fashion_mnist");
+  EXPECT_EQ(c.evaluation.ood[0].dir, "/usr/share/datasets/fashion-mnist");
+  EXPECT_EQ(c.evaluation.ood[0].limit, 0);
+  EXPECT_EQ(c.evaluation.ood[1].name, "digits");
+  EXPECT_EQ(c.evaluation.ood[1].dir, (std::filesystem::current_path() / "rel/digits").string());
+  EXPECT_EQ(c.evaluation.ood[1].limit, 500);
+  const auto file = write_temp("ood_round_trip", to_yaml(c));
+  EXPECT_EQ(load_config(file, {}).evaluation.ood, c.evaluation.ood);
+}
+
+TEST(Config, BadOodSetsNameTheProblem) {
+  const auto bad = [](const std::string& value, const std::string& text) {
+    expect_error([&] { load_config("", {"evaluation.ood=" + value}); }, text);
+  };
+  bad("mnist", "'evaluation.ood': invalid value 'mnist': expected a list of sets");
+  bad("[mnist]", "every entry is a map with dataset");
+  bad("[{dir: /x}]", "every set needs dataset");
+  bad("[{dataset: mnist}]", "unknown data set 'mnist'; valid: fashion_mnist, cifar10");
+  bad("[{dataset: arrays, dir: /x, path: /y}]", "unknown field 'path' of a set; valid: dataset, dir, name, limit");
+  bad("[{dataset: arrays, dir: /x, limit: -1}]", "limit must be >= 0");
+  bad("[{dataset: arrays, dir: /x, name: a/b}]", "name 'a/b' may hold only letters, digits, _ and -");
+  bad("[{dataset: arrays, dir: /x}, {dataset: arrays, dir: /y}]", "two sets are named 'arrays'");
+  bad("[{dataset: image_folder}]", "set 'image_folder': image_folder has no default directory; give dir");
+  expect_error([] { load_config("", {"evaluation.ood=[{dataset: cifar10}]", "evaluation.save_sample_probs=false"}); },
+               "needs evaluation.save_sample_probs true");
+}
+
 TEST(Config, NumbersMustFitInFloat) {
   EXPECT_EQ(load_config("", {"swa.lr=3.4e38"}).swa.lr, 3.4e38);
   expect_error([] { load_config("", {"swa.lr=3.5e38"}); },
