@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -147,8 +148,18 @@ void write_manifest(const std::filesystem::path& dir, const nlohmann::json& mani
   io::write_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
 }
 
+// Empty, or holding only the temporary files of an atomic write in flight
+// (src/io/atomic_file.h: <file>.tmp.<pid>): a second `bnn run` started with
+// the first sees the first's bnn.json.tmp.<pid> before its rename, and must
+// not take the folder for a user's (Note [Member locks]).
 bool empty_folder(const std::filesystem::path& dir) {
-  return !std::filesystem::exists(dir) || (std::filesystem::is_directory(dir) && std::filesystem::is_empty(dir));
+  if (!std::filesystem::exists(dir)) return true;
+  if (!std::filesystem::is_directory(dir)) return false;
+  static const std::regex in_flight(R"(.+\.tmp\.\d+)");
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!std::regex_match(entry.path().filename().string(), in_flight)) return false;
+  }
+  return true;
 }
 
 bool has_members(const std::filesystem::path& dir) {

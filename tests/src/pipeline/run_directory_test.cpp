@@ -93,6 +93,19 @@ TEST(RunOwnership, ForeignFoldersAreRefusedAndOldRunsAdopted) {
   EXPECT_EQ(manifest(old)["bnn"], "run");
 }
 
+// A second `bnn run` started together with the first may see only the first's
+// bnn.json.tmp.<pid>, before its rename: that folder is still empty, while a
+// user's file that merely looks similar is not.
+TEST(RunOwnership, AnAtomicWriteInFlightDoesNotMakeAFolderForeign) {
+  const auto dir = testing::unique_temp_dir("bnn_own");
+  std::ofstream(dir / "bnn.json.tmp.4242") << "{";
+  claim_run_directory(dir, tiny(), false);
+  EXPECT_EQ(manifest(dir)["bnn"], "run");
+  const auto user = testing::unique_temp_dir("bnn_own");
+  std::ofstream(user / "notes.tmp.txt") << "mine\n";
+  expect_config_error([&] { claim_run_directory(user, tiny(), false); }, "is not empty and is not a bnn run directory");
+}
+
 TEST(RunOwnership, EvaluationFoldersHoldOneExperiment) {
   const auto root = testing::unique_temp_dir("bnn_own");
   const auto run = root / "run", other = root / "other", out = root / "eval";
