@@ -34,6 +34,8 @@ Dataset load_chest_xray(const LoadOptions& options, torch::Device device) {
   for (int64_t c : options.augment_copies) TORCH_CHECK(c >= 1, "chest X-ray copies per image must be >= 1, got ", c);
   const fs::path dir = options.dir.empty() ? fs::path(kChestXrayDefaultDir) : options.dir;
   require_directory(dir, "chest X-ray");
+  std::vector<ImageFile> train_files;
+  if (!options.test_only) train_files = split_files(dir / "train", options.augment_copies);
   const auto test_files = split_files(dir / "test", {1, 1});
 
   ImageDecodeOptions decode;
@@ -45,8 +47,7 @@ Dataset load_chest_xray(const LoadOptions& options, torch::Device device) {
   DecodedImages train;
   if (!options.test_only) {
     decode.label = "chest_xray train";
-    train = decode_split(split_files(dir / "train", options.augment_copies), options.train_limit, "train_limit",
-                         (dir / "train").string(), decode);
+    train = decode_split(train_files, options.train_limit, "train_limit", (dir / "train").string(), decode);
   }
   decode.label = "chest_xray test";
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", (dir / "test").string(), decode);

@@ -146,7 +146,6 @@ std::vector<OodRow> ood_table(const std::string& set, const std::string& method,
   std::vector<OodRow> rows;
   for (int64_t size = 1; size <= total; size *= 2) {
     const int64_t groups = total / size;
-    std::map<std::string, std::vector<DetectionMetrics>> per_score;
     bool every_group_mixes = true;
     std::vector<std::pair<MixtureAccumulator, MixtureAccumulator>> mixtures;
     std::vector<int64_t> draws;

@@ -102,7 +102,8 @@ evaluation::LossTrace read_trace(const std::filesystem::path& member) {
 
 // Test probabilities from `file`: rows x classes (classes < 0: any, set from
 // the file), finite, in [0, 1], rows summing to 1 (to float16 precision).
-// `of_test` false: probabilities of an OOD set, whose rows count is not in labels.npy.
+// `of_test` false: probabilities of an OOD set, whose row count is not in
+// labels.npy (rows < 0: any).
 torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows, int64_t& classes,
                                  bool of_test = true) {
   std::error_code ec;
@@ -112,9 +113,10 @@ torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows
                                   file.string()));
   }
   const torch::Tensor p = data_loaders::read_npy(file);
-  if (p.dim() != 2 || p.size(0) != rows || (classes >= 0 && p.size(1) != classes)) {
+  if (p.dim() != 2 || (rows >= 0 && p.size(0) != rows) || (classes >= 0 && p.size(1) != classes)) {
     throw ConfigError(fmt::format("{}: probabilities of shape [{}], expected [{}, {}] ({})", file.string(),
-                                  fmt::join(p.sizes(), ", "), rows, classes >= 0 ? std::to_string(classes) : "classes",
+                                  fmt::join(p.sizes(), ", "), rows >= 0 ? std::to_string(rows) : "examples",
+                                  classes >= 0 ? std::to_string(classes) : "classes",
                                   of_test ? fmt::format("{} test labels in {}", rows, kLabelsFile)
                                           : "as the member's other predictions of this OOD set"));
   }
@@ -212,8 +214,9 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
     const auto ood_dir = ood_member_dir(dir, set.name);
     int64_t n = -1;  // this set's examples, from the first file
     const auto read = [&](const std::filesystem::path& file) {
-      if (n < 0 && std::filesystem::exists(file)) n = data_loaders::read_npy(file).size(0);
-      return read_probabilities(file, n, classes, /*of_test=*/false);
+      torch::Tensor p = read_probabilities(file, n, classes, /*of_test=*/false);
+      n = p.size(0);
+      return p;
     };
     for (const std::string& method : point_estimates(config)) {
       m.ood_point[set.name][method] = read(point_probs_path(ood_dir, method));
@@ -418,7 +421,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     evaluation::OodFigure figure{set.name, {}, {}, {}};
     for (const std::string& method : methods_of(config)) {
       std::vector<evaluation::MemberMixtures> mixtures(members.size());
-      evaluation::MixtureAccumulator full_test, full_ood;
+      evaluation::MixtureAccumulator full_ood;  // the test side is mix.at(method)
       for (size_t i = 0; i < members.size(); ++i) {
         const MemberData& m = members[i];
         evaluation::MemberMixtures& x = mixtures[i];
@@ -430,13 +433,12 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
           x.test.add(m.point.at(method));
           x.ood.add(m.ood_point.at(set.name).at(method));
         }
-        full_test.add(x.test);
         full_ood.add(x.ood);
       }
       const auto part = evaluation::ood_table(set.name, method, mixtures);
       ood_rows.insert(ood_rows.end(), part.begin(), part.end());
       figure.methods.push_back(method);
-      figure.test_entropy.push_back(evaluation::row_entropy(full_test.mean()));
+      figure.test_entropy.push_back(evaluation::row_entropy(mix.at(method).mean()));
       figure.ood_entropy.push_back(evaluation::row_entropy(full_ood.mean()));
     }
     ood_figures.push_back(std::move(figure));

@@ -66,12 +66,12 @@ std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int
 // of some member are ConfigErrors, and so are reference probabilities of
 // another shape, outside [0, 1], or with a row not summing to 1 (within 1e-3). A failure to draw figures is logged as a
 // warning and recorded in report.md; the metrics are written first either way.
-// The terminal tables evaluate_runs wrote to `out_dir`: its metrics.txt (the
-// ensemble table, then the OOD detection tables if any).
-std::string metrics_text(const std::filesystem::path& out_dir);
-
 std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
                                                    const std::filesystem::path& out_dir,
                                                    const EvaluateOptions& options = {});
+
+// The terminal tables evaluate_runs wrote to `out_dir`: its metrics.txt (the
+// ensemble table, then the OOD detection tables if any).
+std::string metrics_text(const std::filesystem::path& out_dir);
 
 }  // namespace bnn::pipeline

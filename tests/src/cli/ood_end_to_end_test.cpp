@@ -109,6 +109,16 @@ TEST(OodEndToEnd, RunPredictsTheSetAndEvaluateScoresIt) {
   ASSERT_EQ(later.code, 0) << later.output;
   const auto later_metrics = nlohmann::json::parse(io::read_file(work / "later" / "metrics.json"));
   EXPECT_NE(later_metrics["ood"].dump(), metrics["ood"].dump());
+
+  // A member whose prediction of the set is gone cannot be scored: the error names the file.
+  const auto gone = board / "samples" / ood_samples.back();
+  fs::remove(gone);
+  const auto missing = bnn::testing::run_bnn("evaluate " + out.string() + " --no-figures --out " +
+                                                 (work / "missing").string(),
+                                             work / "missing.txt");
+  EXPECT_EQ(missing.code, 2) << missing.output;
+  EXPECT_NE(missing.output.find(gone.string() + " missing: the member did not predict this OOD set"), std::string::npos)
+      << missing.output;
   fs::remove_all(work);
 }
 
@@ -116,6 +126,9 @@ TEST(OodEndToEnd, SetsTheModelCannotTakeAreRefusedBeforeAnythingIsWritten) {
   const auto work = bnn::testing::unique_temp_dir("bnn_ood_bad");
   bnn::testing::write_dark_and_bright(work / "data", 5);
   write_ood(work / "big", 8);
+  fs::create_directories(work / "rgb");  // three channels where the model takes one
+  io::write_npy(work / "rgb" / "test_x.npy", torch::zeros({4, 3, 6, 6}, torch::kByte));
+  io::write_npy(work / "rgb" / "test_y.npy", torch::zeros({4}, torch::kLong));
   const auto out = work / "run";
   const auto expect_refused = [&](const std::string& ood, const std::string& message) {
     const auto r = bnn::testing::run_bnn(run_args(work / "data", "'" + ood + "'", out), work / "bad.txt");
@@ -126,6 +139,8 @@ TEST(OodEndToEnd, SetsTheModelCannotTakeAreRefusedBeforeAnythingIsWritten) {
   expect_refused("[{dataset: arrays, dir: " + (work / "big").string() + "}]",
                  "config key 'evaluation.ood': set 'arrays' (arrays in " + (work / "big").string() +
                      "): its images have shape (1 x 8 x 8), but the model takes the training data's (1 x 6 x 6)");
+  expect_refused("[{dataset: arrays, dir: " + (work / "rgb").string() + ", name: rgb}]",
+                 "an OOD set needs the training data's input shape (1 x 6 x 6)");
   expect_refused("[{dataset: arrays, dir: " + (work / "nowhere").string() + ", name: gone}]",
                  "set 'gone' (arrays in " + (work / "nowhere").string() + "): dir does not exist");
   expect_refused("[{dataset: fashion_mnist, dir: " + (work / "data").string() + "}]",
