@@ -12,6 +12,7 @@
 #include <fstream>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -159,6 +160,16 @@ int configure_threads(int threads) {
   const int n = threads > 0 ? threads : available_cpus();
   torch::set_num_threads(std::max(n, 1));
   return torch::get_num_threads();
+}
+
+int parallel_loop_threads() {
+  std::vector<char> seen(static_cast<size_t>(std::max(torch::get_num_threads(), 1)), 0);
+  // One item per thread: at::parallel_for gives each thread of the region one.
+  at::parallel_for(0, static_cast<int64_t>(seen.size()), 1, [&](int64_t, int64_t) {
+    const auto t = static_cast<size_t>(at::get_thread_num());
+    if (t < seen.size()) seen[t] = 1;
+  });
+  return static_cast<int>(std::count(seen.begin(), seen.end(), 1));
 }
 
 }  // namespace bnn::runtime

@@ -68,6 +68,11 @@ int available_cpus(std::string* why = nullptr);
 // OpenBLAS if it is the BLAS in use. Returns the thread count in effect.
 int configure_threads(int threads);
 
+// The threads an at::parallel_for in bnn's own code runs on: the intra-op
+// thread count when bnn is built with LibTorch's OpenMP (Note [Parallel loops
+// in bnn's code] in cmake/openmp.cmake), 1 when that pragma was compiled out.
+int parallel_loop_threads();
+
 }  // namespace bnn::runtime
 
 // In an executable's source file (at namespace scope): runs

@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <gtest/gtest.h>
+#include <torch/torch.h>
 
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
@@ -44,6 +45,23 @@ TEST(Threads, DefaultIsTheCpusThisProcessMayUse) {
   EXPECT_NE(pinned.output.find("threads: 1 (default: the 1 CPUs this process may use, by affinity mask"),
             std::string::npos)
       << pinned.output;
+}
+
+// Note [Parallel loops in bnn's code]: built without OpenMP, at::parallel_for
+// in bnn's own code ran on one thread whatever the thread count.
+TEST(Threads, ParallelLoopsInBnnCodeUseEveryThread) {
+  const int before = torch::get_num_threads();
+  torch::set_num_threads(3);
+  EXPECT_EQ(bnn::runtime::parallel_loop_threads(), 3);
+  torch::set_num_threads(1);
+  EXPECT_EQ(bnn::runtime::parallel_loop_threads(), 1);
+  torch::set_num_threads(before);
+  const auto out = version("BNN_SHARE_CORES=0");
+  ASSERT_EQ(out.code, 0) << out.output;
+  const int threads = std::stoi(out.output.substr(out.output.find("threads: ") + 9));
+  EXPECT_NE(out.output.find("parallel loops in bnn's code: " + std::to_string(threads) + " threads"),
+            std::string::npos)
+      << out.output;
 }
 
 TEST(Threads, OpenMpWaitPolicyFollowsTheEnvironment) {
