@@ -11,7 +11,8 @@
 #   bnn2     another bnn run with --threads 2
 #   busy2    two busy loops
 #   late     a busy loop started 1 s after the measured run (bnn chose its
-#            OpenMP wait policy alone: Note [OpenMP wait policy])
+#            OpenMP wait policy alone, Note [OpenMP wait policy]; its company
+#            watch then shortens the spin, Note [Company watch])
 # (default: busy bnn1 bnn2 late). The neighbour starts first (except late)
 # and runs until the measured run ends. Epoch times come from the measured run's trace.csv:
 # the median Adam epoch and the median sampling epoch, as a ratio to the

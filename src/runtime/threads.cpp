@@ -1,5 +1,7 @@
 #include "src/runtime/threads.h"
 
+#include "src/runtime/company_watch.h"
+
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sched.h>
@@ -123,7 +125,8 @@ std::string openmp_wait_setting() {
   if (!out.empty()) return out + "(environment)";
   const char* share = std::getenv("BNN_SHARE_CORES");
   if (share != nullptr && std::string(share) == "0") return "the OpenMP runtime's default (BNN_SHARE_CORES=0)";
-  return "the OpenMP runtime's default (bnn's choice: no other task was runnable at start)";
+  return "the OpenMP runtime's default (bnn's choice: no other task was runnable at start; spins briefly while "
+         "other processes are busy, Note [Company watch])";
 }
 
 int available_cpus(std::string* why) {
@@ -159,6 +162,7 @@ int configure_threads(int threads) {
   if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
   const int n = threads > 0 ? threads : available_cpus();
   torch::set_num_threads(std::max(n, 1));
+  watch_for_company(torch::get_num_threads());  // Note [Company watch]
   return torch::get_num_threads();
 }
 

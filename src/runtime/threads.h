@@ -29,10 +29,9 @@
 // (/proc/loadavg, median of 8 readings over 16 ms), or BNN_SHARE_CORES=1,
 // it sets GOMP_SPINCOUNT to kGompSpinCount; alone it keeps libgomp's default.
 // BNN_SHARE_CORES=0, or GOMP_SPINCOUNT or OMP_WAIT_POLICY in the
-// environment, leave the choice to the user. Known gap: a run that starts
-// alone and gets company later keeps the long spin (3.5-4x slower beside a
-// busy loop); start such runs with BNN_SHARE_CORES=1. The policy changes
-// timing only, never results.
+// environment, leave the choice to the user. A run that starts alone and
+// gets company later shortens its spin then (Note [Company watch] in
+// src/runtime/company_watch.h). The policy changes timing only, never results.
 // libgomp reads its environment once, in a shared
 // library constructor that runs before main(), so bnn's executables restart
 // themselves with the variable set from an entry of their .preinit_array

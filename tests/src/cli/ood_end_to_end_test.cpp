@@ -93,7 +93,9 @@ TEST(OodEndToEnd, RunPredictsTheSetAndEvaluateScoresIt) {
       // Checkerboards of dark and bright pixels sit between the two classes: the ensemble is unsure there.
       EXPECT_GT(row["auroc"]["mean"].get<double>(), 0.9);
     }
-    if (row["size"] == 1 && row["method"] != "bayes") EXPECT_NE(row["score"], "mutual_information");
+    if (row["size"] == 1 && row["method"] != "bayes") {
+      EXPECT_NE(row["score"], "mutual_information");
+    }
   }
   EXPECT_TRUE(found) << metrics["ood"].dump();
   EXPECT_EQ(metrics["ood"].size(), 3u * (3 + 3) - 2);  // 3 methods x sizes 1, 2 x 3 scores, no MI for single nets

@@ -108,7 +108,9 @@ TEST(OodTable, MatchesNumpyForEnsemblesOfEverySize) {
 TEST(OodTable, SingleNetworksHaveNoMutualInformation) {
   const auto rows = ood_table("x", "adam", members_of(golden().at("ensembles").at("point")));
   for (const OodRow& r : rows) {
-    if (r.size == 1) EXPECT_NE(r.score, "mutual_information");
+    if (r.size == 1) {
+      EXPECT_NE(r.score, "mutual_information");
+    }
   }
   const auto csv = ood_csv(rows);
   EXPECT_EQ(csv.substr(0, csv.find('\n')),
