@@ -11,11 +11,17 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   googletest libgtest-dev
   dataset-fashion-mnist
-  libopenblas0-pthread
+  libopenblas0-pthread libopenblas0-openmp  # the second only where BNN_BLAS=openmp selects it
   python3 python3-numpy python3-torch
   python3-sklearn  # its handwritten digits are the demo's OOD set (scripts/make_digits_ood.py)
   gnuplot-nox
 )
+
+blas_variant="${BNN_BLAS:-pthread}"
+case "$blas_variant" in
+  pthread | openmp) ;;
+  *) echo "install-deps: BNN_BLAS must be pthread or openmp, got '$blas_variant'" >&2; exit 2 ;;
+esac
 
 sudo_cmd=()
 if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
@@ -36,8 +42,12 @@ else
 fi
 
 # Debian's LibTorch calls the system libblas.so.3; make sure the alternative
-# points at OpenBLAS (the reference BLAS is about 7x slower).
-blas=$(ls /usr/lib/x86_64-linux-gnu/openblas-pthread/libblas.so.3 2>/dev/null || true)
+# points at OpenBLAS (the reference BLAS is about 7x slower). BNN_BLAS=openmp
+# picks OpenBLAS's OpenMP build, which shares LibTorch's threads: small
+# networks train 1.3-1.9x faster on 2 cores when bnn has them to itself, but
+# 3x slower beside another busy process, and their results then depend on
+# the thread count (docs/performance.md, Threads).
+blas=$(ls "/usr/lib/x86_64-linux-gnu/openblas-${blas_variant}/libblas.so.3" 2>/dev/null || true)
 if [ -n "$blas" ]; then
   "${sudo_cmd[@]}" update-alternatives --set libblas.so.3-x86_64-linux-gnu "$blas" >/dev/null || true
 fi

@@ -126,7 +126,7 @@ std::string openmp_wait_setting() {
   const char* share = std::getenv("BNN_SHARE_CORES");
   if (share != nullptr && std::string(share) == "0") return "the OpenMP runtime's default (BNN_SHARE_CORES=0)";
   return "the OpenMP runtime's default (bnn's choice: no other task was runnable at start; spins briefly while "
-         "other processes are busy, Note [Company watch])";
+         "other processes are busy)";
 }
 
 int available_cpus(std::string* why) {
@@ -155,11 +155,34 @@ int available_cpus(std::string* why) {
   return n;
 }
 
+namespace {
+
+// openblas_get_parallel(): 0 sequential, 1 pthreads, 2 OpenMP build; -1 when
+// the BLAS is not OpenBLAS. Looked up at run time so that builds against
+// other BLAS libraries need no OpenBLAS symbol.
+int openblas_parallel() {
+  using GetParallel = int (*)();
+  auto get = reinterpret_cast<GetParallel>(::dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+  return get != nullptr ? get() : -1;
+}
+
+}  // namespace
+
+std::string blas_description() {
+  switch (openblas_parallel()) {
+    case 0: return "OpenBLAS, sequential build";
+    case 1: return "OpenBLAS, pthreads build: one thread, beside LibTorch's pool";
+    case 2: return "OpenBLAS, OpenMP build: LibTorch's threads";
+    default: return "not OpenBLAS: its own threading";
+  }
+}
+
 int configure_threads(int threads) {
-  // Note [BLAS threads]: looked up at run time so that builds against other
-  // BLAS libraries need no OpenBLAS symbol.
+  // Note [BLAS threads]: the pthreads OpenBLAS runs single-threaded; the
+  // OpenMP build follows OpenMP's thread count, i.e. LibTorch's.
   using SetThreads = void (*)(int);
-  if (auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) set(1);
+  auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+  if (set != nullptr && openblas_parallel() != 2) set(1);
   const int n = threads > 0 ? threads : available_cpus();
   torch::set_num_threads(std::max(n, 1));
   watch_for_company(torch::get_num_threads());  // Note [Company watch]

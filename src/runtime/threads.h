@@ -7,8 +7,14 @@
 // OpenBLAS threading and 3.8 ms without it, and a sampler step 32 ms vs 12 ms;
 // the CNN, whose convolutions LibTorch parallelises itself, was unchanged.
 // So BLAS calls run single-threaded and LibTorch's intra-op pool uses the
-// cores. Where the BLAS is not OpenBLAS (e.g. MKL in a pip PyTorch) nothing
-// is changed.
+// cores. Debian's OpenMP build of OpenBLAS (libopenblas0-openmp, chosen by
+// `BNN_BLAS=openmp scripts/install-deps.sh`) runs its threads in LibTorch's
+// own libgomp pool instead, so it keeps LibTorch's thread count: the mlp's
+// matrix products then use every core (epochs 1.3-1.9x faster on 2 cores
+// alone), but beside another busy process it is 3x slower than alone, and
+// the mlp's results then depend on the thread count, as the CNN's already do
+// (docs/performance.md). Where the BLAS is not OpenBLAS (e.g. MKL in a pip
+// PyTorch) nothing is changed.
 //
 // Note [OpenMP wait policy]: a sampler step is many short OpenMP parallel
 // regions (each elementwise pass, each layer's activation), each ending in
@@ -62,6 +68,9 @@ std::string openmp_wait_setting();
 // CPU quota (cgroup v2 cpu.max or v1 cpu.cfs_quota_us, rounded up), and
 // SLURM_CPUS_PER_TASK; `why` says which limit applied.
 int available_cpus(std::string* why = nullptr);
+
+// The BLAS in use and its threading (Note [BLAS threads]), for `bnn version`.
+std::string blas_description();
 
 // Sets LibTorch's intra-op threads (0 = available_cpus()) and single-threaded
 // OpenBLAS if it is the BLAS in use. Returns the thread count in effect.

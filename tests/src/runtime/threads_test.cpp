@@ -4,6 +4,9 @@
 
 #include <sched.h>
 
+#include <filesystem>
+#include <utility>
+
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -62,6 +65,23 @@ TEST(Threads, ParallelLoopsInBnnCodeUseEveryThread) {
   EXPECT_NE(out.output.find("parallel loops in bnn's code: " + std::to_string(threads) + " threads"),
             std::string::npos)
       << out.output;
+}
+
+// Note [BLAS threads]: Debian's two OpenBLAS builds, each put first on the
+// library path (scripts/install-deps.sh installs both).
+TEST(Threads, VersionNamesTheBlasAndItsThreading) {
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/openblas-";
+  for (const auto& [build, expected] :
+       {std::pair<std::string, std::string>{"pthread", "BLAS: OpenBLAS, pthreads build: one thread"},
+        {"openmp", "BLAS: OpenBLAS, OpenMP build: LibTorch's threads"}}) {
+    if (!std::filesystem::exists(lib + build + "/libblas.so.3")) {
+      ADD_FAILURE() << "libopenblas0-" << build << " is not installed (scripts/install-deps.sh installs it)";
+      continue;
+    }
+    const auto out = version("LD_LIBRARY_PATH=" + lib + build);
+    ASSERT_EQ(out.code, 0) << out.output;
+    EXPECT_NE(out.output.find(expected), std::string::npos) << out.output;
+  }
 }
 
 TEST(Threads, OpenMpWaitPolicyFollowsTheEnvironment) {
