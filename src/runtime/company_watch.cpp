@@ -1,13 +1,14 @@
 #include "src/runtime/company_watch.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sched.h>
 #include <time.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -27,18 +28,36 @@ bool CompanyDetector::update(int other_runnable) {
   return on_;
 }
 
-namespace {
-
-// The runnable-task count of /proc/loadavg ("0.52 0.58 0.59 3/150 4242"), or -1.
-int loadavg_running() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c, running;
-  if (!(in >> a >> b >> c >> running)) return -1;
-  return std::atoi(running.c_str());
+int other_runnable_tasks(int samples, int (*own)()) {
+  int counts[16];
+  int n = 0;
+  for (int i = 0; i < samples && i < 16; ++i) {
+    const int fd = ::open("/proc/loadavg", O_RDONLY);
+    if (fd < 0) return -1;
+    char text[128];
+    const ssize_t got = ::read(fd, text, sizeof(text) - 1);
+    ::close(fd);
+    if (got <= 0) return -1;
+    int field = 0, value = 0;
+    for (ssize_t k = 0; k < got && field <= 3; ++k) {
+      if (text[k] == ' ') {
+        ++field;
+      } else if (field == 3) {
+        if (text[k] == '/') break;
+        value = value * 10 + (text[k] - '0');
+      }
+    }
+    const int mine = own();
+    if (mine < 0) return -1;
+    counts[n++] = value - mine;
+    const timespec pause{0, 2'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  std::sort(counts, counts + n);
+  return n == 0 ? -1 : counts[n / 2];
 }
 
-// This process's threads in state R (running or waiting for a CPU), or -1.
-int own_running() {
+int own_running_tasks() {
   DIR* dir = ::opendir("/proc/self/task");
   if (dir == nullptr) return -1;
   int running = 0;
@@ -52,24 +71,6 @@ int own_running() {
   }
   ::closedir(dir);
   return running;
-}
-
-}  // namespace
-
-int other_runnable_tasks_now() {
-  int readings[3];
-  for (int i = 0; i < 3; ++i) {
-    const int all = loadavg_running();
-    const int own = own_running();
-    if (all < 0 || own < 0) return -1;
-    readings[i] = std::max(0, all - own);
-    if (i < 2) {
-      const timespec pause{0, 2'000'000};
-      ::nanosleep(&pause, nullptr);
-    }
-  }
-  std::sort(readings, readings + 3);
-  return readings[1];
 }
 
 SpinThrottle::SpinThrottle(int team_threads) {
@@ -122,7 +123,6 @@ class CompanyWatch {
     thread_.join();
   }
   void set_threads(int threads) { threads_.store(threads); }
-  bool throttling() const { return throttling_.load(); }
 
  private:
   void loop() {
@@ -134,16 +134,14 @@ class CompanyWatch {
         if (cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return stop_; })) break;
       }
       const int threads = threads_.load();
-      const bool on = threads >= 2 && detector.update(other_runnable_tasks_now());
+      const bool on = threads >= 2 && detector.update(other_runnable_tasks(3, own_running_tasks));
       if (threads < 2) detector = CompanyDetector();
       if (on && !throttle) throttle = std::make_unique<SpinThrottle>(threads);
       if (!on && throttle) throttle.reset();
-      throttling_.store(on);
     }
   }
 
   std::atomic<int> threads_{1};
-  std::atomic<bool> throttling_{false};
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -160,13 +158,6 @@ std::mutex& watch_mutex() {
   return m;
 }
 
-// libgomp's default spin is in effect (Note [Company watch]).
-bool default_spin_in_effect() {
-  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return false;
-  const char* share = std::getenv("BNN_SHARE_CORES");
-  return share == nullptr || std::string(share) != "0";
-}
-
 }  // namespace
 
 void watch_for_company(int threads) {
@@ -174,23 +165,13 @@ void watch_for_company(int threads) {
   std::lock_guard<std::mutex> lock(watch_mutex());
   auto& w = watch();
   if (!w) {
-    if (threads < 2 || !default_spin_in_effect()) return;
+    if (threads < 2) return;
     w = std::make_unique<CompanyWatch>();
   }
   w->set_threads(threads);
 #else
   (void)threads;
 #endif
-}
-
-bool company_watch_running() {
-  std::lock_guard<std::mutex> lock(watch_mutex());
-  return watch() != nullptr;
-}
-
-bool company_watch_throttling() {
-  std::lock_guard<std::mutex> lock(watch_mutex());
-  return watch() != nullptr && watch()->throttling();
 }
 
 }  // namespace bnn::runtime

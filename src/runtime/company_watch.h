@@ -13,7 +13,7 @@
 //
 // So a run that started with the long spin watches the machine: a background
 // thread reads, every 100 ms, the runnable tasks other than its own
-// (other_runnable_tasks_now). When most of the recent readings see company
+// (other_runnable_tasks). When most of the recent readings see company
 // (CompanyDetector), it starts a SpinThrottle: one more thread that opens
 // an OpenMP team of spare threads and keeps them parked (asleep), which takes
 // libgomp's count of its threads past the CPUs. bnn's own teams and their
@@ -42,7 +42,6 @@ namespace bnn::runtime {
 class CompanyDetector {
  public:
   bool update(int other_runnable);
-  bool on() const { return on_; }
 
  private:
   uint32_t history_ = 0;  // bit i: reading i calls ago saw company
@@ -50,10 +49,16 @@ class CompanyDetector {
   bool on_ = false;
 };
 
-// Runnable tasks on the machine other than this process's threads: the 4th
-// field of /proc/loadavg less this process's tasks in state R, the median of
-// 3 readings 2 ms apart; -1 where /proc cannot be read.
-int other_runnable_tasks_now();
+// Runnable tasks on the machine other than this process's: the 4th field of
+// /proc/loadavg ("0.52 0.58 0.59 3/150 4242": 3 runnable) less own(), the
+// median of `samples` readings (at most 16) 2 ms apart; -1 if unreadable.
+// Reads /proc/loadavg with system calls only, so that
+// set_openmp_wait_default can call it before libc is initialised (with an
+// `own` that is 1: the process then has one thread).
+int other_runnable_tasks(int samples, int (*own)());
+
+// This process's threads in state R (running or waiting for a CPU), or -1.
+int own_running_tasks();
 
 // Spare OpenMP threads, parked while this object lives, enough that libgomp
 // manages more threads than the CPUs of this process while `team_threads`
@@ -77,12 +82,9 @@ class SpinThrottle {
 };
 
 // Starts the watch of Note [Company watch] once per process, for an intra-op
-// thread count of `threads`; does nothing where the note says it does not run.
+// thread count of `threads` (a later call updates it; below 2 the watch does
+// nothing). configure_threads calls it where libgomp's default spin is in
+// effect.
 void watch_for_company(int threads);
-
-// Whether the watch is running, and whether it throttles now (for tests and
-// `bnn version`).
-bool company_watch_running();
-bool company_watch_throttling();
 
 }  // namespace bnn::runtime

@@ -3,9 +3,7 @@
 #include "src/runtime/company_watch.h"
 
 #include <dlfcn.h>
-#include <fcntl.h>
 #include <sched.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -41,41 +39,6 @@ int cgroup_cpu_limit() {
 
 }  // namespace
 
-namespace {
-
-// Runnable tasks on the machine other than this process, from the 4th field
-// of /proc/loadavg ("0.52 0.58 0.59 3/150 4242": 3 runnable, this one among
-// them); the median of `samples` readings 2 ms apart, or -1 if unreadable.
-// Uses system calls only (it runs before libc is initialised).
-int other_runnable_tasks(int samples) {
-  int counts[16];
-  int n = 0;
-  for (int i = 0; i < samples && i < 16; ++i) {
-    const int fd = ::open("/proc/loadavg", O_RDONLY);
-    if (fd < 0) return -1;
-    char text[128];
-    const ssize_t got = ::read(fd, text, sizeof(text) - 1);
-    ::close(fd);
-    if (got <= 0) return -1;
-    int field = 0, value = 0;
-    for (ssize_t k = 0; k < got && field <= 3; ++k) {
-      if (text[k] == ' ') {
-        ++field;
-      } else if (field == 3) {
-        if (text[k] == '/') break;
-        value = value * 10 + (text[k] - '0');
-      }
-    }
-    counts[n++] = value - 1;
-    const timespec pause{0, 2'000'000};
-    ::nanosleep(&pause, nullptr);
-  }
-  std::sort(counts, counts + n);
-  return n == 0 ? -1 : counts[n / 2];
-}
-
-}  // namespace
-
 void set_openmp_wait_default(int /*argc*/, char** argv, char** envp) {
   // Runs before libc is initialised: no getenv, no allocation.
   constexpr size_t kMaxEnv = 4096;
@@ -102,7 +65,7 @@ void set_openmp_wait_default(int /*argc*/, char** argv, char** envp) {
   }
   // Alone on the machine, libgomp's long spin is the fastest; beside
   // another busy process it collapses (Note [OpenMP wait policy]).
-  if (!share && other_runnable_tasks(8) < 1) return;
+  if (!share && other_runnable_tasks(8, [] { return 1; }) < 1) return;
   size_t at = 0;
   for (const char* part : {"GOMP_SPINCOUNT=", kGompSpinCount}) {
     for (const char* c = part; *c != '\0' && at + 1 < sizeof(spin); ++c) spin[at++] = *c;
@@ -112,6 +75,18 @@ void set_openmp_wait_default(int /*argc*/, char** argv, char** envp) {
   env[n + 2] = nullptr;
   ::execve("/proc/self/exe", argv, env);  // returns only on failure: go on as we are
 }
+
+namespace {
+
+// libgomp's default spin is in effect because bnn left it so: neither
+// GOMP_SPINCOUNT nor OMP_WAIT_POLICY is set, and not BNN_SHARE_CORES=0.
+bool default_spin_by_bnns_choice() {
+  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return false;
+  const char* share = std::getenv("BNN_SHARE_CORES");
+  return share == nullptr || std::string(share) != "0";
+}
+
+}  // namespace
 
 std::string openmp_wait_setting() {
   const char* spin = std::getenv("GOMP_SPINCOUNT");
@@ -123,8 +98,7 @@ std::string openmp_wait_setting() {
   if (policy != nullptr) out += std::string("OMP_WAIT_POLICY=") + policy + " ";
   if (spin != nullptr) out += std::string("GOMP_SPINCOUNT=") + spin + " ";
   if (!out.empty()) return out + "(environment)";
-  const char* share = std::getenv("BNN_SHARE_CORES");
-  if (share != nullptr && std::string(share) == "0") return "the OpenMP runtime's default (BNN_SHARE_CORES=0)";
+  if (!default_spin_by_bnns_choice()) return "the OpenMP runtime's default (BNN_SHARE_CORES=0)";
   return "the OpenMP runtime's default (bnn's choice: no other task was runnable at start; spins briefly while "
          "other processes are busy)";
 }
@@ -185,7 +159,7 @@ int configure_threads(int threads) {
   if (set != nullptr && openblas_parallel() != 2) set(1);
   const int n = threads > 0 ? threads : available_cpus();
   torch::set_num_threads(std::max(n, 1));
-  watch_for_company(torch::get_num_threads());  // Note [Company watch]
+  if (default_spin_by_bnns_choice()) watch_for_company(torch::get_num_threads());  // Note [Company watch]
   return torch::get_num_threads();
 }
 
