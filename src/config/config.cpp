@@ -489,15 +489,21 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
 
 namespace {
 
+// A dir of "auto" becomes the data set's default directory; false where it
+// has none (data.dir and evaluation.ood each say so in their own words).
+bool resolve_auto_dir(const data_loaders::DatasetEntry& entry, std::string& dir) {
+  if (dir != "auto") return true;
+  if (entry.default_dir.empty()) return false;
+  dir = entry.default_dir;
+  return true;
+}
+
 void validate_data(DataConfig& d) {
   const data_loaders::DatasetEntry& entry = data_loaders::dataset_entry(d.dataset);
-  if (d.dir == "auto") {
-    if (entry.default_dir.empty()) {
-      throw ConfigError(fmt::format("config key 'data.dir': invalid value 'auto': {} has no default directory; "
-                                    "set data.dir to the folder holding your images",
-                                    d.dataset));
-    }
-    d.dir = entry.default_dir;
+  if (!resolve_auto_dir(entry, d.dir)) {
+    throw ConfigError(fmt::format("config key 'data.dir': invalid value 'auto': {} has no default directory; "
+                                  "set data.dir to the folder holding your images",
+                                  d.dataset));
   }
   if (d.image_size != 0 && !entry.resizable) {
     throw ConfigError(fmt::format("config key 'data.image_size': invalid value '{}': {} images have a fixed size; "
@@ -638,13 +644,9 @@ void validate_and_resolve(Config& c) {
                       "centred on the localization anchor)");
   }
   for (OodSetConfig& set : c.evaluation.ood) {
-    const data_loaders::DatasetEntry& entry = data_loaders::dataset_entry(set.dataset);
-    if (set.dir == "auto") {
-      if (entry.default_dir.empty()) {
-        throw ConfigError(fmt::format("config key 'evaluation.ood': set '{}': {} has no default directory; give dir",
-                                      set.name, set.dataset));
-      }
-      set.dir = entry.default_dir;
+    if (!resolve_auto_dir(data_loaders::dataset_entry(set.dataset), set.dir)) {
+      throw ConfigError(fmt::format("config key 'evaluation.ood': set '{}': {} has no default directory; give dir",
+                                    set.name, set.dataset));
     }
     set.dir = std::filesystem::absolute(set.dir).lexically_normal().string();
   }
