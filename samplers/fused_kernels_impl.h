@@ -9,6 +9,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "samplers/coordinate_updates.h"
 #include "samplers/fused_kernels.h"
 #include "samplers/normal_block.h"
 
@@ -25,15 +26,6 @@ namespace {  // NOLINT(cert-dcl59-cpp, google-build-namespaces): one copy per in
 #else
 #define BNN_NO_LOOP_DEPENDENCE
 #endif
-
-template <Rounding R>
-inline float mad(float a, float b, float c) {
-  if constexpr (R == Rounding::kFma) {
-    return std::fma(a, b, c);
-  } else {
-    return a * b + c;  // two roundings: the file is compiled with -ffp-contract=off
-  }
-}
 
 // Whole blocks into out. Not inlined: inside the passes GCC does not
 // vectorise the generator's state update (it does here, as in
@@ -114,22 +106,6 @@ class NormalCursor {
 
 inline const float* from(const float* p, int64_t at) { return p == nullptr ? nullptr : p + at; }
 
-template <Rounding R, ForceMode M>
-inline float force_at(const float* __restrict diag, const float* __restrict offset, const float* __restrict grad,
-                      const float* __restrict anchor_grad, const float* __restrict partial, float scale,
-                      float minus_scale, int64_t i, float x) {
-  float f;
-  if constexpr (M == ForceMode::kPartial) {
-    f = partial[i];
-  } else {
-    f = diag[i] * x;
-  }
-  f = mad<R>(grad[i], scale, f);
-  f = f - offset[i];
-  if constexpr (M == ForceMode::kStoredAnchors) f = mad<R>(anchor_grad[i], minus_scale, f);
-  return f;
-}
-
 // G_j from the terms of StochasticGradient::evaluate_terms, in its order:
 // local restrict pointers to the terms from element `at` on, for the loop
 // that follows (locals, so that the compiler keeps them in registers: stores
@@ -163,16 +139,14 @@ auto with_force(ForceMode m, F f) {
   return f(std::integral_constant<ForceMode, ForceMode::kPlain>{});
 }
 
-inline bool outside(float x, float anchor, float w) { return !(std::fabs(x - anchor) <= w); }
-
 template <Rounding R, ForceMode M, bool Kick>
 bool ubu_pass(const PassSpan& s, const UbuHalf& c, const ForceTerms* kick, const float minus_h,
               const NoiseBuffer& noise) {
   NormalCursor first(noise, s.begin), second(noise, s.dim + s.begin);
   alignas(64) float xi1[kFusedTile];
   alignas(64) float xi2[kFusedTile];
-  const float x_from_v = c.x_from_v, x_noise = c.x_noise, decay = c.decay, v_from_xi1 = c.v_from_xi1,
-              v_noise = c.v_noise, w = s.w;
+  const UbuHalf k = c;  // a local copy: stores to x and v cannot change it
+  const float w = s.w;
   unsigned out = 0;
   for (int64_t t = s.begin; t < s.end; t += kFusedTile) {
     const int64_t n = std::min(kFusedTile, s.end - t);
@@ -187,19 +161,21 @@ bool ubu_pass(const PassSpan& s, const UbuHalf& c, const ForceTerms* kick, const
       BNN_FORCE_LOCALS(*kick, t);
       BNN_NO_LOOP_DEPENDENCE
       for (int64_t i = 0; i < n; ++i) {
-        const float vk = mad<R>(BNN_FORCE(R, M, i, x[i]), minus_h, v[i]);
-        const float xn = mad<R>(z1[i], x_noise, mad<R>(vk, x_from_v, x[i]));
-        v[i] = mad<R>(z2[i], v_noise, mad<R>(z1[i], v_from_xi1, vk * decay));
-        x[i] = xn;
-        out |= outside(xn, a[i], w);
+        float xi = x[i], vi = v[i];
+        kick_update<R>(vi, BNN_FORCE(R, M, i, xi), minus_h);
+        ubu_update<R>(xi, vi, z1[i], z2[i], k);
+        x[i] = xi;
+        v[i] = vi;
+        out |= outside(xi, a[i], w);
       }
     } else {
       BNN_NO_LOOP_DEPENDENCE
       for (int64_t i = 0; i < n; ++i) {
-        const float xn = mad<R>(z1[i], x_noise, mad<R>(v[i], x_from_v, x[i]));
-        v[i] = mad<R>(z2[i], v_noise, mad<R>(z1[i], v_from_xi1, v[i] * decay));
-        x[i] = xn;
-        out |= outside(xn, a[i], w);
+        float xi = x[i], vi = v[i];
+        ubu_update<R>(xi, vi, z1[i], z2[i], k);
+        x[i] = xi;
+        v[i] = vi;
+        out |= outside(xi, a[i], w);
       }
     }
   }
@@ -224,11 +200,12 @@ bool kick_drift_pass(const PassSpan& s, const float* force, const float minus_ha
   unsigned out = 0;
   BNN_NO_LOOP_DEPENDENCE
   for (int64_t i = s.begin; i < s.end; ++i) {
-    const float vk = mad<R>(f[i], minus_half_h, v[i]);
-    const float xn = mad<R>(vk, half_h, x[i]);
-    v[i] = vk;
-    x[i] = xn;
-    out |= outside(xn, a[i], w);
+    float xi = x[i], vi = v[i];
+    kick_update<R>(vi, f[i], minus_half_h);
+    drift_update<R>(xi, vi, half_h);
+    x[i] = xi;
+    v[i] = vi;
+    out |= outside(xi, a[i], w);
   }
   return out != 0;
 }
@@ -247,7 +224,9 @@ void kick_pass(const PassSpan& s, const ForceTerms& terms, float* force_out, con
   for (int64_t i = s.begin; i < s.end; ++i) {
     const float gi = BNN_FORCE(R, M, i, x[i]);
     f[i] = gi;
-    v[i] = mad<R>(gi, minus_half_h, v[i]);
+    float vi = v[i];
+    kick_update<R>(vi, gi, minus_half_h);
+    v[i] = vi;
   }
 }
 
@@ -263,17 +242,13 @@ void kick(const PassSpan& s, Rounding r, const ForceTerms& terms, float* force_o
 // The one-stream passes: after a gradient (Euler, SGLD, SGNHT), and BAOAB's
 // O+A, which has no force. Which update each makes:
 enum class Update { kEuler, kSgld, kSgnht, kOuDrift };
-struct Coefficients {
-  // friction: EM's 1 - h gamma, SGNHT's thermostat factor, the OU decay e^{-gamma h};
-  // h: the drift's time (h/2 for BAOAB's A)
-  float h, friction, minus_h, sigma;
-};
 
 template <Rounding R, ForceMode M, Update U>
 bool update_pass(const PassSpan& s, const ForceTerms& terms, const Coefficients& c, const NoiseBuffer& noise) {
   NormalCursor normals(noise, s.begin);
   alignas(64) float xi[kFusedTile];
-  const float h = c.h, friction = c.friction, minus_h = c.minus_h, sigma = c.sigma, w = s.w;
+  const Coefficients k = c;  // a local copy: stores to x and v cannot change it
+  const float w = s.w;
   unsigned out = 0;
   for (int64_t t = s.begin; t < s.end; t += kFusedTile) {
     const int64_t n = std::min(kFusedTile, s.end - t);
@@ -285,26 +260,19 @@ bool update_pass(const PassSpan& s, const ForceTerms& terms, const Coefficients&
     const float* __restrict z = xi;
     BNN_NO_LOOP_DEPENDENCE
     for (int64_t i = 0; i < n; ++i) {
-      float xn;
+      float xi = x[i], vi = v[i];
       if constexpr (U == Update::kEuler) {
-        const float gi = BNN_FORCE(R, M, i, x[i]);
-        xn = mad<R>(v[i], h, x[i]);
-        v[i] = mad<R>(z[i], sigma, mad<R>(gi, minus_h, v[i] * friction));
+        euler_update<R>(xi, vi, BNN_FORCE(R, M, i, xi), z[i], k);
       } else if constexpr (U == Update::kSgld) {
-        const float gi = BNN_FORCE(R, M, i, x[i]);
-        xn = mad<R>(z[i], sigma, mad<R>(gi, minus_h, x[i]));
+        sgld_update<R>(xi, BNN_FORCE(R, M, i, xi), z[i], k);
       } else if constexpr (U == Update::kSgnht) {
-        const float gi = BNN_FORCE(R, M, i, x[i]);
-        const float vn = mad<R>(z[i], sigma, mad<R>(gi, minus_h, v[i] * friction));
-        xn = mad<R>(vn, h, x[i]);
-        v[i] = vn;
+        sgnht_update<R>(xi, vi, BNN_FORCE(R, M, i, xi), z[i], k);
       } else {
-        const float vn = mad<R>(z[i], sigma, v[i] * friction);
-        xn = mad<R>(vn, h, x[i]);
-        v[i] = vn;
+        ou_drift_update<R>(xi, vi, z[i], k);
       }
-      x[i] = xn;
-      out |= outside(xn, a[i], w);
+      x[i] = xi;
+      if constexpr (U != Update::kSgld) v[i] = vi;
+      out |= outside(xi, a[i], w);
     }
   }
   return out != 0;
