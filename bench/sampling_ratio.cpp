@@ -107,6 +107,7 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   // Each also on FreeOracle: the sampler's own work, without the gradient.
   std::vector<std::unique_ptr<bnn::samplers::Sampler>> chains, own;
   std::vector<std::string> labels;
+  std::string fused_path = "tensor operations";
   FreeOracle free_oracle(d, batches, g_device);
   for (const auto& s : samplers) {
     for (const bool fused : {true, false}) {
@@ -118,6 +119,7 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
       auto* kinetic = dynamic_cast<bnn::samplers::KineticLangevin*>(chain.get());
       const bool has_fused = kinetic != nullptr && kinetic->fused_steps();
       if (!fused && !has_fused) continue;
+      if (has_fused) fused_path = kinetic->fused_path();
       if (kinetic != nullptr) kinetic->set_fused_steps(fused);
       labels.push_back(fused ? s : s + " (tensor ops)");
       chains.push_back(std::move(chain));
@@ -174,7 +176,7 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   const double noise_t = best_of(repeats, noise_only);
   const double libtorch_noise_t = best_of(repeats, libtorch_noise_only);
   const double update_t = best_of(repeats, update_only);
-  fmt::print("{} d={} batches={}: SGD epoch {:.3f}s\n", name, d, batches, sgd / repeats);
+  fmt::print("{} d={} batches={}: SGD epoch {:.3f}s; fused steps: {}\n", name, d, batches, sgd / repeats, fused_path);
   for (size_t i = 0; i < chains.size(); ++i) {
     fmt::print("  {:<24} epoch {:8.3f}s  ratio {:.3f}   own work (no gradient) {:.3f}s = {:5.1f}% of SGD\n", labels[i],
                sample[i] / repeats, sample[i] / sgd, own_t[i] / repeats, 100 * own_t[i] / sgd);

@@ -44,24 +44,15 @@ torch::Tensor Baoab::fused_step() {
     gradient_.evaluate(order_.next());
     primed_ = true;
   }
-  const auto& k = fused_->kernels();
-  const detail::Rounding r = fused_->rounding();
   const float minus_half_h = static_cast<float>(-h / 2), half_h = static_cast<float>(h / 2);
   const float eta = static_cast<float>(eta_), sigma = static_cast<float>(noise_scale_);
   const float* cached = gradient_.force().data_ptr<float>();
-  run_fused(false, [&](const detail::PassSpan& s, const detail::NoiseBuffer&) {
-    return k.kick_drift(s, r, cached, minus_half_h, half_h);
-  });
-  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
-    return k.ou_drift(s, r, eta, sigma, half_h, n);
-  });
+  bounce_if(fused_->kick_drift(fused_span(), cached, minus_half_h, half_h));
+  bounce_if(fused_->ou_drift(fused_span(), eta, sigma, half_h));
   torch::Tensor loss;
   const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
   float* force = gradient_.force().data_ptr<float>();
-  run_fused(false, [&](const detail::PassSpan& s, const detail::NoiseBuffer&) {
-    k.kick(s, r, terms, force, minus_half_h);
-    return false;
-  });
+  fused_->kick(fused_span(), terms, force, minus_half_h);
   return loss;
 }
 

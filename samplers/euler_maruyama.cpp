@@ -45,13 +45,9 @@ torch::Tensor EulerMaruyama::fused_step() {
   last_step_ = h;
   torch::Tensor loss;
   const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
-  const auto& k = fused_->kernels();
-  const detail::Rounding r = fused_->rounding();
   const float hf = static_cast<float>(h), friction = static_cast<float>(1.0 - h * gamma),
               minus_h = static_cast<float>(-h), sigma = static_cast<float>(std::sqrt(2.0 * gamma * h));
-  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
-    return k.euler(s, r, terms, hf, friction, minus_h, sigma, n);
-  });
+  bounce_if(fused_->euler(fused_span(), terms, hf, friction, minus_h, sigma));
   return loss;
 }
 

@@ -4,8 +4,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
+#include <mutex>
+
+#include <stdexcept>
 
 #include <ATen/Parallel.h>
+
+#include "samplers/buffered_passes.h"
+
+#if defined(BNN_CUDA_KERNELS) && defined(BNN_HAVE_C10_CUDA)
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace bnn::samplers {
 
@@ -24,15 +34,17 @@ const detail::FusedKernels& pick_kernels() {
   return detail::fused_kernels_baseline();
 }
 
-std::optional<detail::Rounding> probe_rounding() {
+std::optional<detail::Rounding> probe_rounding(torch::Device device) {
   torch::NoGradGuard no_grad;
   // a + alpha b with a = -1, b = alpha = 1 + 2^-12: the exact value is
   // 2^-11 + 2^-24, which fma keeps; the rounded product 1 + 2^-11 + 2^-24
   // ties to 1 + 2^-11, so the separate rounding gives 2^-11.
   constexpr int64_t kLength = 1000;  // vectorised loop and scalar tail alike
   const float b = 1.0f + 0x1p-12f;
-  torch::Tensor a = torch::full({kLength}, -1.0f);
-  a.add_(torch::full({kLength}, b), static_cast<double>(b));
+  const auto on = torch::TensorOptions().dtype(torch::kFloat).device(device);
+  torch::Tensor a = torch::full({kLength}, -1.0f, on);
+  a.add_(torch::full({kLength}, b, on), static_cast<double>(b));
+  a = a.cpu();
   const float* r = a.data_ptr<float>();
   int64_t fma = 0, separate = 0;
   const float fused = 0x1p-11f + 0x1p-24f, rounded = 0x1p-11f;
@@ -48,13 +60,35 @@ std::optional<detail::Rounding> probe_rounding() {
 }  // namespace
 
 std::optional<detail::Rounding> aten_add_rounding() {
-  static const std::optional<detail::Rounding> rounding = probe_rounding();
+  static const std::optional<detail::Rounding> rounding = probe_rounding(torch::kCPU);
   return rounding;
 }
 
-bool FusedPasses::enabled_by_default() {
+std::optional<detail::Rounding> aten_add_rounding(torch::Device device) {
+  if (device.is_cpu()) return aten_add_rounding();
+  static std::mutex mutex;
+  static std::map<torch::DeviceType, std::optional<detail::Rounding>> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = known.find(device.type());
+  if (found != known.end()) return found->second;
+  return known[device.type()] = probe_rounding(device);
+}
+
+FusedChoice fused_choice_from_environment() {
   const char* value = std::getenv("BNN_FUSED_STEPS");
-  return value == nullptr || std::strcmp(value, "0") != 0;
+  if (value == nullptr || std::strcmp(value, "1") == 0) return FusedChoice::kAuto;
+  if (std::strcmp(value, "0") == 0) return FusedChoice::kOff;
+  if (std::strcmp(value, "buffered") == 0) return FusedChoice::kBuffered;
+  throw std::invalid_argument(std::string("BNN_FUSED_STEPS: '") + value +
+                              "' is not 0 (tensor operations), 1 (fused passes, the default) or buffered");
+}
+
+bool cuda_kernels_built() {
+#if defined(BNN_CUDA_KERNELS) && defined(BNN_HAVE_C10_CUDA)
+  return true;
+#else
+  return false;
+#endif
 }
 
 std::string fused_step_description() {
@@ -63,22 +97,88 @@ std::string fused_step_description() {
   text += !rounding ? ", off (ATen's float rounding of add is mixed)"
           : *rounding == detail::Rounding::kFma ? ", rounding like ATen: fma"
                                                  : ", rounding like ATen: separate";
-  if (!FusedPasses::enabled_by_default()) text += ", off (BNN_FUSED_STEPS=0)";
+  const char* value = std::getenv("BNN_FUSED_STEPS");
+  if (value != nullptr && std::strcmp(value, "0") == 0) text += ", off (BNN_FUSED_STEPS=0)";
+  if (value != nullptr && std::strcmp(value, "buffered") == 0) text += ", buffered passes (BNN_FUSED_STEPS=buffered)";
+  text += cuda_kernels_built() ? "; CUDA: buffered passes built" : "; CUDA: tensor operations (no CUDA kernels built)";
   return text;
 }
 
-bool FusedPasses::supported(const torch::Tensor& x, const torch::Tensor& noise) {
-  auto cpu_float = [](const torch::Tensor& t) {
-    return t.defined() && t.device().is_cpu() && t.scalar_type() == torch::kFloat && t.is_contiguous();
-  };
-  return cpu_float(x) && cpu_float(noise) && aten_add_rounding().has_value();
-}
+namespace {
 
-FusedPasses::FusedPasses(ChunkedNormal& normal, int64_t dim)
+// Note [Fused steps]: the CPU passes, split between threads.
+class CpuPasses final : public FusedPasses {
+ public:
+  CpuPasses(ChunkedNormal& normal, int64_t dim, detail::Rounding rounding);
+
+  bool ubu(const detail::PassSpan& s, const detail::UbuHalf& c, const detail::ForceTerms* kick,
+           float minus_h) override {
+    return run(s, true, [&](const detail::PassSpan& p, const detail::NoiseBuffer& n) {
+      return kernels_.ubu(p, rounding_, c, kick, minus_h, n);
+    });
+  }
+  bool kick_drift(const detail::PassSpan& s, const float* force, float minus_half_h, float half_h) override {
+    return run(s, false, [&](const detail::PassSpan& p, const detail::NoiseBuffer&) {
+      return kernels_.kick_drift(p, rounding_, force, minus_half_h, half_h);
+    });
+  }
+  bool ou_drift(const detail::PassSpan& s, float eta, float sigma, float half_h) override {
+    return run(s, true, [&](const detail::PassSpan& p, const detail::NoiseBuffer& n) {
+      return kernels_.ou_drift(p, rounding_, eta, sigma, half_h, n);
+    });
+  }
+  void kick(const detail::PassSpan& s, const detail::ForceTerms& terms, float* force_out,
+            float minus_half_h) override {
+    run(s, false, [&](const detail::PassSpan& p, const detail::NoiseBuffer&) {
+      kernels_.kick(p, rounding_, terms, force_out, minus_half_h);
+      return false;
+    });
+  }
+  bool euler(const detail::PassSpan& s, const detail::ForceTerms& terms, float h, float friction, float minus_h,
+             float sigma) override {
+    return run(s, true, [&](const detail::PassSpan& p, const detail::NoiseBuffer& n) {
+      return kernels_.euler(p, rounding_, terms, h, friction, minus_h, sigma, n);
+    });
+  }
+  bool sgld(const detail::PassSpan& s, const detail::ForceTerms& terms, float minus_h, float sigma) override {
+    return run(s, true, [&](const detail::PassSpan& p, const detail::NoiseBuffer& n) {
+      return kernels_.sgld(p, rounding_, terms, minus_h, sigma, n);
+    });
+  }
+  bool sgnht(const detail::PassSpan& s, const detail::ForceTerms& terms, const torch::Tensor& thermostat,
+             float minus_h, float sigma, float h) override {
+    const float factor = thermostat.item<float>();
+    return run(s, true, [&](const detail::PassSpan& p, const detail::NoiseBuffer& n) {
+      return kernels_.sgnht(p, rounding_, terms, factor, minus_h, sigma, h, n);
+    });
+  }
+  std::string name() const override { return "cpu passes"; }
+
+ private:
+  using Pass = std::function<bool(const detail::PassSpan&, const detail::NoiseBuffer&)>;
+  // Runs `pass` on every piece of [0, dim) in parallel; with `draws`, the
+  // pass draws from the generator, which then moves on as one fill of the
+  // buffer would have moved it. Returns whether some piece reported a
+  // coordinate outside the box.
+  bool run(const detail::PassSpan& span, bool draws, const Pass& pass);
+  void prepare_jump(int64_t position);
+
+  ChunkedNormal& normal_;
+  int64_t dim_;
+  const detail::FusedKernels& kernels_;
+  detail::Rounding rounding_;
+  std::vector<detail::NormalLanes> next_;
+  std::vector<std::unique_ptr<detail::LaneJump>> jumps_;
+  std::vector<const detail::LaneJump*> jump_table_;
+  std::vector<int64_t> bounds_;
+  std::vector<char> flags_;
+};
+
+CpuPasses::CpuPasses(ChunkedNormal& normal, int64_t dim, detail::Rounding rounding)
     : normal_(normal),
       dim_(dim),
       kernels_(pick_kernels()),
-      rounding_(aten_add_rounding().value_or(detail::Rounding::kFma)),
+      rounding_(rounding),
       next_(normal.chunk_generators().size()),
       jumps_(detail::kBlocksPerChunk),
       jump_table_(detail::kBlocksPerChunk, nullptr) {
@@ -87,7 +187,7 @@ FusedPasses::FusedPasses(ChunkedNormal& normal, int64_t dim)
               "fused sampler passes need bnn's float32 CPU generator over 1 or 2 times ", dim, " elements");
 }
 
-void FusedPasses::prepare_jump(int64_t position) {
+void CpuPasses::prepare_jump(int64_t position) {
   const int64_t blocks = position % detail::kNoiseChunk / (2 * detail::kNormalLanes);
   if (blocks == 0 || jump_table_[static_cast<size_t>(blocks)] != nullptr) return;
   auto jump = std::make_unique<detail::LaneJump>();
@@ -96,7 +196,7 @@ void FusedPasses::prepare_jump(int64_t position) {
   jumps_[static_cast<size_t>(blocks)] = std::move(jump);
 }
 
-bool FusedPasses::run(const detail::PassSpan& span, bool draws, const Pass& pass) {
+bool CpuPasses::run(const detail::PassSpan& span, bool draws, const Pass& pass) {
   const int64_t pieces =
       std::max<int64_t>(1, std::min<int64_t>(at::get_num_threads(), dim_ / kMinPiece));
   bounds_.resize(static_cast<size_t>(pieces + 1));
@@ -128,6 +228,143 @@ bool FusedPasses::run(const detail::PassSpan& span, bool draws, const Pass& pass
     if (f != 0) return true;
   }
   return false;
+}
+
+// Note [Buffered passes]: the normals into the sampler's buffer, then one
+// pass over every coordinate, on the host or as a CUDA kernel.
+class BufferedPasses final : public FusedPasses {
+ public:
+  BufferedPasses(ChunkedNormal& normal, torch::Tensor noise, detail::Rounding rounding, double rho_max)
+      : normal_(normal), noise_(std::move(noise)), device_(noise_.device()) {
+    base_.rounding = rounding;
+    base_.bounded = std::isfinite(rho_max);
+    if (base_.bounded) {  // as ATen rounds reflect_into_box's double scalars for a float tensor
+      base_.w = static_cast<float>(rho_max);
+      base_.two_w = static_cast<float>(2.0 * rho_max);
+      base_.four_w = static_cast<float>(4.0 * rho_max);
+    }
+  }
+
+  bool ubu(const detail::PassSpan& s, const detail::UbuHalf& c, const detail::ForceTerms* kick,
+           float minus_h) override {
+    detail::BufferedArgs a = args(s, kick != nullptr ? detail::BufferedPass::kUbuKick : detail::BufferedPass::kUbu);
+    if (kick != nullptr) a.terms = *kick;
+    a.ubu = c;
+    a.minus_h = minus_h;
+    return draw_and_run(a);
+  }
+  bool kick_drift(const detail::PassSpan& s, const float* force, float minus_half_h, float half_h) override {
+    detail::BufferedArgs a = args(s, detail::BufferedPass::kKickDrift);
+    a.force = force;
+    a.minus_h = minus_half_h;
+    a.h = half_h;
+    return run(a);
+  }
+  bool ou_drift(const detail::PassSpan& s, float eta, float sigma, float half_h) override {
+    detail::BufferedArgs a = args(s, detail::BufferedPass::kOuDrift);
+    a.friction = eta;
+    a.sigma = sigma;
+    a.h = half_h;
+    return draw_and_run(a);
+  }
+  void kick(const detail::PassSpan& s, const detail::ForceTerms& terms, float* force_out,
+            float minus_half_h) override {
+    detail::BufferedArgs a = args(s, detail::BufferedPass::kKick);
+    a.terms = terms;
+    a.force_out = force_out;
+    a.minus_h = minus_half_h;
+    run(a);
+  }
+  bool euler(const detail::PassSpan& s, const detail::ForceTerms& terms, float h, float friction, float minus_h,
+             float sigma) override {
+    detail::BufferedArgs a = args(s, detail::BufferedPass::kEuler);
+    a.terms = terms;
+    a.h = h;
+    a.friction = friction;
+    a.minus_h = minus_h;
+    a.sigma = sigma;
+    return draw_and_run(a);
+  }
+  bool sgld(const detail::PassSpan& s, const detail::ForceTerms& terms, float minus_h, float sigma) override {
+    detail::BufferedArgs a = args(s, detail::BufferedPass::kSgld);
+    a.terms = terms;
+    a.minus_h = minus_h;
+    a.sigma = sigma;
+    return draw_and_run(a);
+  }
+  bool sgnht(const detail::PassSpan& s, const detail::ForceTerms& terms, const torch::Tensor& thermostat,
+             float minus_h, float sigma, float h) override {
+    detail::BufferedArgs a = args(s, detail::BufferedPass::kSgnht);
+    a.terms = terms;
+    a.friction_from = thermostat.data_ptr<float>();  // read on the device: no wait for it here
+    a.minus_h = minus_h;
+    a.sigma = sigma;
+    a.h = h;
+    return draw_and_run(a);
+  }
+  std::string name() const override { return "buffered passes on " + device_.str(); }
+
+ private:
+  detail::BufferedArgs args(const detail::PassSpan& s, detail::BufferedPass pass) const {
+    detail::BufferedArgs a = base_;
+    a.pass = pass;
+    a.x = s.x;
+    a.v = s.v;
+    a.anchor = s.anchor;
+    a.n = noise_.numel() / (pass == detail::BufferedPass::kUbu || pass == detail::BufferedPass::kUbuKick ? 2 : 1);
+    a.noise = noise_.data_ptr<float>();
+    return a;
+  }
+  bool draw_and_run(const detail::BufferedArgs& a) {
+    normal_.fill(noise_);
+    return run(a);
+  }
+  bool run(const detail::BufferedArgs& a) {
+    if (device_.is_cpu()) {
+      detail::run_buffered_pass_host(a);
+      return false;
+    }
+#if defined(BNN_CUDA_KERNELS) && defined(BNN_HAVE_C10_CUDA)
+    const char* error = detail::launch_buffered_pass_cuda(a, c10::cuda::getCurrentCUDAStream(device_.index()).stream());
+    TORCH_CHECK(error == nullptr, "sampler step on ", device_.str(), ": CUDA kernel launch failed: ", error);
+#endif
+    return false;
+  }
+
+  ChunkedNormal& normal_;
+  torch::Tensor noise_;
+  torch::Device device_;
+  detail::BufferedArgs base_;
+};
+
+bool float_vector_on(const torch::Tensor& t, torch::Device device) {
+  return t.defined() && t.device() == device && t.scalar_type() == torch::kFloat && t.is_contiguous();
+}
+
+}  // namespace
+
+std::unique_ptr<FusedPasses> make_fused_passes(FusedChoice choice, ChunkedNormal& normal, const torch::Tensor& noise,
+                                               const torch::Tensor& x, const torch::Tensor& v,
+                                               const torch::Tensor& anchor, const torch::Tensor& gradient,
+                                               const torch::Tensor& force, double rho_max) {
+  if (choice == FusedChoice::kOff || !x.defined()) return nullptr;
+  const torch::Device device = x.device();
+  for (const torch::Tensor* t : {&x, &v, &anchor, &gradient, &force, &noise}) {
+    if (!float_vector_on(*t, device)) return nullptr;
+  }
+  const int64_t dim = x.numel();
+  if (dim == 0 || (noise.numel() != dim && noise.numel() != 2 * dim)) return nullptr;
+  if (device.is_cpu()) {
+    const auto rounding = aten_add_rounding();
+    if (!rounding) return nullptr;
+    if (choice == FusedChoice::kBuffered) return std::make_unique<BufferedPasses>(normal, noise, *rounding, rho_max);
+    if (normal.chunk_generators().empty()) return nullptr;
+    return std::make_unique<CpuPasses>(normal, dim, *rounding);
+  }
+  if (!device.is_cuda() || !cuda_kernels_built()) return nullptr;
+  const auto rounding = aten_add_rounding(device);
+  if (!rounding) return nullptr;
+  return std::make_unique<BufferedPasses>(normal, noise, *rounding, rho_max);
 }
 
 float box_width(double w) {

@@ -42,10 +42,12 @@ void KineticLangevin::draw_noise() {
 }
 
 void KineticLangevin::enable_fused_steps() {
-  if (noise_source_ && FusedPasses::supported(x_, noise_) && FusedPasses::supported(v_, gradient_.anchor()) &&
-      FusedPasses::supported(oracle_.gradient(), gradient_.force())) {
-    fused_ = std::make_unique<FusedPasses>(*noise_source_, x_.numel());
-  }
+  if (!noise_source_) return;
+  // With BNN_FUSED_STEPS=0 the passes are still set up, so that
+  // set_fused_steps(true) can turn them on.
+  const FusedChoice choice = fused_choice_ == FusedChoice::kOff ? FusedChoice::kAuto : fused_choice_;
+  fused_ = make_fused_passes(choice, *noise_source_, noise_, x_, v_, gradient_.anchor(), oracle_.gradient(),
+                             gradient_.force(), options_.rho_max());
 }
 
 detail::PassSpan KineticLangevin::fused_span() {
@@ -55,10 +57,6 @@ detail::PassSpan KineticLangevin::fused_span() {
   span.anchor = gradient_.anchor().data_ptr<float>();
   span.w = box_width(options_.rho_max());
   return span;
-}
-
-void KineticLangevin::run_fused(bool draws, const FusedPasses::Pass& pass) {
-  if (fused_->run(fused_span(), draws, pass)) bounce();
 }
 
 void KineticLangevin::bounce() {

@@ -35,14 +35,20 @@ class KineticLangevin : public Sampler {
   using NoiseHook = std::function<void(torch::Tensor& buffer)>;
   void set_noise_hook(NoiseHook hook) { noise_hook_ = std::move(hook); }
 
-  // Note [Fused steps] (samplers/fused_kernels.h): where the sampler has a
-  // fused step and the chain is float32 on the CPU, each step runs it instead
-  // of the tensor operations, with the same results. On by default;
-  // BNN_FUSED_STEPS=0 in the environment turns it off for every sampler. It
-  // may be switched at any step. A noise hook turns it off.
+  // Note [Fused steps] (samplers/fused_kernels.h) and Note [Buffered passes]
+  // (samplers/buffered_passes.h): where the sampler has a fused step and the
+  // chain is float32 on the CPU, or on a GPU with bnn's CUDA kernels built,
+  // each step runs it instead of the tensor operations, with the same results
+  // (on a GPU to float rounding). On by default; BNN_FUSED_STEPS=0 in the
+  // environment turns it off for every sampler, BNN_FUSED_STEPS=buffered runs
+  // the GPU's passes on the CPU too. It may be switched at any step. A noise
+  // hook turns it off.
   void set_fused_steps(bool on) { fused_on_ = on; }
   // Whether the next step runs the fused path.
   bool fused_steps() const { return fused_ != nullptr && fused_on_ && !noise_hook_; }
+  // The fused path's name ("cpu passes", "buffered passes on cuda:0"), or
+  // "tensor operations" where none can run.
+  std::string fused_path() const { return fused_ != nullptr ? fused_->name() : "tensor operations"; }
 
  protected:
   // `anchor` is x* (used for localization, bounces and the control variate);
@@ -61,9 +67,10 @@ class KineticLangevin : public Sampler {
   void enable_fused_steps();
   // x, v, the anchor and the box, for a fused pass.
   detail::PassSpan fused_span();
-  // Runs a pass (FusedPasses::run) and bounces when it reports a coordinate
-  // outside the box.
-  void run_fused(bool draws, const FusedPasses::Pass& pass);
+  // Bounces after a fused pass that reported a coordinate outside the box.
+  void bounce_if(bool left_box) {
+    if (left_box) bounce();
+  }
   // Common part of pretty_string(); `extra` is appended inside the brackets.
   std::string describe(const std::string& name, const std::string& extra = {}) const;
 
@@ -79,7 +86,7 @@ class KineticLangevin : public Sampler {
   torch::Tensor x_;       // the oracle's parameters (a view, updated in place)
   torch::Tensor v_;
   torch::Tensor noise_;   // preallocated, refilled by draw_noise()
-  std::unique_ptr<FusedPasses> fused_;  // set by enable_fused_steps() where it can run
+  std::unique_ptr<FusedPasses> fused_;  // set by enable_fused_steps() where a fused path can run
   BatchOrder order_;
   uint64_t seed_;         // the sampler seed, for derived streams
 
@@ -88,7 +95,8 @@ class KineticLangevin : public Sampler {
   uint64_t noise_seed_;
   torch::Tensor bounce_scratch_;
   NoiseHook noise_hook_;
-  bool fused_on_ = FusedPasses::enabled_by_default();
+  FusedChoice fused_choice_ = fused_choice_from_environment();
+  bool fused_on_ = fused_choice_ != FusedChoice::kOff;
 };
 
 }  // namespace bnn::samplers

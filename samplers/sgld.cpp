@@ -29,12 +29,8 @@ torch::Tensor Sgld::fused_step() {
   const double h = options_.step_size();
   torch::Tensor loss;
   const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
-  const auto& k = fused_->kernels();
-  const detail::Rounding r = fused_->rounding();
   const float minus_h = static_cast<float>(-h), sigma = static_cast<float>(std::sqrt(2.0 * h));
-  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
-    return k.sgld(s, r, terms, minus_h, sigma, n);
-  });
+  bounce_if(fused_->sgld(fused_span(), terms, minus_h, sigma));
   return loss;
 }
 

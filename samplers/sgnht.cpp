@@ -38,14 +38,10 @@ torch::Tensor Sgnht::fused_step() {
   const double d = static_cast<double>(x_.numel());
   torch::Tensor loss;
   const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
-  const float thermostat = (1.0 - h * xi_).item<float>();  // the factor do_step multiplies v by
-  const auto& k = fused_->kernels();
-  const detail::Rounding r = fused_->rounding();
+  const torch::Tensor thermostat = 1.0 - h * xi_;  // the factor do_step multiplies v by
   const float minus_h = static_cast<float>(-h), hf = static_cast<float>(h),
               sigma = static_cast<float>(std::sqrt(2.0 * options_.friction() * h));
-  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
-    return k.sgnht(s, r, terms, thermostat, minus_h, sigma, hf, n);
-  });
+  bounce_if(fused_->sgnht(fused_span(), terms, thermostat, minus_h, sigma, hf));
   xi_.add_(torch::dot(v_, v_).div_(d).sub_(1.0).mul_(h));
   return loss;
 }

@@ -86,8 +86,8 @@ detail::ForceTerms StochasticGradient::evaluate_terms(int64_t b, torch::Tensor* 
   torch::Tensor l = oracle_.evaluate(b);
   if (loss) *loss = l;
   gradient_ = oracle_.gradient();
-  TORCH_CHECK(gradient_.is_contiguous() && gradient_.scalar_type() == torch::kFloat && gradient_.device().is_cpu(),
-              "fused sampler passes need a contiguous float32 CPU gradient");
+  TORCH_CHECK(gradient_.is_contiguous() && gradient_.scalar_type() == torch::kFloat && gradient_.device() == x.device(),
+              "fused sampler passes need a contiguous float32 gradient on the parameters' device");
   terms.diag = diag_.data_ptr<float>();
   terms.offset = offset_.data_ptr<float>();
   terms.grad = gradient_.data_ptr<float>();

@@ -37,16 +37,10 @@ torch::Tensor Ubu::fused_step() {
                           static_cast<float>(half_.decay), static_cast<float>(half_.v_from_xi1),
                           static_cast<float>(half_.v_noise)};
   const float minus_h = static_cast<float>(-options_.step_size());
-  const auto& k = fused_->kernels();
-  const detail::Rounding r = fused_->rounding();
-  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
-    return k.ubu(s, r, c, nullptr, minus_h, n);
-  });
+  bounce_if(fused_->ubu(fused_span(), c, nullptr, minus_h));
   torch::Tensor loss;
   const detail::ForceTerms terms = gradient_.evaluate_terms(order_.next(), &loss);
-  run_fused(true, [&](const detail::PassSpan& s, const detail::NoiseBuffer& n) {
-    return k.ubu(s, r, c, &terms, minus_h, n);
-  });
+  bounce_if(fused_->ubu(fused_span(), c, &terms, minus_h));
   return loss;
 }
 

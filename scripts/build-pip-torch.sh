@@ -104,8 +104,13 @@ if command -v ninja > /dev/null; then generator=(-G Ninja); fi
 # data-parallel chains (bnn run --distributed) use NCCL (cmake/c10d.cmake).
 nccl_include="$(ls -d "$site"/nvidia/nccl/include 2> /dev/null | head -1 || true)"
 # The CUDA toolkit's headers (for c10/cuda) and nvcc, if the machine has them:
-# CMake's FindCUDAToolkit looks on PATH and in /usr/local/cuda.
+# CMake's FindCUDAToolkit looks on PATH and in /usr/local/cuda. nvcc also
+# builds bnn's CUDA kernels (cmake/cuda_kernels.cmake): BNN_CUDA_KERNELS=ON in
+# the environment makes their absence an error, OFF leaves them out.
+nvcc="$(command -v nvcc || true)"
+if [[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]]; then nvcc=/usr/local/cuda/bin/nvcc; fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+  -DBNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-AUTO}" ${nvcc:+-DCMAKE_CUDA_COMPILER="$nvcc"} \
   -DCMAKE_PREFIX_PATH="$prefix_paths" -DBNN_BUILD_TESTS="$tests" -DBNN_BUILD_BENCH="$tests" \
   ${nccl_include:+-DBNN_C10D_INCLUDE_DIRS="$nccl_include"} \
   ${debs:+-DCMAKE_BUILD_RPATH="$build/deps/usr/lib/x86_64-linux-gnu"}

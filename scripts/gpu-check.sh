@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The checks that need a GPU, in one go, on a machine with a CUDA pip PyTorch,
 # CMake and a compiler (docs/performance.md, "GPU"): build with
-# scripts/build-pip-torch.sh, `bnn version`, the whole ctest (the CUDA tests
-# must run, not skip), then bnn_bench_sampling on the GPU. Logs go to OUT_DIR.
+# scripts/build-pip-torch.sh with bnn's CUDA kernels (BNN_CUDA_KERNELS=ON),
+# `bnn version`, the whole ctest (the CUDA tests must run, not skip), then
+# bnn_bench_sampling on the GPU. Logs go to OUT_DIR.
 #
 #   scripts/gpu-check.sh OUT_DIR [DEBS_DIR]
 #
@@ -21,7 +22,7 @@ out="$(cd "$out" && pwd)"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 start=$(date +%s)
-if ! bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} \
+if ! BNN_CUDA_KERNELS=ON bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} \
     > "$out/build.log" 2>&1; then
   tail -30 "$out/build.log"
   echo "gpu-check: build failed (log: $out/build.log)"

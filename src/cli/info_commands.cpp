@@ -25,7 +25,7 @@ int cmd_version(int, char**) {
   fmt::print("parallel loops in bnn's code: {} threads\n", runtime::parallel_loop_threads());
   fmt::print("BLAS: {}\n", runtime::blas_description());
   fmt::print("OpenMP wait: {}\n", runtime::openmp_wait_setting());
-  fmt::print("fused sampler steps (CPU, float32): {}\n", samplers::fused_step_description());
+  fmt::print("fused sampler steps (float32): {}\n", samplers::fused_step_description());
   fmt::print("std::filesystem from: {}\n", runtime::filesystem_library());
   return 0;
 }

@@ -2,14 +2,22 @@
 // operations they replace, for every sampler that has them, every way of
 // forming the force, with bounces, across generator chunks, whatever the
 // thread count; and the generator jumps they rely on (Note [Lane jumps]).
+// Note [Buffered passes]: the GPU's passes, run on the host, give the same
+// bits too, bounce included.
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
 #include <sstream>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "samplers/bounce.h"
+#include "samplers/coordinate_updates.h"
 #include "samplers/fused_step.h"
 #include "samplers/kinetic_langevin.h"
 #include "samplers/normal_kernel.h"
@@ -127,6 +135,63 @@ TEST(FusedSteps, SameBitsAsTheTensorOperations) {
   }
 }
 
+// BNN_FUSED_STEPS set to `value` while it lives.
+class ScopedFusedSteps {
+ public:
+  explicit ScopedFusedSteps(const char* value) { ::setenv("BNN_FUSED_STEPS", value, 1); }
+  ~ScopedFusedSteps() { ::unsetenv("BNN_FUSED_STEPS"); }
+  ScopedFusedSteps(const ScopedFusedSteps&) = delete;
+  ScopedFusedSteps& operator=(const ScopedFusedSteps&) = delete;
+};
+
+TEST(FusedSteps, BufferedPassesGiveTheTensorPathsBits) {
+  // The code of the CUDA kernels (one coordinate per thread, noise drawn into
+  // the buffer first, the bounce inside the pass), run on the host.
+  const ScopedFusedSteps buffered("buffered");
+  for (const auto& name : sampler_names()) {
+    if (!has_fused_step(name)) continue;
+    for (const Estimator& e : kEstimators) {
+      SCOPED_TRACE(name + ", " + e.name);
+      Chain fused(name, e, true), reference(name, e, false);
+      ASSERT_EQ(fused.kinetic().fused_path(), "buffered passes on cpu");
+      ASSERT_TRUE(fused.kinetic().fused_steps());
+      for (int step = 0; step < 6; ++step) {
+        const torch::Tensor loss_f = fused.sampler->step(), loss_r = reference.sampler->step();
+        EXPECT_TRUE(loss_f.equal(loss_r));
+        EXPECT_EQ(outside_box(fused.x()), 0);
+      }
+      EXPECT_TRUE(fused.x().equal(reference.x()));
+      EXPECT_TRUE(fused.sampler->velocity().equal(reference.sampler->velocity()));
+      EXPECT_EQ(fused.sampler->diagnostics(), reference.sampler->diagnostics());
+    }
+  }
+}
+
+TEST(FusedSteps, OneCoordinatesReflectionIsReflectIntoBox) {
+  // The bounce of the buffered passes against the tensor operations, on
+  // points up to 20 box widths out (many folds, both velocity signs), the
+  // box's edges and the points just beyond them.
+  constexpr double kRhoMax = 0.37;
+  constexpr int64_t kPoints = 20000;
+  const torch::Tensor anchor = torch::rand({kPoints}) - 0.5;
+  torch::Tensor y = (torch::rand({kPoints}) - 0.5) * (40 * kRhoMax);
+  const float w = static_cast<float>(kRhoMax);
+  const float edges[] = {w, -w, std::nextafter(w, 1.0f), -std::nextafter(w, 1.0f), 3 * w, -3 * w, 0.0f};
+  for (int64_t i = 0; i < 7; ++i) y[i] = edges[i];
+  torch::Tensor x = anchor + y, v = torch::randn({kPoints});
+  torch::Tensor x_ref = x.clone(), v_ref = v.clone(), scratch;
+  reflect_into_box(x_ref, v_ref, anchor, kRhoMax, scratch);
+  const detail::Reflection box{w, static_cast<float>(2 * kRhoMax), static_cast<float>(4 * kRhoMax)};
+  float* xs = x.data_ptr<float>();
+  float* vs = v.data_ptr<float>();
+  const float* as = anchor.data_ptr<float>();
+  for (int64_t i = 0; i < kPoints; ++i) detail::reflect(xs[i], vs[i], as[i], box);
+  EXPECT_TRUE(x.equal(x_ref));
+  EXPECT_TRUE(v.equal(v_ref));
+  EXPECT_LE((x - anchor).abs().max().item<double>(), kRhoMax + 1e-6);  // float rounding of w and of a + folded
+  EXPECT_GT((v != v_ref.abs()).sum().item<int64_t>(), kPoints / 10);  // velocities did flip
+}
+
 TEST(FusedSteps, SameBitsWithOneThreadAsWithSeveral) {
   const int threads = torch::get_num_threads();
   torch::set_num_threads(1);
@@ -148,27 +213,36 @@ TEST(FusedSteps, SameBitsWithOneThreadAsWithSeveral) {
 }
 
 TEST(FusedSteps, CheckpointsAreTheSameEitherWay) {
-  // A chain checkpointed on the fused path and resumed on the tensor path
-  // (and the reverse) continues as if never interrupted.
+  // A chain checkpointed on one path and resumed on another (CPU passes,
+  // tensor operations, buffered passes) continues as if never interrupted.
+  enum class Path { kCpu, kTensor, kBuffered };
+  auto chain = [](const char* name, Path path) {
+    std::unique_ptr<ScopedFusedSteps> env;
+    if (path == Path::kBuffered) env = std::make_unique<ScopedFusedSteps>("buffered");
+    return std::make_unique<Chain>(name, kEstimators[1], path != Path::kTensor);
+  };
+  const std::pair<Path, Path> moves[] = {
+      {Path::kCpu, Path::kTensor}, {Path::kTensor, Path::kCpu}, {Path::kBuffered, Path::kCpu}, {Path::kTensor, Path::kBuffered}};
   for (const char* name : {"sms_ubu", "sms_baoab", "sghmc"}) {
-    SCOPED_TRACE(name);
-    for (const bool fused_first : {true, false}) {
-      Chain a(name, kEstimators[1], fused_first);
-      for (int i = 0; i < 3; ++i) a.sampler->step();
+    for (const auto& [first, second] : moves) {
+      SCOPED_TRACE(std::string(name) + ": path " + std::to_string(static_cast<int>(first)) + " then " +
+                   std::to_string(static_cast<int>(second)));
+      auto a = chain(name, first);
+      for (int i = 0; i < 3; ++i) a->sampler->step();
       std::stringstream buffer;
       {
         torch::serialize::OutputArchive out;
-        a.sampler->save(out);
+        a->sampler->save(out);
         out.save_to(buffer);
       }
-      for (int i = 0; i < 3; ++i) a.sampler->step();
-      Chain b(name, kEstimators[1], !fused_first);
+      for (int i = 0; i < 3; ++i) a->sampler->step();
+      auto b = chain(name, second);
       torch::serialize::InputArchive in;
       in.load_from(buffer);
-      b.sampler->load(in);
-      for (int i = 0; i < 3; ++i) b.sampler->step();
-      EXPECT_TRUE(a.x().equal(b.x()));
-      EXPECT_TRUE(a.sampler->velocity().equal(b.sampler->velocity()));
+      b->sampler->load(in);
+      for (int i = 0; i < 3; ++i) b->sampler->step();
+      EXPECT_TRUE(a->x().equal(b->x()));
+      EXPECT_TRUE(a->sampler->velocity().equal(b->sampler->velocity()));
     }
   }
 }
@@ -190,6 +264,27 @@ TEST(FusedSteps, OffWhereTheyCannotRunOrAreTurnedOff) {
   ::unsetenv("BNN_FUSED_STEPS");
   EXPECT_FALSE(dynamic_cast<KineticLangevin&>(*o).fused_steps());
   EXPECT_NE(fused_step_description().find("rounding like ATen"), std::string::npos) << fused_step_description();
+}
+
+TEST(FusedSteps, TheEnvironmentChoosesThePathAndBadValuesAreNamed) {
+  Chain automatic("sms_ubu", kEstimators[0], true);
+  EXPECT_EQ(automatic.kinetic().fused_path(), "cpu passes");
+  {
+    const ScopedFusedSteps off("0");
+    EXPECT_EQ(fused_choice_from_environment(), FusedChoice::kOff);
+  }
+  {
+    const ScopedFusedSteps bad("yes");
+    try {
+      Chain chain("sms_ubu", kEstimators[0], true);
+      ADD_FAILURE() << "BNN_FUSED_STEPS=yes was accepted";
+    } catch (const std::invalid_argument& error) {
+      EXPECT_STREQ(error.what(),
+                   "BNN_FUSED_STEPS: 'yes' is not 0 (tensor operations), 1 (fused passes, the default) or buffered");
+    }
+  }
+  EXPECT_EQ(fused_choice_from_environment(), FusedChoice::kAuto);
+  EXPECT_EQ(fused_step_description().find("CUDA: buffered passes built") != std::string::npos, cuda_kernels_built());
 }
 
 }  // namespace

@@ -25,10 +25,11 @@ struct Moments {
   double mean_prior, var_prior, mean_free, var_free;
 };
 
-testing::QuadraticOracle make_oracle(torch::Device device = torch::kCPU) {
+testing::QuadraticOracle make_oracle(torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kDouble) {
   torch::Tensor mask = torch::zeros({kChains}, torch::kDouble);
   mask.narrow(0, 0, kChains / 2).fill_(1.0);
-  return testing::QuadraticOracle(kChains, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kAnchor, device);
+  return testing::QuadraticOracle(kChains, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kAnchor, device,
+                                  dtype);
 }
 
 Moments run_chains(const std::string& name, const LangevinOptions& options, int64_t burn_in, int64_t steps,
@@ -143,6 +144,13 @@ TEST(CudaSamplers, StationaryMomentsOnTheGpu) {
         GradientEstimator::kControlVariate);
     const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
     ASSERT_TRUE(oracle.parameters().is_cuda());
+    expect_moments(got, exact(oracle, 2.0, 0.5), 0.01, 0.03);
+  }
+  {  // float32: bnn's CUDA kernels (Note [Buffered passes]) where built, else the tensor operations
+    auto oracle = make_oracle(cuda, torch::kFloat);
+    const auto options = LangevinOptions(0.05).friction(2.0).rho(0.5).prior_precision(2.0).estimator(
+        GradientEstimator::kControlVariate);
+    const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
     expect_moments(got, exact(oracle, 2.0, 0.5), 0.01, 0.03);
   }
   {

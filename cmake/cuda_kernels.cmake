@@ -1,0 +1,44 @@
+# Note [CUDA kernels]
+# bnn's own CUDA kernels (the buffered sampler passes, samplers/buffered_passes.cu,
+# Note [Buffered passes]) are built where LibTorch has CUDA (BNN_HAVE_C10_CUDA,
+# cmake/c10_cuda.cmake) and CMake finds a CUDA compiler. Without them a chain on
+# a GPU runs its steps as tensor operations, with the same maths.
+#   -DBNN_CUDA_KERNELS=AUTO (default) build them where they can be built;
+#                      ON   fail where they cannot (a CUDA LibTorch without nvcc);
+#                      OFF  never.
+# The kernel file includes no LibTorch header and is compiled in an object
+# library of its own, without the C++ targets' flags (OpenMP, the precompiled
+# header). Architectures: CMAKE_CUDA_ARCHITECTURES where set, else every major
+# one the compiler knows (CMake >= 3.23), else 70, 80 and 90.
+set(BNN_CUDA_KERNELS AUTO CACHE STRING "Build bnn's CUDA kernels: AUTO, ON or OFF")
+set_property(CACHE BNN_CUDA_KERNELS PROPERTY STRINGS AUTO ON OFF)
+if(NOT BNN_CUDA_KERNELS MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "BNN_CUDA_KERNELS: '${BNN_CUDA_KERNELS}' is not AUTO, ON or OFF")
+endif()
+set(BNN_WITH_CUDA_KERNELS OFF)
+if(BNN_CUDA_KERNELS STREQUAL "ON" OR (BNN_CUDA_KERNELS STREQUAL "AUTO" AND BNN_HAVE_C10_CUDA))
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.23)
+        set(CMAKE_CUDA_ARCHITECTURES all-major)
+      else()
+        set(CMAKE_CUDA_ARCHITECTURES 70 80 90)
+      endif()
+    endif()
+    enable_language(CUDA)
+    set(BNN_WITH_CUDA_KERNELS ON)
+  elseif(BNN_CUDA_KERNELS STREQUAL "ON")
+    message(FATAL_ERROR "BNN_CUDA_KERNELS=ON, but CMake found no CUDA compiler: set CMAKE_CUDA_COMPILER "
+                        "(e.g. /usr/local/cuda/bin/nvcc) or put nvcc on the PATH")
+  endif()
+endif()
+if(BNN_WITH_CUDA_KERNELS AND NOT BNN_HAVE_C10_CUDA)
+  message(STATUS "bnn: CUDA kernels compiled, but LibTorch has no CUDA: chains cannot reach them")
+endif()
+if(BNN_WITH_CUDA_KERNELS)
+  message(STATUS "bnn: CUDA kernels: ON (architectures ${CMAKE_CUDA_ARCHITECTURES})")
+else()
+  message(STATUS "bnn: CUDA kernels: OFF")
+endif()
