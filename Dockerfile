@@ -47,8 +47,9 @@ RUN python3 -m venv /opt/torch \
 WORKDIR /opt/bnn
 COPY . .
 # The same script builds bnn on a GPU machine without Docker (README,
-# "Building by hand"); here the -dev packages come from Ubuntu's archive.
-RUN bash scripts/build-pip-torch.sh --python /opt/torch/bin/python --build build --no-tests --target bnn \
+# "Building by hand"); here the -dev packages come from Ubuntu's archive, and
+# the image's nvcc builds bnn's CUDA kernels (required: BNN_CUDA_KERNELS=ON).
+RUN BNN_CUDA_KERNELS=ON bash scripts/build-pip-torch.sh --python /opt/torch/bin/python --build build --no-tests --target bnn \
     && mkdir -p /opt/bnn-dist/lib \
     && cp build/src/bnn /opt/bnn-dist/ \
     && cp -P /opt/torch/lib/python3*/site-packages/torch/lib/*.so* /opt/bnn-dist/lib/ \

@@ -8,8 +8,12 @@
 #                      OFF  never.
 # The kernel file includes no LibTorch header and is compiled in an object
 # library of its own, without the C++ targets' flags (OpenMP, the precompiled
-# header). Architectures: CMAKE_CUDA_ARCHITECTURES where set, else every major
-# one the compiler knows (CMake >= 3.23), else 70, 80 and 90.
+# header). Architectures (BNN_CUDA_ARCHITECTURES, set on that target):
+# CMAKE_CUDA_ARCHITECTURES where the user set it, else every major one the
+# compiler knows (CMake >= 3.23), else 75, 80 and 90. A pip LibTorch's CMake
+# config enables CUDA itself, sets CMAKE_CUDA_ARCHITECTURES to OFF and adds
+# its own -gencode flags (TORCH_CUDA_ARCH_LIST, by default the visible GPU's)
+# to CMAKE_CUDA_FLAGS; those apply too.
 set(BNN_CUDA_KERNELS AUTO CACHE STRING "Build bnn's CUDA kernels: AUTO, ON or OFF")
 set_property(CACHE BNN_CUDA_KERNELS PROPERTY STRINGS AUTO ON OFF)
 if(NOT BNN_CUDA_KERNELS MATCHES "^(AUTO|ON|OFF)$")
@@ -20,12 +24,15 @@ if(BNN_CUDA_KERNELS STREQUAL "ON" OR (BNN_CUDA_KERNELS STREQUAL "AUTO" AND BNN_H
   include(CheckLanguage)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
+    if(CMAKE_CUDA_ARCHITECTURES)  # neither unset nor OFF
+      set(BNN_CUDA_ARCHITECTURES ${CMAKE_CUDA_ARCHITECTURES})
+    elseif(CMAKE_VERSION VERSION_GREATER_EQUAL 3.23)
+      set(BNN_CUDA_ARCHITECTURES all-major)
+    else()
+      set(BNN_CUDA_ARCHITECTURES 75 80 90)
+    endif()
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-      if(CMAKE_VERSION VERSION_GREATER_EQUAL 3.23)
-        set(CMAKE_CUDA_ARCHITECTURES all-major)
-      else()
-        set(CMAKE_CUDA_ARCHITECTURES 70 80 90)
-      endif()
+      set(CMAKE_CUDA_ARCHITECTURES ${BNN_CUDA_ARCHITECTURES})  # enable_language's own check needs one
     endif()
     enable_language(CUDA)
     set(BNN_WITH_CUDA_KERNELS ON)
@@ -38,7 +45,7 @@ if(BNN_WITH_CUDA_KERNELS AND NOT BNN_HAVE_C10_CUDA)
   message(STATUS "bnn: CUDA kernels compiled, but LibTorch has no CUDA: chains cannot reach them")
 endif()
 if(BNN_WITH_CUDA_KERNELS)
-  message(STATUS "bnn: CUDA kernels: ON (architectures ${CMAKE_CUDA_ARCHITECTURES})")
+  message(STATUS "bnn: CUDA kernels: ON (architectures ${BNN_CUDA_ARCHITECTURES}; CMAKE_CUDA_FLAGS: ${CMAKE_CUDA_FLAGS})")
 else()
   message(STATUS "bnn: CUDA kernels: OFF")
 endif()

@@ -33,11 +33,15 @@ namespace bnn::samplers::detail {
 // samplers/coordinate_updates.h, shared with the CPU passes; `pass` below
 // says which update a pass makes. The same code runs on the host
 // (BNN_FUSED_STEPS=buffered, one thread), where it gives the tensor path's
-// bits: FusedSteps.BufferedPassesGiveTheTensorPathsBits checks the GPU's
-// arithmetic and bounce on a machine without one. On the GPU the results
-// agree with the tensor path to float rounding (CudaSamplers.*): ATen's CUDA
-// kernels may round some operations differently (a division by a scalar is a
-// multiplication by its reciprocal there).
+// bits: FusedSteps.BufferedPassesGiveTheTensorPathsBits checks on a machine
+// without a GPU which normals each pass reads, the order of its operations
+// and the bounce. What only a GPU runs is the device branch of
+// coordinate_updates.h (the rounding intrinsics, the device's fmodf and
+// floorf, the division as ATen's CUDA kernel makes it);
+// CudaSamplers.BufferedPassesAgreeWithTheTensorOperations compares the two
+// paths there. The kernels round each operation as ATen's CUDA kernels are
+// written to, but ATen does not promise that, so the GPU test asks for
+// agreement to float rounding, not for the same bits.
 enum class BufferedPass {
   kUbu,        // U(h/2): ubu, noise[j] and noise[n + j]
   kUbuKick,    // the kick by G with minus_h, then U(h/2)
@@ -63,10 +67,10 @@ struct BufferedArgs {
   UbuHalf ubu{};
   float h = 0, friction = 0, minus_h = 0, sigma = 0;
   const float* friction_from = nullptr;  // where set, the friction is read here (SGNHT's thermostat, on the device)
-  // The box as reflect_into_box sees it: rho_max, 2 rho_max and 4 rho_max
-  // rounded to float; no bounce when !bounded.
+  // The box as reflect_into_box sees it (coordinate_updates.h, Reflection);
+  // no bounce when !bounded.
   bool bounded = false;
-  float w = 0, two_w = 0, four_w = 0;
+  float w = 0, two_w = 0, four_w = 0, inv_two_w = 0;
 };
 
 // Runs the pass on the host, one coordinate after another.

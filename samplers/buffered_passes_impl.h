@@ -44,7 +44,7 @@ BNN_HOST_DEVICE inline void buffered_coordinate(const BufferedArgs& a, int64_t i
     sgnht_update<R>(x, v, g, a.noise[i], c);
   }
   if constexpr (P != BufferedPass::kKick) {
-    if (a.bounded) reflect(x, v, a.anchor[i], Reflection{a.w, a.two_w, a.four_w});
+    if (a.bounded) reflect(x, v, a.anchor[i], Reflection{a.w, a.two_w, a.four_w, a.inv_two_w});
   }
   a.x[i] = x;
   a.v[i] = v;

@@ -6,7 +6,11 @@
 // Plain C++ that nvcc also compiles (every function is host and device code
 // there). Everything is in an unnamed namespace: the CPU passes include this
 // header from files built for different instruction sets, and the linker
-// must not merge their copies.
+// must not merge their copies. For the same reason the host code calls the
+// compiler's builtins rather than std::fma and friends: those are inline
+// functions with external linkage, which an unoptimised build emits once per
+// object, the AVX2 object's copy with AVX2 instructions, for the linker to
+// pick one of.
 #pragma once
 
 #include <cmath>
@@ -37,10 +41,34 @@ BNN_HOST_DEVICE inline float mad(float a, float b, float c) {
   }
 #else
   if constexpr (R == Rounding::kFma) {
-    return std::fma(a, b, c);
+    return __builtin_fmaf(a, b, c);
   } else {
     return a * b + c;
   }
+#endif
+}
+
+BNN_HOST_DEVICE inline float abs_of(float a) {
+#if defined(__CUDA_ARCH__)
+  return fabsf(a);
+#else
+  return __builtin_fabsf(a);
+#endif
+}
+
+BNN_HOST_DEVICE inline float fmod_of(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmodf(a, b);
+#else
+  return __builtin_fmodf(a, b);
+#endif
+}
+
+BNN_HOST_DEVICE inline float floor_of(float a) {
+#if defined(__CUDA_ARCH__)
+  return floorf(a);
+#else
+  return __builtin_floorf(a);
 #endif
 }
 
@@ -149,31 +177,39 @@ BNN_HOST_DEVICE inline void ou_drift_update(float& x, float& v, float z, const C
 }
 
 // Whether x is outside the box |x - anchor| <= w (w the largest float <= rho_max), NaN included.
-BNN_HOST_DEVICE inline bool outside(float x, float anchor, float w) { return !(std::fabs(x - anchor) <= w); }
+BNN_HOST_DEVICE inline bool outside(float x, float anchor, float w) { return !(abs_of(x - anchor) <= w); }
 
 // Python's (and ATen's) remainder: the sign of the divisor.
 BNN_HOST_DEVICE inline float floor_remainder(float a, float b) {
-  float m = std::fmod(a, b);
+  float m = fmod_of(a, b);
   if (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) m = add(m, b);
   return m;
 }
 
 // The box as reflect_into_box's tensor operations see it: rho_max, 2 rho_max
 // and 4 rho_max each rounded to float, as ATen rounds a double scalar for a
-// float tensor.
+// float tensor; and 1 / (float) 2 rho_max in float, the factor ATen's CUDA
+// division by a scalar multiplies by.
 struct Reflection {
-  float w, two_w, four_w;
+  float w, two_w, four_w, inv_two_w;
 };
 
 // reflect_into_box (samplers/bounce.cpp) on one coordinate, operation for
 // operation: y = x - anchor; where |y| > w, x = anchor + (|(y - w) mod 4w - 2w| - w)
-// and v flips when floor((y + w) / 2w) is odd.
+// and v flips when floor((y + w) / 2w) is odd. The division is ATen's on the
+// chain's device: a float division on the host, a multiplication by the
+// reciprocal on a GPU (ATen's CUDA kernel for a division by a scalar), so
+// that both paths agree on whether a coordinate near a fold flips.
 BNN_HOST_DEVICE inline void reflect(float& x, float& v, float anchor, const Reflection& b) {
   const float y = sub(x, anchor);
-  if (!(std::fabs(y) > b.w)) return;
-  const float folded = sub(std::fabs(sub(floor_remainder(sub(y, b.w), b.four_w), b.two_w)), b.w);
+  if (!(abs_of(y) > b.w)) return;
+  const float folded = sub(abs_of(sub(floor_remainder(sub(y, b.w), b.four_w), b.two_w)), b.w);
   x = add(anchor, folded);
-  const float crossings = std::floor(add(y, b.w) / b.two_w);
+#if defined(__CUDA_ARCH__)
+  const float crossings = floor_of(mul(add(y, b.w), b.inv_two_w));
+#else
+  const float crossings = floor_of(add(y, b.w) / b.two_w);
+#endif
   if (floor_remainder(crossings, 2.0f) == 1.0f) v = -v;
 }
 

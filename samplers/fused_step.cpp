@@ -14,6 +14,7 @@
 #include "samplers/buffered_passes.h"
 
 #if defined(BNN_CUDA_KERNELS) && defined(BNN_HAVE_C10_CUDA)
+#include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
 
@@ -242,6 +243,7 @@ class BufferedPasses final : public FusedPasses {
       base_.w = static_cast<float>(rho_max);
       base_.two_w = static_cast<float>(2.0 * rho_max);
       base_.four_w = static_cast<float>(4.0 * rho_max);
+      base_.inv_two_w = 1.0f / base_.two_w;
     }
   }
 
@@ -325,6 +327,9 @@ class BufferedPasses final : public FusedPasses {
       return false;
     }
 #if defined(BNN_CUDA_KERNELS) && defined(BNN_HAVE_C10_CUDA)
+    // A kernel launch goes to the current device (ATen's operations switch to
+    // their tensors' device themselves; a launch does not).
+    const c10::cuda::CUDAGuard on_device(device_);
     const char* error = detail::launch_buffered_pass_cuda(a, c10::cuda::getCurrentCUDAStream(device_.index()).stream());
     TORCH_CHECK(error == nullptr, "sampler step on ", device_.str(), ": CUDA kernel launch failed: ", error);
 #endif

@@ -1,6 +1,7 @@
 #include "src/pipeline/member.h"
 
 #include <cmath>
+#include <regex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -225,6 +226,27 @@ torch::Tensor predict_test_probabilities(models::Classifier& model, const data_l
   return predict_split_probabilities(model, test);
 }
 
+std::string out_of_memory_line(const std::string& what, const std::string& device) {
+  if (what.find("out of memory") == std::string::npos) return {};
+  const std::string size = "([0-9.]+ (?:[KMGT]i?B|bytes))";
+  // The first pattern that matches, of each list (LibTorch 2.x, then 1.13).
+  auto find = [&](std::initializer_list<std::string> patterns) -> std::string {
+    for (const auto& pattern : patterns) {
+      std::smatch m;
+      if (std::regex_search(what, m, std::regex(pattern))) return m[1].str();
+    }
+    return {};
+  };
+  const std::string asked = find({"Tried to allocate " + size});
+  const std::string free = find({"of which " + size + " is free", size + " free;"});
+  const std::string total = find({"total capacity of " + size, size + " total capacity"});
+  std::string line = "out of memory on " + device;
+  if (!asked.empty()) line += ": asked for " + asked;
+  if (!free.empty()) line += (asked.empty() ? ": " : ", ") + free + " free";
+  if (!total.empty()) line += " of " + total;
+  return line + "; train fewer members at once (--members-per-device) or use smaller batches";
+}
+
 MemberOutcome run_member(const MemberContext& context, int64_t index) {
   const auto start = Clock::now();
   const auto dir = member_dir(context.run_dir, index);
@@ -267,6 +289,9 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     // agreement check, fails just the member.
     if (context.group != nullptr) throw;
     outcome.message = e.what_without_backtrace();
+    if (const std::string line = out_of_memory_line(outcome.message, context.device.str()); !line.empty()) {
+      outcome.message = line;
+    }
   }
   status["status"] = "failed";
   status["error"] = outcome.message;

@@ -92,6 +92,13 @@ torch::Tensor predict_test_probabilities(models::Classifier& model, const data_l
 // errors (distributed::CommunicationError).
 MemberOutcome run_member(const MemberContext& context, int64_t index);
 
+// LibTorch's out-of-memory message (a paragraph, worded differently by each
+// release) as one line naming the device, the memory asked for, what was
+// free and the card's total, and what to change: "out of memory on cuda:0:
+// asked for 2.00 GiB, 1.05 GiB free of 79.19 GiB; ...". Empty where `what`
+// is not an out-of-memory message. A member's failure reports it so.
+std::string out_of_memory_line(const std::string& what, const std::string& device);
+
 // A member that does not finish: a non-finite loss or parameters (the
 // message says where).
 class NonFiniteError : public std::runtime_error {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -135,13 +136,25 @@ TEST(FusedSteps, SameBitsAsTheTensorOperations) {
   }
 }
 
-// BNN_FUSED_STEPS set to `value` while it lives.
+// BNN_FUSED_STEPS set to `value` while it lives; the value before, after.
 class ScopedFusedSteps {
  public:
-  explicit ScopedFusedSteps(const char* value) { ::setenv("BNN_FUSED_STEPS", value, 1); }
-  ~ScopedFusedSteps() { ::unsetenv("BNN_FUSED_STEPS"); }
+  explicit ScopedFusedSteps(const char* value) {
+    if (const char* before = std::getenv("BNN_FUSED_STEPS")) before_ = before;
+    ::setenv("BNN_FUSED_STEPS", value, 1);
+  }
+  ~ScopedFusedSteps() {
+    if (before_) {
+      ::setenv("BNN_FUSED_STEPS", before_->c_str(), 1);
+    } else {
+      ::unsetenv("BNN_FUSED_STEPS");
+    }
+  }
   ScopedFusedSteps(const ScopedFusedSteps&) = delete;
   ScopedFusedSteps& operator=(const ScopedFusedSteps&) = delete;
+
+ private:
+  std::optional<std::string> before_;
 };
 
 TEST(FusedSteps, BufferedPassesGiveTheTensorPathsBits) {
@@ -173,15 +186,21 @@ TEST(FusedSteps, OneCoordinatesReflectionIsReflectIntoBox) {
   // box's edges and the points just beyond them.
   constexpr double kRhoMax = 0.37;
   constexpr int64_t kPoints = 20000;
-  const torch::Tensor anchor = torch::rand({kPoints}) - 0.5;
-  torch::Tensor y = (torch::rand({kPoints}) - 0.5) * (40 * kRhoMax);
+  torch::Tensor anchor = torch::rand({kPoints}) - 0.5;
+  torch::Tensor x = anchor + (torch::rand({kPoints}) - 0.5) * (40 * kRhoMax);
+  // The edges exactly: anchor 0, so that x - anchor is x.
   const float w = static_cast<float>(kRhoMax);
   const float edges[] = {w, -w, std::nextafter(w, 1.0f), -std::nextafter(w, 1.0f), 3 * w, -3 * w, 0.0f};
-  for (int64_t i = 0; i < 7; ++i) y[i] = edges[i];
-  torch::Tensor x = anchor + y, v = torch::randn({kPoints});
+  for (int64_t i = 0; i < 7; ++i) {
+    anchor[i] = 0.0f;
+    x[i] = edges[i];
+  }
+  torch::Tensor v = torch::randn({kPoints});
+  const torch::Tensor v_before = v.clone();
   torch::Tensor x_ref = x.clone(), v_ref = v.clone(), scratch;
   reflect_into_box(x_ref, v_ref, anchor, kRhoMax, scratch);
-  const detail::Reflection box{w, static_cast<float>(2 * kRhoMax), static_cast<float>(4 * kRhoMax)};
+  const float two_w = static_cast<float>(2 * kRhoMax);
+  const detail::Reflection box{w, two_w, static_cast<float>(4 * kRhoMax), 1.0f / two_w};
   float* xs = x.data_ptr<float>();
   float* vs = v.data_ptr<float>();
   const float* as = anchor.data_ptr<float>();
@@ -189,7 +208,8 @@ TEST(FusedSteps, OneCoordinatesReflectionIsReflectIntoBox) {
   EXPECT_TRUE(x.equal(x_ref));
   EXPECT_TRUE(v.equal(v_ref));
   EXPECT_LE((x - anchor).abs().max().item<double>(), kRhoMax + 1e-6);  // float rounding of w and of a + folded
-  EXPECT_GT((v != v_ref.abs()).sum().item<int64_t>(), kPoints / 10);  // velocities did flip
+  EXPECT_GT((v_ref != v_before).sum().item<int64_t>(), kPoints / 10);  // velocities did flip
+  EXPECT_TRUE(x_ref[2].item<float>() != edges[2] && x_ref[0].item<float>() == edges[0]);  // just out, on the edge
 }
 
 TEST(FusedSteps, SameBitsWithOneThreadAsWithSeveral) {
