@@ -13,6 +13,7 @@
 #include "samplers/fused_step.h"
 #include "samplers/kinetic_langevin.h"
 #include "samplers/registry.h"
+#include "tests/samplers/force_forms.h"
 #include "tests/samplers/quadratic_oracle.h"
 
 namespace bnn::samplers {
@@ -26,18 +27,9 @@ TEST(CudaSamplers, BufferedPassesAgreeWithTheTensorOperations) {
   const torch::Device cuda(torch::kCUDA, 0);
   constexpr int64_t kDim = 100003;
   constexpr double kAnchor = 0.3, kBox = 0.4;
-  struct Estimator {
-    const char* name;
-    GradientEstimator estimator;
-    AnchorGradients anchors;
-  };
-  const Estimator estimators[] = {{"plain", GradientEstimator::kPlain, AnchorGradients::kStored},
-                                  {"stored anchors", GradientEstimator::kControlVariate, AnchorGradients::kStored},
-                                  {"recomputed anchors", GradientEstimator::kControlVariate,
-                                   AnchorGradients::kRecomputed}};
   for (const auto& name : sampler_names()) {
-    if (name == "obabo" || name == "nogin") continue;  // no fused step
-    for (const Estimator& e : estimators) {
+    if (!testing::has_fused_step(name)) continue;
+    for (const testing::Estimator& e : testing::kEstimators) {
       SCOPED_TRACE(name + ", " + e.name);
       torch::Tensor mask = torch::zeros({kDim}, torch::kDouble);
       mask.narrow(0, 0, kDim / 2).fill_(1.0);
