@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 #include <torch/torch.h>
 
+#include "samplers/fused_step.h"
 #include "src/cli/bias_command.h"
 #include "src/cli/hessian_command.h"
 #include "src/cli/info_commands.h"
@@ -72,6 +73,8 @@ int main(int argc, char** argv) {
       fmt::print("{}", usage());
       return name.empty() ? 1 : 0;
     }
+    // A bad BNN_FUSED_STEPS is refused before any work, naming the variable.
+    samplers::fused_choice_from_environment();
     const std::string_view command = name == "--version" ? "version" : name;
     std::vector<std::string_view> names;
     for (const Command& c : commands()) {

@@ -23,12 +23,12 @@ const std::filesystem::path kWork =
 
 using Result = bnn::testing::CommandResult;
 
-Result bnn(const std::string& args) {
+Result bnn(const std::string& args, const std::string& env = "") {
   std::filesystem::create_directories(kWork);
   // ctest runs tests in parallel processes: one log file per test and call.
   static int calls = 0;
   const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
+  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"), env);
 }
 
 const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
@@ -173,6 +173,16 @@ TEST(EndToEnd, HelpVersionAndModels) {
   r = bnn("models");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("1265258"), std::string::npos) << r.output;
+  // The fused sampler path: named by bnn version, a bad value refused before any work.
+  r = bnn("version", "BNN_FUSED_STEPS=buffered");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("buffered passes (BNN_FUSED_STEPS=buffered)"), std::string::npos) << r.output;
+  r = bnn("run --config configs/tiny.yaml --out /nonexistent/never", "BNN_FUSED_STEPS=on");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("bnn: error: BNN_FUSED_STEPS: 'on' is not 0 (tensor operations), 1 (fused passes, the "
+                          "default) or buffered"),
+            std::string::npos)
+      << r.output;
 }
 
 TEST(MemberList, ParsesRangesAndLists) {
