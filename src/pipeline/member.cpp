@@ -77,10 +77,15 @@ void Member::run() {
 Position Member::train_anchor(bool resume) {
   spdlog::info("member {}: seed {}, {} ({} parameters), {} batches of {}", index_, seed_, model_->pretty_string(),
                flat_->numel(), partition_.num_batches(), partition_.batch_size());
-  torch::optim::Adam adam(model_->parameters(), torch::optim::AdamOptions(cfg_.adam.lr));
+  // Note [Flat Adam]: over the flat vector, unless a checkpoint holds the per-tensor state.
+  std::unique_ptr<torch::optim::Adam> adam;
+  auto adam_in = [&](bool flat_layout) -> torch::optim::Adam& {
+    adam = make_adam(*flat_, *model_, flat_layout, cfg_.adam.lr);
+    return *adam;
+  };
   Position at{cfg_.map.optimizer == "lbfgs" ? Phase::kMap : Phase::kAdam, 0};
   if (resume && std::filesystem::exists(checkpoint_path())) {
-    at = restore_member_checkpoint(checkpoint_path(), ctx_.device, seed_, state_, flat_->values(), *model_, adam, [this] {
+    at = restore_member_checkpoint(checkpoint_path(), ctx_.device, seed_, state_, flat_->values(), *model_, adam_in, [this] {
       return make_sampler(state_.anchor, samplers::derive_seed(seed_, kSamplerStream));
     });
     spdlog::info("member {}: resuming from {} after {} epoch(s) of {}", index_, checkpoint_path().string(),
@@ -88,6 +93,7 @@ Position Member::train_anchor(bool resume) {
   } else {
     save_npy(point_weights_path(dir_, "init"), flat_->values());
   }
+  if (!adam) adam_in(/*flat_layout=*/true);
   check_ranks_agree(fmt::format("the start of {}", phase_name(at.phase)));
   OptimiserPhases phases(cfg_, index_, *oracle_, *flat_, partition_, state_.order_gen, *this);
   if (at.phase == Phase::kMap) {  // no checkpoint inside: a killed L-BFGS reruns (deterministically)
@@ -101,14 +107,14 @@ Position Member::train_anchor(bool resume) {
     at = {Phase::kSample, 0};
   }
   if (at.phase == Phase::kAdam) {
-    phases.adam(adam, at.epochs_done);
+    phases.adam(*adam, at.epochs_done);
     save_npy(point_weights_path(dir_, "adam"), flat_->values());
     save_npy(point_probs_path(dir_, "adam"), predict());
     write_ood(point_probs_path({}, "adam"), torch::kFloat);
     at = {Phase::kSwa, 0};
   }
   if (at.phase == Phase::kSwa) {
-    phases.swa(adam, at.epochs_done, state_.swa_sum, state_.swa_count);
+    phases.swa(*adam, at.epochs_done, state_.swa_sum, state_.swa_count);
     save_npy(point_probs_path(dir_, "swa"), predict());
     write_ood(point_probs_path({}, "swa"), torch::kFloat);
     if (writer_) {

@@ -7,6 +7,7 @@
 
 #include "samplers/random.h"
 #include "src/io/atomic_file.h"
+#include "src/pipeline/optimiser_phases.h"
 
 namespace bnn::pipeline {
 
@@ -34,6 +35,8 @@ void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Po
     torch::serialize::OutputArchive adam_state;
     adam->save(adam_state);
     a.write("adam", adam_state);
+    // Note [Flat Adam]: the per-tensor layout writes no mark, as before it.
+    if (is_flat_adam(*adam)) a.write("adam.flat", torch::tensor(1, torch::kLong));
   }
   if (at.phase == Phase::kSwa) {
     a.write("swa.sum", state.swa_sum);
@@ -54,7 +57,7 @@ void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Po
 
 Position restore_member_checkpoint(const std::filesystem::path& path, torch::Device device, uint64_t seed,
                                    MemberState& state, torch::Tensor parameters, models::Classifier& model,
-                                   torch::optim::Adam& adam,
+                                   const std::function<torch::optim::Adam&(bool flat_layout)>& make_adam,
                                    const std::function<std::unique_ptr<samplers::Sampler>()>& make_sampler) {
   torch::serialize::InputArchive a;
   try {
@@ -79,7 +82,9 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
   if (at.phase != Phase::kSample) {
     torch::serialize::InputArchive adam_state;
     a.read("adam", adam_state);
-    adam.load(adam_state);
+    torch::Tensor flat;  // absent before Note [Flat Adam]: the per-tensor layout
+    const bool flat_layout = a.try_read("adam.flat", flat) && flat.item<int64_t>() != 0;
+    make_adam(flat_layout).load(adam_state);
   }
   if (at.phase == Phase::kSwa) {
     state.swa_sum = samplers::read_tensor(a, "swa.sum");

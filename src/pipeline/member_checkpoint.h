@@ -57,13 +57,15 @@ void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Po
                             const torch::Tensor& parameters, models::Classifier& model, torch::optim::Adam* adam);
 
 // Reads the checkpoint at `path` into `state`, `parameters`, `model`'s
-// buffers and `adam`, and returns where the member stands. A sampling-phase
+// buffers and the Adam `make_adam(flat_layout)` returns (called before the
+// sampling phase only, with the checkpoint's layout: Note [Flat Adam]), and
+// returns where the member stands. A sampling-phase
 // checkpoint rebuilds the sampler with `make_sampler` while the parameters
 // are at x* (state.anchor), then loads its state. Throws naming the file
 // when it is unreadable or belongs to another seed.
 Position restore_member_checkpoint(const std::filesystem::path& path, torch::Device device, uint64_t seed,
                                    MemberState& state, torch::Tensor parameters, models::Classifier& model,
-                                   torch::optim::Adam& adam,
+                                   const std::function<torch::optim::Adam&(bool flat_layout)>& make_adam,
                                    const std::function<std::unique_ptr<samplers::Sampler>()>& make_sampler);
 
 }  // namespace bnn::pipeline

@@ -15,6 +15,17 @@ void set_lr(torch::optim::Adam& adam, double lr) {
 
 }  // namespace
 
+std::unique_ptr<torch::optim::Adam> make_adam(models::FlatParameters& flat, torch::nn::Module& module, bool flat_layout,
+                                              double lr) {
+  if (!flat_layout) return std::make_unique<torch::optim::Adam>(module.parameters(), torch::optim::AdamOptions(lr));
+  flat.values().mutable_grad() = flat.grads();  // the modules' gradients are views of it
+  return std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{flat.values()}, torch::optim::AdamOptions(lr));
+}
+
+bool is_flat_adam(const torch::optim::Adam& adam) {
+  return adam.param_groups().size() == 1 && adam.param_groups().front().params().size() == 1;
+}
+
 OptimiserPhases::OptimiserPhases(const config::Config& config, int64_t member, samplers::GradientOracle& oracle,
                                  models::FlatParameters& flat, const data_loaders::Partition& partition,
                                  at::Generator& order, PhaseHooks& hooks)

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include <torch/torch.h>
@@ -17,6 +18,25 @@
 #include "src/pipeline/phase_hooks.h"
 
 namespace bnn::pipeline {
+
+// Note [Flat Adam]
+// ~~~~~~~~~~~~~~~~
+// LibTorch's Adam makes about eight elementwise operations per parameter
+// tensor and step: some 160 kernel launches per step for fmnist_cnn's 20
+// tensors, as many as its forward and backward pass, which on a GPU (where
+// a small network's step is bound by launches) made an Adam epoch slower
+// than a sampling epoch. bnn's parameters already live in one flat vector
+// (models/flat_parameters.h), the module's tensors being views of it, and
+// so do their gradients: the member's Adam is LibTorch's Adam over that one
+// vector, whose gradient is set to the flat gradient. Adam is elementwise,
+// so the iterates are the per-tensor Adam's bit for bit
+// (FlatAdam.SameBitsAsAdamOverTheModulesTensors). Checkpoints mark the
+// layout ("adam.flat"); one written before, with the per-tensor state,
+// resumes with a per-tensor Adam, which continues the same iterates.
+std::unique_ptr<torch::optim::Adam> make_adam(models::FlatParameters& flat, torch::nn::Module& module, bool flat_layout,
+                                              double lr);
+// Whether `adam` is over one tensor (the flat layout).
+bool is_flat_adam(const torch::optim::Adam& adam);
 
 class OptimiserPhases {
  public:
