@@ -7,7 +7,6 @@
 
 #include "samplers/random.h"
 #include "src/io/atomic_file.h"
-#include "src/pipeline/optimiser_phases.h"
 
 namespace bnn::pipeline {
 
@@ -19,6 +18,10 @@ const char* phase_name(Phase p) {
     case Phase::kMap: return "map";
   }
   throw std::runtime_error("checkpoint: unknown phase");
+}
+
+bool is_flat_adam(const torch::optim::Adam& adam) {
+  return adam.param_groups().size() == 1 && adam.param_groups().front().params().size() == 1;
 }
 
 void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Position at, const MemberState& state,

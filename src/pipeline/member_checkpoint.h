@@ -51,6 +51,10 @@ struct MemberState {
   int64_t samples = 0;
 };
 
+// Whether `adam` is over one tensor: the flat layout of Note [Flat Adam]
+// (src/pipeline/optimiser_phases.h), which a checkpoint marks.
+bool is_flat_adam(const torch::optim::Adam& adam);
+
 // Writes the checkpoint of a member of `seed` at `at` atomically. `adam` is
 // the optimiser of the Adam and SWA phases (nullptr while sampling).
 void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Position at, const MemberState& state,

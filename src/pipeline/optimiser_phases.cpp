@@ -22,10 +22,6 @@ std::unique_ptr<torch::optim::Adam> make_adam(models::FlatParameters& flat, torc
   return std::make_unique<torch::optim::Adam>(std::vector<torch::Tensor>{flat.values()}, torch::optim::AdamOptions(lr));
 }
 
-bool is_flat_adam(const torch::optim::Adam& adam) {
-  return adam.param_groups().size() == 1 && adam.param_groups().front().params().size() == 1;
-}
-
 OptimiserPhases::OptimiserPhases(const config::Config& config, int64_t member, samplers::GradientOracle& oracle,
                                  models::FlatParameters& flat, const data_loaders::Partition& partition,
                                  at::Generator& order, PhaseHooks& hooks)

@@ -35,8 +35,6 @@ namespace bnn::pipeline {
 // resumes with a per-tensor Adam, which continues the same iterates.
 std::unique_ptr<torch::optim::Adam> make_adam(models::FlatParameters& flat, torch::nn::Module& module, bool flat_layout,
                                               double lr);
-// Whether `adam` is over one tensor (the flat layout).
-bool is_flat_adam(const torch::optim::Adam& adam);
 
 class OptimiserPhases {
  public:
