@@ -11,16 +11,21 @@
 namespace bnn::samplers::detail {
 namespace {  // NOLINT(cert-dcl59-cpp, google-build-namespaces): host and device copies differ
 
+// Whether pass P forms the force from its terms (the others read a stored
+// force or none).
+BNN_HOST_DEVICE constexpr bool forms_force(BufferedPass p) {
+  return p == BufferedPass::kUbuKick || p == BufferedPass::kKick || p == BufferedPass::kEuler ||
+         p == BufferedPass::kSgld || p == BufferedPass::kSgnht;
+}
+
 template <Rounding R, ForceMode M, BufferedPass P>
 BNN_HOST_DEVICE inline void buffered_coordinate(const BufferedArgs& a, int64_t i) {
   float x = a.x[i];
   float v = a.v[i];
   const ForceTerms& t = a.terms;
   const Coefficients c{a.h, a.friction_from != nullptr ? *a.friction_from : a.friction, a.minus_h, a.sigma};
-  constexpr bool kForms = P == BufferedPass::kUbuKick || P == BufferedPass::kKick || P == BufferedPass::kEuler ||
-                          P == BufferedPass::kSgld || P == BufferedPass::kSgnht;
   float g = 0.0f;
-  if constexpr (kForms) {
+  if constexpr (forms_force(P)) {
     g = force_at<R, M>(t.diag, t.offset, t.grad, t.anchor_grad, t.partial, t.scale, t.minus_scale, i, x);
   }
   if constexpr (P == BufferedPass::kUbu) {
@@ -61,10 +66,8 @@ using PassTag = std::integral_constant<BufferedPass, P>;
 // that form no force get kPlain whatever the terms say.
 template <BufferedPass P, class F>
 void with_force_mode(const BufferedArgs& a, F&& f) {
-  constexpr bool kForms = P == BufferedPass::kUbuKick || P == BufferedPass::kKick || P == BufferedPass::kEuler ||
-                          P == BufferedPass::kSgld || P == BufferedPass::kSgnht;
   auto go = [&](auto r) {
-    if constexpr (!kForms) {
+    if constexpr (!forms_force(P)) {
       f(r, ForceTag<ForceMode::kPlain>{}, PassTag<P>{});
     } else if (a.terms.mode == ForceMode::kStoredAnchors) {
       f(r, ForceTag<ForceMode::kStoredAnchors>{}, PassTag<P>{});

@@ -41,7 +41,7 @@ done
 # The kernels themselves (Note [CUDA kernels]), where a CUDA compiler is at hand.
 nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
 if [[ -x "$nvcc" ]]; then
-  "$nvcc" -std=c++17 -O3 -arch=sm_90 -Xcompiler=-Wall,-Wextra -I"$root" -c "$root/samplers/buffered_passes.cu" \
+  "$nvcc" -std=c++17 -O3 -arch=sm_90 -Xcompiler=-Wall,-Wextra -Werror all-warnings -I"$root" -c "$root/samplers/buffered_passes.cu" \
     -o "$work/buffered_passes.o"
   echo "check-cuda-sources: samplers/buffered_passes.cu compiles for sm_90 ($("$nvcc" --version | tail -1))"
 else
