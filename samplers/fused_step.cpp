@@ -98,9 +98,9 @@ std::string fused_step_description() {
   text += !rounding ? ", off (ATen's float rounding of add is mixed)"
           : *rounding == detail::Rounding::kFma ? ", rounding like ATen: fma"
                                                  : ", rounding like ATen: separate";
-  const char* value = std::getenv("BNN_FUSED_STEPS");
-  if (value != nullptr && std::strcmp(value, "0") == 0) text += ", off (BNN_FUSED_STEPS=0)";
-  if (value != nullptr && std::strcmp(value, "buffered") == 0) text += ", buffered passes (BNN_FUSED_STEPS=buffered)";
+  const FusedChoice choice = fused_choice_from_environment();
+  if (choice == FusedChoice::kOff) text += ", off (BNN_FUSED_STEPS=0)";
+  if (choice == FusedChoice::kBuffered) text += ", buffered passes (BNN_FUSED_STEPS=buffered)";
   text += cuda_kernels_built() ? "; CUDA: buffered passes built" : "; CUDA: tensor operations (no CUDA kernels built)";
   return text;
 }
