@@ -5,7 +5,10 @@
 // Plain C++ with no LibTorch include. The functions have internal linkage on
 // purpose: the including files are compiled with different instruction sets
 // (fused_kernels_avx2.cpp with AVX2 and FMA), and an inline function with
-// external linkage would let the linker keep one build for all of them. The
+// external linkage would let the linker keep one build for all of them; for
+// the same reason the square root is the compiler's builtin, not std::sqrt
+// (an inline function with external linkage that an unoptimised build emits
+// in each object). The
 // including file must be compiled with -fno-math-errno and -ffp-contract=off
 // (samplers/CMakeLists.txt).
 #pragma once
@@ -67,7 +70,7 @@ inline void normal_block(NormalLanes& g, float* out) {
     const float t2 = t * t;
     const float log_m =
         2.0f * t * (1.0f + t2 * (1.0f / 3.0f + t2 * (1.0f / 5.0f + t2 * (1.0f / 7.0f + t2 * (1.0f / 9.0f)))));
-    const float radius = std::sqrt(-2.0f * (e * 0.693147180559945309f + log_m));
+    const float radius = __builtin_sqrtf(-2.0f * (e * 0.693147180559945309f + log_m));
 
     const uint32_t quadrant = lo[l] >> 30;
     const float a =
