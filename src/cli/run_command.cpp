@@ -1,6 +1,7 @@
 #include "src/cli/run_command.h"
 
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -10,6 +11,7 @@
 #include "src/distributed/process_group.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/run.h"
+#include "src/runtime/deadline.h"
 #include "src/runtime/threads.h"
 
 namespace bnn::cli {
@@ -71,6 +73,9 @@ int cmd_run(int argc, char** argv) {
       "cudnn-benchmark", "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
                          "vary between runs in the last bits)")(
       "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)", cxxopts::value<int64_t>())(
+      "time-limit", "Wall time for this command (540, 9m, 1.5h): no epoch starts that would end later, by the "
+                    "longest epoch so far; members keep their last checkpoint, the exit code is 75, and bnn run "
+                    "--resume continues them", cxxopts::value<std::string>())(
       "distributed", "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
                      "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");
@@ -112,6 +117,12 @@ int cmd_run(int argc, char** argv) {
   }
   run_options.members_per_device =
       pipeline::parse_members_per_device(args["members-per-device"].as<std::string>());
+  // Note [Time limit]: counted from here, before the data are loaded.
+  std::optional<runtime::Deadline> deadline;
+  if (args.count("time-limit")) {
+    deadline.emplace(pipeline::parse_time_limit(args["time-limit"].as<std::string>()));
+    run_options.deadline = &*deadline;
+  }
   if (args.count("cudnn-benchmark")) at::globalContext().setBenchmarkCuDNN(true);
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));
   std::unique_ptr<distributed::ProcessGroup> group;

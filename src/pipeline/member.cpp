@@ -29,6 +29,12 @@ constexpr uint64_t kSamplerStream = 3;
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// Note [Time limit]: thrown at an epoch end, after the checkpoint.
+class TimeLimitReached : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 void write_status(const std::filesystem::path& dir, const nlohmann::json& status) {
   std::filesystem::create_directories(dir);
   io::write_file_atomically(dir / kStatusFile, status.dump(2) + "\n");
@@ -196,6 +202,7 @@ void Member::check_finite(const std::string& phase, int64_t epoch, double loss) 
 void Member::log_epoch(const std::string& phase, int64_t epoch, int64_t epochs, double loss, double acc, double rate,
                        Clock::time_point start) {
   const double secs = seconds_since(start);
+  last_epoch_seconds_ = secs;
   spdlog::info("member {} {:>6} epoch {:>3}/{}: loss {:.4f}  test acc {:.4f}  {} {:.3g}  {:.1f}s", index_, phase,
                epoch + 1, epochs, loss, acc, phase == "sample" ? "h" : "lr", rate, secs);
   state_.trace += fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.3f}\n", phase, epoch + 1, loss, acc, rate, secs);
@@ -205,8 +212,15 @@ void Member::log_epoch(const std::string& phase, int64_t epoch, int64_t epochs, 
 }
 
 void Member::save_checkpoint(Position at, torch::optim::Adam* adam) {
-  if (!cfg_.run.checkpoint || !writer_) return;
-  save_member_checkpoint(checkpoint_path(), seed_, at, state_, flat_->values(), *model_, adam);
+  if (cfg_.run.checkpoint && writer_) {
+    save_member_checkpoint(checkpoint_path(), seed_, at, state_, flat_->values(), *model_, adam);
+  }
+  // Note [Time limit]: stop here unless the member is done or has no checkpoint to resume from.
+  if (ctx_.deadline == nullptr) return;
+  ctx_.deadline->epoch_took(last_epoch_seconds_);
+  const bool last = at.phase == Phase::kSample && at.epochs_done == cfg_.sampler.epochs;
+  if (last || !cfg_.run.checkpoint || ctx_.deadline->allows_an_epoch()) return;
+  throw TimeLimitReached(fmt::format("after {} epoch {}", phase_name(at.phase), at.epochs_done));
 }
 
 models::ModelSpec model_spec(const config::Config& config, const data_loaders::Dataset& data) {
@@ -284,6 +298,11 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     status["seconds"] = seconds_since(start);
     if (writer) write_status(dir, status);
     member.discard_checkpoint();
+    return outcome;
+  } catch (const TimeLimitReached& e) {
+    outcome.stopped = true;
+    spdlog::info("member {}: stopped by the time limit {} (its checkpoint is kept; bnn run --resume continues it)",
+                 index, e.what());
     return outcome;
   } catch (const NonFiniteError& e) {
     outcome.message = e.what();

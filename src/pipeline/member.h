@@ -43,6 +43,7 @@
 #include "src/pipeline/ood.h"
 #include "src/pipeline/phase_hooks.h"
 #include "src/pipeline/run_directory.h"
+#include "src/runtime/deadline.h"
 
 namespace bnn::pipeline {
 
@@ -61,6 +62,10 @@ struct MemberContext {
   // Note [Out-of-distribution sets] (ood.h): predicted at every point
   // estimate and retained sample; none when null.
   const std::vector<OodSet>* ood = nullptr;
+  // Note [Time limit] (src/runtime/deadline.h): the member stops at an epoch
+  // end, its checkpoint written, once an epoch would not end in time; none
+  // when null.
+  runtime::Deadline* deadline = nullptr;
 };
 
 struct MemberOutcome {
@@ -68,6 +73,7 @@ struct MemberOutcome {
   bool ok = false;
   std::string message;  // diagnostic when !ok
   bool diverged = false;  // finished, but Note [Divergence check] fired
+  bool stopped = false;   // !ok: the deadline stopped it at an epoch end (Note [Time limit])
 };
 
 // The model a member of `config` trains on `data`.
@@ -82,7 +88,8 @@ torch::Tensor predict_split_probabilities(models::Classifier& model, const data_
 torch::Tensor predict_test_probabilities(models::Classifier& model, const data_loaders::Partition& partition,
                                          const data_loaders::Split& test, int64_t bn_batches);
 
-// Runs member `index`, from its checkpoint if one exists. Never throws for a
+// Runs member `index`, from its checkpoint if one exists, until it finishes
+// or context.deadline stops it (outcome.stopped). Never throws for a
 // failure of the member itself (non-finite loss or parameters, a numerical
 // error): that is reported in the outcome and in the member's status.json, so
 // other members can go on. I/O errors (full disk, unwritable directory) do
@@ -171,6 +178,7 @@ class Member : private PhaseHooks {
   FaultInjection faults_;
   bool writer_;
   MemberState state_;
+  double last_epoch_seconds_ = 0.0;  // of the epoch log_epoch() last logged
 };
 
 }  // namespace bnn::pipeline

@@ -67,6 +67,20 @@ int64_t parse_members_per_device(const std::string& text) {
   return std::stoll(m[1]);
 }
 
+double parse_time_limit(const std::string& text) {
+  const std::regex duration("^\\s*(\\d{1,9}(?:\\.\\d*)?|\\.\\d+)\\s*([smh]?)\\s*$");
+  std::smatch m;
+  double seconds = 0;
+  if (std::regex_match(text, m, duration)) {
+    seconds = std::stod(m[1]) * (m[2] == "h" ? 3600.0 : m[2] == "m" ? 60.0 : 1.0);
+  }
+  if (!(seconds > 0)) {
+    throw config::ConfigError(fmt::format(
+        "--time-limit: '{}' is not a positive duration: seconds, or a number with s, m or h (540, 9m, 1.5h)", text));
+  }
+  return seconds;
+}
+
 torch::Device resolve_device(const std::string& name) {
   if (name == "auto") return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
   torch::Device device(torch::kCPU);
@@ -292,6 +306,10 @@ int run(const config::Config& config, const RunOptions& options) {
       throw config::ConfigError(
           "--members-per-device: a distributed run trains one member at a time on each rank; drop the option");
     }
+    if (options.deadline != nullptr) {
+      throw config::ConfigError("--time-limit: the ranks of a distributed run would stop at different epochs; "
+                                "drop the option");
+    }
   }
   const bool writer = group == nullptr || group->rank() == 0;
   const auto& dir = options.run_dir;
@@ -365,19 +383,31 @@ int run(const config::Config& config, const RunOptions& options) {
   for (const auto& device : devices) runtime::synchronize_device(device);
   // Workers take the next member from a shared counter; a member failure is
   // counted, an exception (I/O) stops that worker and is rethrown at the end.
+  // Note [Time limit]: members stopped by the deadline, or not started, are `left`.
   std::atomic<size_t> next{0};
   std::atomic<int64_t> failed{0};
+  std::atomic<int64_t> left{0};
   std::vector<std::exception_ptr> errors(workers.size());
   auto worker = [&](size_t w) {
     try {
       const runtime::WorkerStream stream(workers.size() > 1 ? workers[w] : torch::Device(torch::kCPU));
-      const MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group, &ood.at(workers[w].str())};
+      const MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group,
+                                  &ood.at(workers[w].str()), options.deadline};
       for (size_t i; (i = next++) < todo.size();) {
+        if (options.deadline != nullptr && !options.deadline->allows_an_epoch()) {
+          ++left;
+          continue;
+        }
         // Note [Member locks]: one process at a time trains a member. A
         // data-parallel run's ranks follow rank 0's list instead.
         std::optional<io::FileLock> lock;
         if (group == nullptr && !(lock = lock_member(dir, todo[i]))) continue;
-        if (!run_member(context, todo[i]).ok) ++failed;
+        const MemberOutcome outcome = run_member(context, todo[i]);
+        if (outcome.stopped) {
+          ++left;
+        } else if (!outcome.ok) {
+          ++failed;
+        }
       }
     } catch (...) {
       errors[w] = std::current_exception();
@@ -403,6 +433,15 @@ int run(const config::Config& config, const RunOptions& options) {
     if (e) std::rethrow_exception(e);
   }
   if (!writer) return failed > 0 ? 3 : 0;  // rank 0 evaluates
+  if (left > 0) {
+    spdlog::warn("time limit of {:g} s reached after {:.1f} s: {} member(s) left unfinished{}, {} finished in {}; "
+                 "continue with: bnn run --resume {} (the metrics are written when the last member finishes; "
+                 "bnn evaluate {} scores the finished ones now)",
+                 options.deadline->seconds(), options.deadline->elapsed(), left.load(),
+                 failed > 0 ? fmt::format(", {} failed", failed.load()) : std::string(), finished_members(dir).size(),
+                 dir.string(), dir.string(), dir.string());
+    return runtime::kExitTimeLimit;
+  }
   if (finished_members(dir).empty()) {
     spdlog::error("no member of {} has finished: no metrics written", dir.string());
     return 3;

@@ -16,6 +16,7 @@
 #include "src/distributed/process_group.h"
 #include "src/evaluation/ensemble.h"
 #include "src/pipeline/run_directory.h"
+#include "src/runtime/deadline.h"
 #include "src/runtime/device_streams.h"
 
 namespace bnn::pipeline {
@@ -39,6 +40,9 @@ struct RunOptions {
   // `bnn run --resume`: the directory must hold this experiment already
   // (only the wording of the error differs).
   bool resume = false;
+  // Note [Time limit] (src/runtime/deadline.h): members stop at an epoch end
+  // once an epoch would not end in time; none = no limit.
+  runtime::Deadline* deadline = nullptr;
 };
 
 // Most members `auto` puts on one GPU at a time (docs/performance.md).
@@ -70,6 +74,9 @@ std::vector<std::string> parse_device_list(const std::string& text);
 // "auto" -> 0, "K" -> K >= 1. Throws ConfigError naming the text.
 int64_t parse_members_per_device(const std::string& text);
 
+// "540", "540s", "9m", "1.5h" -> seconds (> 0). Throws ConfigError naming the text.
+double parse_time_limit(const std::string& text);
+
 // "3", "0-3", "0,2,5-7" -> indices. Throws ConfigError naming the text.
 std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members);
 
@@ -83,7 +90,9 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
 // Runs the selected members (on several devices at once with
 // options.devices; the dataset is loaded once per distinct device). Returns
 // the process exit code: 0 if every selected member finished, 3 if some
-// failed (their diagnostics are logged; metrics are still written).
+// failed (their diagnostics are logged; metrics are still written),
+// runtime::kExitTimeLimit if options.deadline left members unfinished (no
+// metrics written: Note [Time limit]).
 int run(const config::Config& config, const RunOptions& options);
 
 // `bnn evaluate` of `run_dir` into itself with default options (evaluate.h).

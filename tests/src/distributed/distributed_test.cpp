@@ -301,6 +301,17 @@ TEST_F(DistributedRun, NoginIsRefused) {
       << r.output;
 }
 
+TEST_F(DistributedRun, TimeLimitIsRefused) {
+  const auto r = bnn(args(work_ / "run") + " --time-limit 9m --distributed",
+                     fmt::format("MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK=0 WORLD_SIZE=1", free_port()));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("bnn: error: --time-limit: the ranks of a distributed run would stop at different "
+                          "epochs; drop the option"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(work_ / "run"));
+}
+
 TEST_F(DistributedRun, SeveralMembersPerDeviceAreRefused) {
   const auto r = bnn(args(work_ / "run") + " --members-per-device 2 --distributed",
                      fmt::format("MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK=0 WORLD_SIZE=1", free_port()));

@@ -1,0 +1,47 @@
+// Note [Time limit]: `bnn run --time-limit 9m` ends a command before a wall
+// clock limit it cannot exceed (a batch scheduler's, a lent machine's) with
+// every member's work up to its last epoch kept. Work stops only at epoch
+// ends, where a member has just written its checkpoint: before each epoch,
+// and before a member starts, a worker asks the deadline whether an epoch
+// begun now would end in time, taking the longest epoch any member of the
+// command has run so far as the estimate (none yet: whether the limit has
+// passed). A member stopped so keeps its checkpoint and no status, exactly as
+// after a crash at that epoch end, and `bnn run --resume` continues it with
+// the same results, bit for bit on the CPU, as a run never stopped. The
+// command then exits with kExitTimeLimit, leaving the evaluation to the
+// command that finishes the last member.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+
+namespace bnn::runtime {
+
+// EX_TEMPFAIL (sysexits.h): not finished, run the same thing again.
+inline constexpr int kExitTimeLimit = 75;
+
+class Deadline {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Now = std::function<Clock::time_point()>;
+
+  // `seconds` from now (`now` is the clock; tests give their own).
+  explicit Deadline(double seconds, Now now = &Clock::now);
+
+  // A finished epoch's wall time, by any member of the command.
+  void epoch_took(double seconds);
+  // Whether an epoch started now would end by the deadline.
+  bool allows_an_epoch() const;
+  double seconds() const { return seconds_; }
+  // Seconds since the deadline was set.
+  double elapsed() const;
+
+ private:
+  Now now_;
+  double seconds_;
+  Clock::time_point start_;
+  std::atomic<double> longest_epoch_{0.0};
+};
+
+}  // namespace bnn::runtime

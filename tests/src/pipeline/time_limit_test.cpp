@@ -1,0 +1,156 @@
+// Note [Time limit] (src/runtime/deadline.h): `bnn run --time-limit` stops
+// members at epoch ends with their checkpoints, and `bnn run --resume` ends
+// where a run never stopped ends, bit for bit.
+//
+// The stopping runs are driven in this process with a clock that moves 10 s
+// each time the deadline reads it: once before a member starts and once after
+// each epoch, so where the deadline falls is known exactly (the real epochs
+// of tiny.yaml take milliseconds, far below the 5 s margins).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "samplers/sampler.h"
+#include "src/config/config.h"
+#include "src/io/atomic_file.h"
+#include "src/pipeline/run.h"
+#include "src/runtime/deadline.h"
+#include "tests/support/error_text.h"
+#include "tests/support/run_bnn.h"
+#include "tests/support/temp_dir.h"
+
+namespace bnn::pipeline {
+namespace {
+
+const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
+const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+
+class TimeLimit : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+    work_ = bnn::testing::unique_temp_dir("bnn_time_limit_test");
+    at::set_num_threads(1);
+  }
+  void TearDown() override {
+    if (!work_.empty() && !HasFailure()) std::filesystem::remove_all(work_);
+  }
+
+  // tiny.yaml (2 members of 2 Adam + 1 SWA + 3 sampling epochs) into `dir`;
+  // with `limit`, under a deadline of that many seconds on the 10 s clock.
+  static int run_tiny(const std::filesystem::path& dir, bool resume, std::optional<double> limit = std::nullopt) {
+    const config::Config config = config::load_config(kTiny, {"run.device=cpu"});
+    RunOptions options;
+    options.run_dir = dir;
+    options.resume = resume;
+    auto t = runtime::Deadline::Clock::time_point{};
+    std::optional<runtime::Deadline> deadline;
+    if (limit) {
+      deadline.emplace(*limit, [&t] { return t += std::chrono::seconds(10); });
+      options.deadline = &*deadline;
+    }
+    return run(config, options);
+  }
+  static std::string read(const std::filesystem::path& p) { return io::read_file(p); }
+  // Phase and epochs done of a member checkpoint (Note [Member checkpoints]).
+  static std::pair<int64_t, int64_t> checkpoint_position(const std::filesystem::path& path) {
+    torch::serialize::InputArchive a;
+    a.load_from(path.string());
+    return {samplers::read_tensor(a, "member.phase").item<int64_t>(),
+            samplers::read_tensor(a, "member.epochs_done").item<int64_t>()};
+  }
+  static size_t trace_rows(const std::filesystem::path& member) {
+    const std::string trace = read(member / "trace.csv");
+    return static_cast<size_t>(std::count(trace.begin(), trace.end(), '\n')) - 1;  // less the header
+  }
+
+  std::filesystem::path work_;
+};
+
+// The clock reads 10 s since the deadline was set before member 0 starts and
+// 10 (k + 1) s after its epoch k, so a limit of 10 N + 5 s passes after
+// epoch N: the member stops there, at the end of Adam (N = 2), of
+// SWA (3) and inside sampling (4); member 1 does not start. Resumed without
+// a limit, both end as the run that was never stopped.
+TEST_F(TimeLimit, StoppedMembersResumeBitIdentically) {
+  const auto full = work_ / "full";
+  ASSERT_EQ(run_tiny(full, false), 0);
+  for (const int stop_after : {2, 3, 4}) {
+    SCOPED_TRACE("stopped after epoch " + std::to_string(stop_after));
+    const auto cut = work_ / ("cut" + std::to_string(stop_after));
+    ASSERT_EQ(run_tiny(cut, false, 10.0 * stop_after + 5.0), runtime::kExitTimeLimit);
+    const auto m0 = cut / "member_000";
+    EXPECT_EQ(trace_rows(m0), static_cast<size_t>(stop_after));
+    // The checkpoint holds the last epoch: adam 2, swa 1, sampling 1.
+    const std::pair<int64_t, int64_t> position = stop_after == 2   ? std::pair<int64_t, int64_t>{0, 2}
+                                                 : stop_after == 3 ? std::pair<int64_t, int64_t>{1, 1}
+                                                                   : std::pair<int64_t, int64_t>{2, 1};
+    EXPECT_EQ(checkpoint_position(m0 / "checkpoint.pt"), position);
+    EXPECT_FALSE(std::filesystem::exists(m0 / "status.json"));
+    EXPECT_EQ(std::filesystem::exists(m0 / "adam_probs.npy"), stop_after > 2);
+    EXPECT_FALSE(std::filesystem::exists(cut / "member_001"));
+    EXPECT_FALSE(std::filesystem::exists(cut / "metrics.json"));
+
+    ASSERT_EQ(run_tiny(cut, true), 0);
+    for (const std::string member : {"member_000", "member_001"}) {
+      for (const std::string file : {"adam_probs.npy", "swa_probs.npy", "swa_weights.npy", "bayes_probs.npy",
+                                     "samples/step_00000020.npy", "samples/step_00000030.npy"}) {
+        EXPECT_EQ(read(full / member / file), read(cut / member / file)) << member << "/" << file;
+      }
+    }
+    EXPECT_EQ(read(full / "metrics.json"), read(cut / "metrics.json"));
+  }
+}
+
+// A member whose last epoch ends past the deadline is finished, not stopped:
+// its status is written and its checkpoint removed. The next member does not
+// start.
+TEST_F(TimeLimit, TheLastEpochFinishesTheMember) {
+  const auto cut = work_ / "cut";
+  ASSERT_EQ(run_tiny(cut, false, 65.0), runtime::kExitTimeLimit);  // 70 s after epoch 6, the last
+  EXPECT_TRUE(std::filesystem::exists(cut / "member_000" / "status.json"));
+  EXPECT_FALSE(std::filesystem::exists(cut / "member_000" / "checkpoint.pt"));
+  EXPECT_FALSE(std::filesystem::exists(cut / "member_001"));
+}
+
+TEST(TimeLimitOption, DurationsInSecondsMinutesOrHours) {
+  EXPECT_EQ(parse_time_limit("540"), 540.0);
+  EXPECT_EQ(parse_time_limit("540s"), 540.0);
+  EXPECT_EQ(parse_time_limit("9m"), 540.0);
+  EXPECT_EQ(parse_time_limit("1.5h"), 5400.0);
+  EXPECT_EQ(parse_time_limit(" .5 m "), 30.0);
+  for (const std::string bad : {"", "0", "0m", "-5", "9x", "m", "1e3", "1h30m", "1234567890"}) {
+    EXPECT_EQ(bnn::testing::error_of([&] { parse_time_limit(bad); }),
+              "--time-limit: '" + bad + "' is not a positive duration: seconds, or a number with s, m or h (540, "
+              "9m, 1.5h)");
+  }
+}
+
+// As a user runs it: a limit that has passed by the time the data are loaded
+// starts no member and says how to go on; a bad value is refused before any
+// work.
+TEST_F(TimeLimit, CommandLine) {
+  const auto dir = work_ / "run";
+  auto r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + dir.string() + " --time-limit 9x",
+                                 work_ / "log1.txt");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("bnn: error: --time-limit: '9x' is not a positive duration"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir));
+
+  r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + dir.string() + " --threads 1 --time-limit 0.001",
+                            work_ / "log2.txt");
+  EXPECT_EQ(r.code, runtime::kExitTimeLimit) << r.output;
+  EXPECT_NE(r.output.find("time limit of 0.001 s reached after"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("2 member(s) left unfinished, 0 finished in " + dir.string() +
+                          "; continue with: bnn run --resume " + dir.string()),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "member_000"));
+
+  r = bnn::testing::run_bnn("run --resume " + dir.string() + " --threads 1 --time-limit 1h", work_ / "log3.txt");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "metrics.json"));
+}
+
+}  // namespace
+}  // namespace bnn::pipeline

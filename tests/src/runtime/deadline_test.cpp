@@ -1,0 +1,56 @@
+// Note [Time limit]: when the deadline lets an epoch start, on a clock the
+// test moves by hand.
+#include "src/runtime/deadline.h"
+
+#include <gtest/gtest.h>
+
+namespace bnn::runtime {
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+TEST(Deadline, AnEpochStartsOnlyIfTheLongestEpochSoFarWouldEndInTime) {
+  Deadline::Clock::time_point t{};
+  const Deadline::Clock::time_point zero = t;
+  auto at = [&](double seconds) { t = zero + duration_cast<Deadline::Clock::duration>(milliseconds(static_cast<int64_t>(seconds * 1000))); };
+  Deadline d(10.0, [&] { return t; });
+  EXPECT_EQ(d.seconds(), 10.0);
+  // No epoch yet: an epoch may start until the limit itself.
+  at(9.9);
+  EXPECT_TRUE(d.allows_an_epoch());
+  EXPECT_DOUBLE_EQ(d.elapsed(), 9.9);
+  at(10.0);
+  EXPECT_TRUE(d.allows_an_epoch());
+  at(10.001);
+  EXPECT_FALSE(d.allows_an_epoch());
+  // With a 4 s epoch seen, the last start that ends in time is at 6 s.
+  d.epoch_took(4.0);
+  at(6.0);
+  EXPECT_TRUE(d.allows_an_epoch());
+  at(6.001);
+  EXPECT_FALSE(d.allows_an_epoch());
+  // The estimate is the longest epoch, not the last one.
+  d.epoch_took(1.0);
+  EXPECT_FALSE(d.allows_an_epoch());
+  at(5.0);
+  EXPECT_TRUE(d.allows_an_epoch());
+  d.epoch_took(5.5);
+  EXPECT_FALSE(d.allows_an_epoch());
+  at(4.5);
+  EXPECT_TRUE(d.allows_an_epoch());
+}
+
+TEST(Deadline, CountsFromItsConstructionOnTheRealClock) {
+  const Deadline d(3600.0);
+  EXPECT_GE(d.elapsed(), 0.0);
+  EXPECT_LT(d.elapsed(), 60.0);
+  EXPECT_TRUE(d.allows_an_epoch());
+  const Deadline gone(1e-9);
+  while (gone.elapsed() <= 1e-9) {
+  }
+  EXPECT_FALSE(gone.allows_an_epoch());
+}
+
+}  // namespace
+}  // namespace bnn::runtime
