@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The paper's Fashion-MNIST experiment (configs/fashion_mnist_paper.yaml, 64
+# members) in slices that each end in time, for machines that give a command
+# only so long (a lent GPU's ten minutes, a batch job's wall time). Each call
+# is one slice: it starts the run into RUN_DIR, or resumes it, with the bnn
+# run OPTIONS given (say --device cuda --time-limit 9m: Note [Time limit]),
+# and records in OUT_DIR what a results folder needs:
+#
+#   scripts/paper-run.sh [--config FILE] BNN RUN_DIR OUT_DIR [OPTION...]
+#
+#   OUT_DIR/slices.tsv          one row per slice: start (UTC), seconds, exit code, command
+#   OUT_DIR/slice_N.log         bnn's log of slice N
+#   OUT_DIR/members/            each member's trace.csv and status.json so far
+#   OUT_DIR/results/            once the run has finished: metrics.json, metrics.csv,
+#                               metrics.txt, report.md, uncertainty.json, figures/,
+#                               config.yaml and README.md (the commands, the device,
+#                               the bnn commit, the wall time)
+#
+# Exits with bnn's code: 0 finished, 75 stopped by --time-limit (call it again
+# with the same arguments), anything else failed (slice_N.log says why). The
+# commit is BNN_COMMIT if set (a copy of the tree without .git), else git's.
+set -euo pipefail
+
+config="$(cd "$(dirname "$0")/.." && pwd)/configs/fashion_mnist_paper.yaml"
+if [[ "${1:-}" == "--config" ]]; then
+  config="${2:?--config needs a file}"
+  shift 2
+fi
+usage="usage: scripts/paper-run.sh [--config FILE] BNN RUN_DIR OUT_DIR [OPTION...]"
+bnn="${1:?$usage}"
+run="${2:?$usage}"
+out="${3:?$usage}"
+shift 3
+root="$(cd "$(dirname "$0")/.." && pwd)"
+[[ -x "$bnn" ]] || { echo "paper-run: $bnn is not an executable bnn" >&2; exit 2; }
+[[ -f "$config" ]] || { echo "paper-run: no config file $config" >&2; exit 2; }
+mkdir -p "$out/members"
+
+if [[ -f "$run/config.yaml" ]]; then
+  command=("$bnn" run --resume "$run" "$@")
+else
+  command=("$bnn" run --config "$config" --out "$run" "$@")
+fi
+[[ -f "$out/slices.tsv" ]] || printf 'started_utc\tseconds\texit_code\tcommand\n' > "$out/slices.tsv"
+slice=$(( $(wc -l < "$out/slices.tsv") ))
+started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+t0=$(date +%s.%N)
+set +e
+"${command[@]}" > "$out/slice_$slice.log" 2>&1
+code=$?
+set -e
+seconds=$(python3 -c "import time; print(f'{time.time() - $t0:.1f}')")
+printf '%s\t%s\t%s\t%s\n' "$started" "$seconds" "$code" "${command[*]}" >> "$out/slices.tsv"
+tail -3 "$out/slice_$slice.log"
+echo "paper-run: slice $slice: exit $code after $seconds s"
+
+for member in "$run"/member_*; do
+  [[ -d "$member" ]] || continue
+  mkdir -p "$out/members/$(basename "$member")"
+  for f in trace.csv status.json; do
+    if [[ -f "$member/$f" ]]; then cp "$member/$f" "$out/members/$(basename "$member")/"; fi
+  done
+done
+
+if [[ $code -ne 0 ]]; then
+  [[ $code -eq 75 ]] && echo "paper-run: not finished; call again with the same arguments"
+  exit "$code"
+fi
+
+# Finished: the results folder, assembled beside OUT_DIR/results and moved in whole.
+results="$out/results"
+staging="$out/results.tmp.$$"
+rm -rf "$staging"
+mkdir -p "$staging"
+for f in metrics.json metrics.csv metrics.txt report.md uncertainty.json config.yaml; do
+  if [[ -f "$run/$f" ]]; then cp "$run/$f" "$staging/"; fi
+done
+if [[ -d "$run/figures" ]]; then cp -r "$run/figures" "$staging/"; fi
+commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
+device="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
+python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "${device:-no GPU (nvidia-smi not found)}" \
+  "$("$bnn" version 2>&1 | head -3 | tr '\n' ';')" <<'EOF'
+import csv, sys
+slices_file, readme, commit, device, version = sys.argv[1:]
+rows = list(csv.DictReader(open(slices_file), delimiter="\t"))
+total = sum(float(r["seconds"]) for r in rows)
+lines = [
+    "# Fashion-MNIST, the SMS-UBU paper's experiment, run by bnn",
+    "",
+    f"- bnn commit: `{commit}`",
+    f"- bnn: {version.strip(';').replace(';', '; ')}",
+    f"- device: {device}",
+    f"- wall time: {total:.0f} s ({total / 60:.1f} min) over {len(rows)} command(s)",
+    "",
+    "| started (UTC) | seconds | exit code | command |",
+    "| --- | --- | --- | --- |",
+]
+lines += [f"| {r['started_utc']} | {r['seconds']} | {r['exit_code']} | `{r['command']}` |" for r in rows]
+lines += ["", "Exit code 75: stopped by `--time-limit` at epoch ends; the next command resumed the run.", ""]
+open(readme, "w").write("\n".join(lines))
+EOF
+rm -rf "$results.old"
+if [[ -d "$results" ]]; then mv "$results" "$results.old"; fi
+mv "$staging" "$results"
+rm -rf "$results.old"
+echo "paper-run: finished; results in $results"

@@ -1,0 +1,57 @@
+// scripts/paper-run.sh: the paper's run in slices that each end in time
+// (Note [Time limit]), with what a results folder needs. Here on tiny.yaml:
+// a first slice whose limit has passed before any member starts, then one
+// that finishes.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "src/io/atomic_file.h"
+#include "tests/support/temp_dir.h"
+
+namespace {
+
+const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
+
+int paper_run(const std::filesystem::path& work, const std::string& options, const std::string& log) {
+  const std::string cmd = "BNN_COMMIT=test-commit " + std::string(BNN_SOURCE_DIR) + "/scripts/paper-run.sh --config " +
+                          BNN_SOURCE_DIR + "/configs/tiny.yaml " + BNN_BINARY + " " + (work / "run").string() + " " +
+                          (work / "out").string() + " --device cpu --threads 1 " + options + " > " +
+                          (work / log).string() + " 2>&1";
+  return WEXITSTATUS(std::system(cmd.c_str()));
+}
+
+TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
+  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  const auto work = bnn::testing::unique_temp_dir("bnn_paper_run_script");
+  const auto out = work / "out";
+  using bnn::io::read_file;
+
+  EXPECT_EQ(paper_run(work, "--time-limit 0.001", "log1.txt"), 75) << read_file(work / "log1.txt");
+  EXPECT_NE(read_file(work / "log1.txt").find("paper-run: not finished; call again with the same arguments"),
+            std::string::npos)
+      << read_file(work / "log1.txt");
+  EXPECT_FALSE(std::filesystem::exists(out / "results"));
+
+  EXPECT_EQ(paper_run(work, "", "log2.txt"), 0) << read_file(work / "log2.txt");
+  const std::string slices = read_file(out / "slices.tsv");
+  EXPECT_NE(slices.find("\t75\t" + std::string(BNN_BINARY) + " run --config "), std::string::npos) << slices;
+  EXPECT_NE(slices.find("\t0\t" + std::string(BNN_BINARY) + " run --resume " + (work / "run").string()),
+            std::string::npos)
+      << slices;
+  EXPECT_TRUE(std::filesystem::exists(out / "slice_1.log"));
+  EXPECT_TRUE(std::filesystem::exists(out / "members" / "member_001" / "status.json"));
+  for (const std::string file : {"metrics.json", "metrics.csv", "report.md", "config.yaml"}) {
+    EXPECT_EQ(read_file(out / "results" / file), read_file(work / "run" / file)) << file;
+  }
+  const std::string readme = read_file(out / "results" / "README.md");
+  EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("over 2 command(s)"), std::string::npos) << readme;
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
+}
+
+}  // namespace
