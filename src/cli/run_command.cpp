@@ -73,7 +73,7 @@ int cmd_run(int argc, char** argv) {
       "cudnn-benchmark", "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
                          "vary between runs in the last bits)")(
       "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)", cxxopts::value<int64_t>())(
-      "time-limit", "Wall time for this command (540, 9m, 1.5h): no epoch starts that would end later, by the "
+      "time-limit", "Wall time for this command (540, 9m, 11h45m): no epoch starts that would end later, by the "
                     "longest epoch so far; members keep their last checkpoint, the exit code is 75, and bnn run "
                     "--resume continues them", cxxopts::value<std::string>())(
       "distributed", "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "

@@ -68,15 +68,23 @@ int64_t parse_members_per_device(const std::string& text) {
 }
 
 double parse_time_limit(const std::string& text) {
-  const std::regex duration("^\\s*(\\d{1,9}(?:\\.\\d*)?|\\.\\d+)\\s*([smh]?)\\s*$");
+  // Hours, minutes, seconds, each optional, in that order; a bare number is seconds
+  // unless it follows hours or minutes ("1h30" is refused).
+  const std::string number = "(\\d{1,9}(?:\\.\\d*)?|\\.\\d+)";
+  const std::regex duration("^\\s*(?:" + number + "\\s*h)?\\s*(?:" + number + "\\s*m)?\\s*(?:" + number +
+                            "\\s*(s?))?\\s*$");
   std::smatch m;
   double seconds = 0;
-  if (std::regex_match(text, m, duration)) {
-    seconds = std::stod(m[1]) * (m[2] == "h" ? 3600.0 : m[2] == "m" ? 60.0 : 1.0);
+  if (std::regex_match(text, m, duration) && !(m[3].matched && m[4].length() == 0 && (m[1].matched || m[2].matched))) {
+    for (const auto& [group, scale] : {std::pair{1, 3600.0}, std::pair{2, 60.0}, std::pair{3, 1.0}}) {
+      if (m[group].matched) seconds += std::stod(m[group]) * scale;
+    }
   }
   if (!(seconds > 0)) {
     throw config::ConfigError(fmt::format(
-        "--time-limit: '{}' is not a positive duration: seconds, or a number with s, m or h (540, 9m, 1.5h)", text));
+        "--time-limit: '{}' is not a positive duration: seconds, or hours, minutes and seconds with h, m and s "
+        "(540, 9m, 1.5h, 11h45m)",
+        text));
   }
   return seconds;
 }

@@ -74,7 +74,7 @@ std::vector<std::string> parse_device_list(const std::string& text);
 // "auto" -> 0, "K" -> K >= 1. Throws ConfigError naming the text.
 int64_t parse_members_per_device(const std::string& text);
 
-// "540", "540s", "9m", "1.5h" -> seconds (> 0). Throws ConfigError naming the text.
+// "540", "540s", "9m", "1.5h", "11h45m" -> seconds (> 0). Throws ConfigError naming the text.
 double parse_time_limit(const std::string& text);
 
 // "3", "0-3", "0,2,5-7" -> indices. Throws ConfigError naming the text.

@@ -118,10 +118,13 @@ TEST(TimeLimitOption, DurationsInSecondsMinutesOrHours) {
   EXPECT_EQ(parse_time_limit("9m"), 540.0);
   EXPECT_EQ(parse_time_limit("1.5h"), 5400.0);
   EXPECT_EQ(parse_time_limit(" .5 m "), 30.0);
-  for (const std::string bad : {"", "0", "0m", "-5", "9x", "m", "1e3", "1h30m", "1234567890"}) {
+  EXPECT_EQ(parse_time_limit("11h45m"), 42300.0);
+  EXPECT_EQ(parse_time_limit("1h 2m 3.5s"), 3723.5);
+  EXPECT_EQ(parse_time_limit("2m30s"), 150.0);
+  for (const std::string bad : {"", "0", "0m", "-5", "9x", "m", "1e3", "1h30", "30m1h", "1234567890", "5 5"}) {
     EXPECT_EQ(bnn::testing::error_of([&] { parse_time_limit(bad); }),
-              "--time-limit: '" + bad + "' is not a positive duration: seconds, or a number with s, m or h (540, "
-              "9m, 1.5h)");
+              "--time-limit: '" + bad + "' is not a positive duration: seconds, or hours, minutes and seconds with "
+              "h, m and s (540, 9m, 1.5h, 11h45m)");
   }
 }
 
