@@ -2,6 +2,9 @@
 // CPU target runs CI's own install and build steps, and the Slurm and
 // Kubernetes files run existing configs with the member index of their
 // scheduler.
+#include <sys/wait.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 
@@ -9,6 +12,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "src/io/atomic_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
 
@@ -54,6 +58,35 @@ TEST(Deploy, SlurmArrayTaskIsTheMember) {
   const std::string script = read("deploy/slurm/bnn.sbatch");
   EXPECT_TRUE(contains(script, "--members \"${SLURM_ARRAY_TASK_ID:?run as an array job}\"")) << script;
   EXPECT_EQ(std::system(("bash -n " + (kSource / "deploy/slurm/bnn.sbatch").string()).c_str()), 0);
+}
+
+// The batch script as Slurm runs it, on the CPU with a stand-in scontrol
+// that records its arguments: a task stopped by its time limit requeues
+// itself and exits 0; the requeued task finishes the member and does not.
+TEST(Deploy, SlurmTaskStoppedByItsTimeLimitRequeuesItself) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const auto work = bnn::testing::unique_temp_dir("bnn_slurm_test");
+  std::filesystem::create_directories(work / "bin");
+  bnn::io::write_file_atomically(work / "bin" / "scontrol", "#!/bin/sh\necho \"$@\" >> " +
+                                                                (work / "scontrol.txt").string() + "\n");
+  std::filesystem::permissions(work / "bin" / "scontrol", std::filesystem::perms::owner_all);
+  auto task = [&](const std::string& env, const std::string& log) {
+    const std::string cmd = "env PATH=" + (work / "bin").string() + ":$PATH SLURM_ARRAY_TASK_ID=1 SLURM_JOB_ID=4242 "
+                            "SLURM_CPUS_PER_TASK=1 BNN=" BNN_BINARY " BNN_DEVICE=cpu " + env + " bash " +
+                            (kSource / "deploy/slurm/bnn.sbatch").string() + " " +
+                            (kSource / "configs/tiny.yaml").string() + " " + (work / "run").string() + " > " +
+                            (work / log).string() + " 2>&1";
+    return WEXITSTATUS(std::system(cmd.c_str()));
+  };
+  const auto member = work / "run" / "member_001";
+  EXPECT_EQ(task("BNN_TIME_LIMIT=0.001", "log1.txt"), 0) << bnn::io::read_file(work / "log1.txt");
+  EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\n");
+  EXPECT_FALSE(std::filesystem::exists(member / "status.json"));
+  EXPECT_EQ(task("", "log2.txt"), 0) << bnn::io::read_file(work / "log2.txt");
+  EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\n");  // not again
+  EXPECT_TRUE(std::filesystem::exists(member / "status.json"));
+  EXPECT_FALSE(std::filesystem::exists(work / "run" / "member_000"));
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }
 
 }  // namespace
