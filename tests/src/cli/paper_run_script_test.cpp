@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -51,6 +53,28 @@ TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
   const std::string readme = read_file(out / "results" / "README.md");
   EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
   EXPECT_NE(readme.find("over 2 command(s)"), std::string::npos) << readme;
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
+}
+
+// Its refusals name what is wrong and leave nothing behind.
+TEST(PaperRunScript, RefusesAMissingBnnOrConfig) {
+  const auto work = bnn::testing::unique_temp_dir("bnn_paper_run_refusals");
+  const std::string script = std::string(BNN_SOURCE_DIR) + "/scripts/paper-run.sh ";
+  const std::string dirs = " " + (work / "run").string() + " " + (work / "out").string();
+  auto run = [&](const std::string& args) {
+    const std::string cmd = script + args + " > " + (work / "log.txt").string() + " 2>&1";
+    const int code = WEXITSTATUS(std::system(cmd.c_str()));
+    return std::make_pair(code, bnn::io::read_file(work / "log.txt"));
+  };
+  auto [code, log] = run((work / "no_bnn").string() + dirs);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("paper-run: " + (work / "no_bnn").string() + " is not an executable bnn"), std::string::npos)
+      << log;
+  std::tie(code, log) = run("--config " + (work / "none.yaml").string() + " " + BNN_BINARY + dirs);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("paper-run: no config file " + (work / "none.yaml").string()), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(work / "out"));
+  EXPECT_FALSE(std::filesystem::exists(work / "run"));
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }
 
