@@ -208,7 +208,11 @@ class ProgressLine {
     const double rate = done / std::chrono::duration<double>(now - start_).count();
     const std::string line = fmt::format("{}: {}/{} images ({:.0f}/s, ETA {:.0f}s)", label_, done, total_, rate,
                                          (total_ - done) / rate);
-    fmt::print(stderr, tty_ ? "\r\033[K{}" : "{}\n", line);
+    if (tty_) {
+      fmt::print(stderr, "\r\033[K{}", line);
+    } else {
+      fmt::print(stderr, "{}\n", line);
+    }
     std::fflush(stderr);
     drawn_ = tty_;
   }
