@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -29,8 +30,7 @@ bool CompanyDetector::update(int other_runnable) {
 }
 
 int other_runnable_tasks(int samples, int (*own)()) {
-  int counts[16];
-  int n = 0;
+  std::vector<int> counts;
   for (int i = 0; i < samples && i < 16; ++i) {
     const int fd = ::open("/proc/loadavg", O_RDONLY);
     if (fd < 0) return -1;
@@ -49,12 +49,13 @@ int other_runnable_tasks(int samples, int (*own)()) {
     }
     const int mine = own();
     if (mine < 0) return -1;
-    counts[n++] = value - mine;
+    counts.push_back(value - mine);
     const timespec pause{0, 2'000'000};
     ::nanosleep(&pause, nullptr);
   }
-  std::sort(counts, counts + n);
-  return n == 0 ? -1 : counts[n / 2];
+  if (counts.empty()) return -1;
+  std::sort(counts.begin(), counts.end());
+  return counts[counts.size() / 2];
 }
 
 int own_running_tasks() {

@@ -36,10 +36,9 @@ TEST(CompanyDetector, OnWhenThreeOfTheLastFourReadingsSeeCompany) {
 }
 
 TEST(CompanyDetector, OffAfterTwentyQuietReadingsInARow) {
-  std::vector<int> r = {1, 1, 1};
-  r.insert(r.end(), 19, 0);
-  r.push_back(1);  // company again before the 20th quiet reading
-  r.insert(r.end(), 20, 0);
+  // Company 3 times, quiet 19, company again before the 20th quiet reading, quiet 20.
+  std::vector<int> r(3 + 19 + 1 + 20, 0);
+  r[0] = r[1] = r[2] = r[22] = 1;
   const std::string d = decisions(r);
   EXPECT_EQ(d.substr(0, 3), "001");
   EXPECT_EQ(d.substr(3, 20), std::string(20, '1'));
@@ -88,8 +87,8 @@ TEST(OtherRunnableTasks, SeesABusyChildProcess) {
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    for (volatile unsigned long i = 0;; ++i) {
-    }
+    volatile unsigned long i = 0;
+    for (;;) i = i + 1;
   }
   int seen = 0;
   for (int i = 0; i < 10 && seen < 1; ++i) seen = bnn::runtime::other_runnable_tasks(3, bnn::runtime::own_running_tasks);
