@@ -4,7 +4,10 @@
 // c10d C++ API that LibTorch 1.13 and 2.x share:
 //   - TCPStore(host, TCPStoreOptions), filling the options field by field
 //     (2.x adds fields, e.g. useLibUV, and makes numWorkers a std::optional;
-//     assignment compiles against either);
+//     assignment compiles against either). From 2.4 useLibUV is on by
+//     default, and a LibTorch built without libuv (Debian's 2.x) refuses to
+//     start the store; the store is then started again on its older backend,
+//     the only one 1.13 has (start_store);
 //   - ProcessGroupGloo::Options::create(timeout), its `devices` vector and
 //     createDeviceForHostname / createDeviceForInterface / createDefaultDevice
 //     (2.x adds a defaulted lazyInit argument);
@@ -136,6 +139,29 @@ std::shared_ptr<::gloo::transport::Device> gloo_device(const Rendezvous& r) {
 }
 #endif
 
+// Turns TCPStoreOptions::useLibUV off where the field exists and is on; says
+// whether it did. The second overload is LibTorch 1.13's, which has no field.
+template <typename Options>
+auto turn_libuv_off(Options& options, int) -> decltype(options.useLibUV = false, bool()) {
+  if (!options.useLibUV) return false;
+  options.useLibUV = false;
+  return true;
+}
+template <typename Options>
+bool turn_libuv_off(Options&, long) {
+  return false;
+}
+
+c10::intrusive_ptr<c10d::Store> start_store(const std::string& host, c10d::TCPStoreOptions options) {
+  try {
+    return c10::make_intrusive<c10d::TCPStore>(host, options);
+  } catch (const c10::Error& e) {
+    const bool without_libuv = std::string(e.what()).find("libuv") != std::string::npos;
+    if (!without_libuv || !turn_libuv_off(options, 0)) throw;
+  }
+  return c10::make_intrusive<c10d::TCPStore>(host, options);
+}
+
 }  // namespace
 
 struct ProcessGroup::Impl {
@@ -161,7 +187,7 @@ ProcessGroup::ProcessGroup(const Rendezvous& r, torch::Device device, std::chron
     store_options.numWorkers = static_cast<std::size_t>(r.world_size);
     store_options.waitWorkers = true;
     store_options.timeout = timeout;
-    impl_->store = c10::make_intrusive<c10d::TCPStore>(r.master_addr, store_options);
+    impl_->store = start_store(r.master_addr, store_options);
     if (device.is_cuda()) {
 #ifdef BNN_HAVE_C10D_NCCL
       c10::cuda::set_device(device.has_index() ? device.index() : 0);
