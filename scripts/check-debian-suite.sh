@@ -10,23 +10,30 @@
 # repository's HEAD, not the working tree, is cloned into CHROOT_DIR/src/bnn
 # afresh. OUT_DIR gets the logs: deps.log, configure.log, build.log,
 # ctest.log, and versions.txt (compiler, LibTorch, the libraries).
-# BNN_CTEST_TIMEOUT (seconds, default 1800) bounds the test run.
+# BNN_CTEST_TIMEOUT (seconds, default 1800) bounds the test run;
+# BNN_DEBIAN_MIRROR names the archive, BNN_DEBOOTSTRAP the debootstrap to run.
 set -uo pipefail
 
-suite="${1:?usage: scripts/check-debian-suite.sh SUITE CHROOT_DIR OUT_DIR}"
-dir="${2:?usage: scripts/check-debian-suite.sh SUITE CHROOT_DIR OUT_DIR}"
-out="${3:?usage: scripts/check-debian-suite.sh SUITE CHROOT_DIR OUT_DIR}"
+usage() { echo "usage: scripts/check-debian-suite.sh SUITE CHROOT_DIR OUT_DIR ($1)" >&2; exit 2; }
+[ "$#" -eq 3 ] || usage "got $# arguments"
+for a in "$@"; do [ -n "$a" ] || usage "an argument is empty"; done
+suite="$1" dir="$2" out="$3"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mirror="${BNN_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+debootstrap="${BNN_DEBOOTSTRAP:-debootstrap}"  # or a debootstrap run from its source tree
 
-[ "$(id -u)" -eq 0 ] || { echo "check-debian-suite: needs root (debootstrap, chroot)" >&2; exit 2; }
-command -v debootstrap > /dev/null ||
-  { echo "check-debian-suite: needs debootstrap (apt-get install debootstrap)" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] ||
+  { echo "check-debian-suite: needs root (debootstrap, chroot and bind mounts); running as uid $(id -u)" >&2; exit 2; }
+command -v "$debootstrap" > /dev/null || {
+  echo "check-debian-suite: needs debootstrap: '$debootstrap' not found (apt-get install debootstrap," \
+    "or BNN_DEBOOTSTRAP=PATH)" >&2
+  exit 2
+}
 mkdir -p "$out" && out="$(cd "$out" && pwd)"
 
 if [ ! -x "$dir/usr/bin/apt-get" ]; then
   echo "check-debian-suite: debootstrap $suite into $dir"
-  debootstrap --variant=minbase --include=ca-certificates "$suite" "$dir" "$mirror" \
+  "$debootstrap" --variant=minbase --include=ca-certificates "$suite" "$dir" "$mirror" \
     > "$out/debootstrap.log" 2>&1 ||
     { tail -5 "$out/debootstrap.log"; echo "check-debian-suite: debootstrap failed" >&2; exit 1; }
 fi
@@ -35,6 +42,7 @@ echo 'Acquire::Check-Valid-Until "false";' > "$dir/etc/apt/apt.conf.d/99bnn-snap
 cp /etc/resolv.conf "$dir/etc/resolv.conf"
 
 mounted=()
+# shellcheck disable=SC2317  # run by the EXIT trap
 cleanup() { for m in "${mounted[@]}"; do umount "$m" 2> /dev/null; done; }
 trap cleanup EXIT
 for m in proc sys dev; do
