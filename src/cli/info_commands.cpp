@@ -18,6 +18,7 @@ int cmd_version(int, char**) {
   fmt::print("LibTorch {}.{}.{}\n", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
   fmt::print("CUDA available: {} ({} devices)\n", torch::cuda::is_available() ? "yes" : "no",
              torch::cuda::device_count());
+  fmt::print("CUDA: {}\n", runtime::describe_cuda(runtime::cuda_linkage()));
   std::string why;
   const int cpus = runtime::available_cpus(&why);
   fmt::print("threads: {} (default: the {} CPUs this process may use, by {}; {} cores)\n",

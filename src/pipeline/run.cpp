@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <exception>
 #include <map>
 #include <regex>
@@ -24,6 +25,7 @@
 #include "src/pipeline/ood.h"
 #include "src/pipeline/preprocess.h"
 #include "src/runtime/device_streams.h"
+#include "src/runtime/linkage.h"
 
 namespace bnn::pipeline {
 
@@ -89,8 +91,20 @@ double parse_time_limit(const std::string& text) {
   return seconds;
 }
 
+namespace {
+// Note [Why no CUDA] (src/runtime/linkage.h).
+std::string why_no_cuda() {
+  return runtime::why_no_cuda_device(runtime::cuda_linkage(), std::getenv("CUDA_VISIBLE_DEVICES"));
+}
+}  // namespace
+
 torch::Device resolve_device(const std::string& name) {
-  if (name == "auto") return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0) : torch::Device(torch::kCPU);
+  if (name == "auto") {
+    if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
+    // Quiet where CPU is all this LibTorch can do; a CUDA build that finds no GPU says why.
+    if (!runtime::cuda_linkage().torch_cuda.empty()) spdlog::warn("device auto: the CPU, since {}", why_no_cuda());
+    return torch::Device(torch::kCPU);
+  }
   torch::Device device(torch::kCPU);
   try {
     device = torch::Device(name);
@@ -99,7 +113,10 @@ torch::Device resolve_device(const std::string& name) {
   }
   if (device.is_cuda()) {
     const auto count = static_cast<int64_t>(torch::cuda::device_count());
-    if (count == 0) throw config::ConfigError(fmt::format("device '{}' requested but CUDA is not available", name));
+    if (count == 0) {
+      throw config::ConfigError(
+          fmt::format("device '{}' requested but CUDA is not available: {}", name, why_no_cuda()));
+    }
     if (device.has_index() && device.index() >= count) {
       throw config::ConfigError(fmt::format("device '{}' requested but only {} CUDA device(s) exist", name, count));
     }
@@ -143,7 +160,7 @@ std::vector<std::string> parse_device_list(const std::string& text) {
   std::vector<std::string> out;
   if (text == "all") {
     const auto count = static_cast<int64_t>(torch::cuda::device_count());
-    if (count == 0) throw config::ConfigError("--devices all: no CUDA device is visible");
+    if (count == 0) throw config::ConfigError(fmt::format("--devices all: no CUDA device is visible: {}", why_no_cuda()));
     for (int64_t i = 0; i < count; ++i) out.push_back(fmt::format("cuda:{}", i));
     return out;
   }

@@ -1,8 +1,6 @@
-// Where a process's std::filesystem calls land (Note [libstdc++ before
-// LibTorch], cmake/libstdcxx_first.cmake). pip's LibTorch exports its own
-// copy of std::filesystem; `bnn version` prints which shared object defines
-// the symbol the loader binds first, so a build against such a LibTorch shows
-// at once whether libstdc++ comes first.
+// What the process's loaded shared objects say about it: where its
+// std::filesystem calls land (Note [libstdc++ before LibTorch],
+// cmake/libstdcxx_first.cmake), and which CUDA it has (Note [Why no CUDA]).
 #pragma once
 
 #include <string>
@@ -13,5 +11,36 @@ namespace bnn::runtime {
 // path&) is found first in the global search order (the one bnn's calls bind
 // to), or a short reason when it cannot be told.
 std::string filesystem_library();
+
+// Note [Why no CUDA]
+// ~~~~~~~~~~~~~~~~~~
+// torch::cuda::is_available() is false for four different reasons that a
+// user fixes in four different ways: a CPU build of LibTorch; CUDA_VISIBLE_
+// DEVICES hiding the GPUs; no NVIDIA driver; a driver older than the CUDA
+// runtime LibTorch was built with (a CUDA 13 wheel on a node whose driver
+// stops at CUDA 12, the usual case on a cluster). LibTorch's C++ API says
+// none of this, so bnn reads it from the loaded objects: a libtorch_cuda
+// library (present in every CUDA build), and the CUDA runtime's own
+// cudaRuntimeGetVersion and cudaDriverGetVersion, plain C functions found by
+// name, so no CUDA header is needed and a CPU build answers too.
+struct CudaLinkage {
+  std::string torch_cuda;       // the loaded libtorch_cuda library's path; empty for a CPU build
+  std::string runtime_library;  // the object defining cudaRuntimeGetVersion; empty if none is loaded
+  int runtime_version = 0;      // as CUDART_VERSION: 1000 * major + 10 * minor (13000 is 13.0); 0 unknown
+  int driver_version = 0;       // the newest CUDA the driver runs, the same form; 0 when no driver answers
+};
+
+CudaLinkage cuda_linkage();
+
+// "12.8" from 12080.
+std::string cuda_version_text(int version);
+
+// `bnn version`'s line: "runtime 13.0 (PATH), driver for CUDA 13.0" or
+// "none: a CPU build of LibTorch", with a warning when the driver is older.
+std::string describe_cuda(const CudaLinkage& linkage);
+
+// The likeliest reason no CUDA device is visible, one clause for an error
+// line; visible_devices is CUDA_VISIBLE_DEVICES (nullptr when unset).
+std::string why_no_cuda_device(const CudaLinkage& linkage, const char* visible_devices);
 
 }  // namespace bnn::runtime

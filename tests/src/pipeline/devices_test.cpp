@@ -12,6 +12,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/device_streams.h"
+#include "src/runtime/linkage.h"
 #include "tests/support/error_text.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
@@ -244,10 +245,13 @@ TEST(Devices, BadListsNameTheEntry) {
   EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("cpu,,cpu"); }), "--devices: empty entry in 'cpu,,cpu'");
   EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("gpu7"); }),
             "device 'gpu7' is not valid: use auto, cpu, cuda or cuda:N");
-  if (!torch::cuda::is_available()) {
-    EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("all"); }), "--devices all: no CUDA device is visible");
+  // Note [Why no CUDA]: the reason follows; here, for a CPU build of LibTorch.
+  if (!torch::cuda::is_available() && bnn::runtime::cuda_linkage().torch_cuda.empty()) {
+    const std::string why = "this bnn is built against a CPU build of LibTorch (bnn version); build it against a "
+                            "CUDA LibTorch (README.md, Building by hand: scripts/build-pip-torch.sh)";
+    EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("all"); }), "--devices all: no CUDA device is visible: " + why);
     EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("cpu,cuda:1"); }),
-              "device 'cuda:1' requested but CUDA is not available");
+              "device 'cuda:1' requested but CUDA is not available: " + why);
   }
 }
 

@@ -1,0 +1,131 @@
+// Note [Why no CUDA] (src/runtime/linkage.h): what bnn reads about CUDA from
+// the loaded objects, and the reason it gives when no CUDA device is visible.
+// Each reason's text for a made-up linkage; then the reading itself, in a bnn
+// with a stand-in CUDA runtime preloaded (tests/support/fake_cudart.cpp).
+#include "src/runtime/linkage.h"
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+
+#include "tests/support/run_bnn.h"
+#include "tests/support/temp_dir.h"
+
+namespace bnn::runtime {
+namespace {
+
+CudaLinkage linkage(std::string torch_cuda, int runtime, int driver) {
+  CudaLinkage l;
+  l.torch_cuda = std::move(torch_cuda);
+  l.runtime_library = runtime == 0 ? "" : "/opt/torch/lib/libcudart.so.13";
+  l.runtime_version = runtime;
+  l.driver_version = driver;
+  return l;
+}
+
+const std::string kTorchCuda = "/opt/torch/lib/libtorch_cuda.so";
+
+TEST(WhyNoCuda, VersionsReadAsMajorDotMinor) {
+  EXPECT_EQ(cuda_version_text(13000), "13.0");
+  EXPECT_EQ(cuda_version_text(12080), "12.8");
+  EXPECT_EQ(cuda_version_text(11070), "11.7");
+  EXPECT_EQ(cuda_version_text(12020), "12.2");
+}
+
+TEST(WhyNoCuda, VersionLineForEachCase) {
+  EXPECT_EQ(describe_cuda(linkage("", 0, 0)), "none: a CPU build of LibTorch");
+  EXPECT_EQ(describe_cuda(linkage(kTorchCuda, 0, 0)),
+            "LibTorch's CUDA library /opt/torch/lib/libtorch_cuda.so, its runtime's version not found");
+  EXPECT_EQ(describe_cuda(linkage(kTorchCuda, 13000, 13000)),
+            "runtime 13.0 (/opt/torch/lib/libcudart.so.13), driver for CUDA 13.0");
+  // Minor-version compatibility: a 12.2 driver runs a 12.8 runtime.
+  EXPECT_EQ(describe_cuda(linkage(kTorchCuda, 12080, 12020)),
+            "runtime 12.8 (/opt/torch/lib/libcudart.so.13), driver for CUDA 12.2");
+  EXPECT_EQ(describe_cuda(linkage(kTorchCuda, 13000, 12080)),
+            "runtime 13.0 (/opt/torch/lib/libcudart.so.13), driver for CUDA 12.8 (older than the runtime: CUDA "
+            "calls fail until the driver supports CUDA 13.x)");
+  EXPECT_EQ(describe_cuda(linkage(kTorchCuda, 13000, 0)),
+            "runtime 13.0 (/opt/torch/lib/libcudart.so.13), no NVIDIA driver found");
+}
+
+TEST(WhyNoCuda, ReasonForNoDeviceForEachCase) {
+  EXPECT_EQ(why_no_cuda_device(linkage("", 0, 0), nullptr),
+            "this bnn is built against a CPU build of LibTorch (bnn version); build it against a CUDA LibTorch "
+            "(README.md, Building by hand: scripts/build-pip-torch.sh)");
+  // A CPU build answers the same whatever CUDA_VISIBLE_DEVICES says.
+  EXPECT_EQ(why_no_cuda_device(linkage("", 0, 0), ""), why_no_cuda_device(linkage("", 0, 0), nullptr));
+  EXPECT_EQ(why_no_cuda_device(linkage(kTorchCuda, 13000, 13000), ""), "CUDA_VISIBLE_DEVICES='' hides every GPU");
+  EXPECT_EQ(why_no_cuda_device(linkage(kTorchCuda, 13000, 13000), "-1"), "CUDA_VISIBLE_DEVICES='-1' hides every GPU");
+  EXPECT_EQ(why_no_cuda_device(linkage(kTorchCuda, 13000, 0), nullptr),
+            "no NVIDIA driver found (LibTorch's CUDA runtime is 13.0)");
+  EXPECT_EQ(why_no_cuda_device(linkage(kTorchCuda, 13000, 12080), nullptr),
+            "the NVIDIA driver runs CUDA up to 12.8, older than LibTorch's CUDA runtime 13.0: update the driver, or "
+            "build against a LibTorch for CUDA 12");
+  EXPECT_EQ(why_no_cuda_device(linkage(kTorchCuda, 13000, 12080), "2"),
+            "the NVIDIA driver runs CUDA up to 12.8, older than LibTorch's CUDA runtime 13.0: update the driver, or "
+            "build against a LibTorch for CUDA 12; CUDA_VISIBLE_DEVICES='2'");
+  EXPECT_EQ(why_no_cuda_device(linkage(kTorchCuda, 12080, 12020), "3"),
+            "no GPU visible to CUDA runtime 12.8 (driver for CUDA 12.2); CUDA_VISIBLE_DEVICES='3'");
+  EXPECT_EQ(why_no_cuda_device(linkage(kTorchCuda, 0, 0), nullptr),
+            "LibTorch has CUDA (/opt/torch/lib/libtorch_cuda.so) but sees no GPU");
+}
+
+TEST(WhyNoCuda, ThisProcessAgreesWithLibTorch) {
+  const CudaLinkage l = cuda_linkage();
+  if (torch::cuda::is_available()) {
+    EXPECT_FALSE(l.torch_cuda.empty());
+    EXPECT_GT(l.runtime_version, 0) << describe_cuda(l);
+    EXPECT_GE(l.driver_version / 1000, l.runtime_version / 1000) << describe_cuda(l);
+  } else if (l.torch_cuda.empty()) {
+    EXPECT_EQ(describe_cuda(l), "none: a CPU build of LibTorch");
+  }
+}
+
+// The reading, end to end: bnn with the stand-in runtime preloaded.
+bnn::testing::CommandResult bnn_with_fake_runtime(const std::string& args, const std::string& versions) {
+  static const auto dir = bnn::testing::unique_temp_dir("bnn_linkage_test");
+  static int calls = 0;
+  return bnn::testing::run_bnn(args, dir / (std::to_string(++calls) + ".txt"),
+                               "-u CUDA_VISIBLE_DEVICES LD_PRELOAD=" + std::string(BNN_FAKE_CUDART_LIB) + " " + versions);
+}
+
+TEST(WhyNoCuda, VersionShowsTheRuntimeAndAnOlderDriver) {
+  const auto r = bnn_with_fake_runtime("version", "BNN_FAKE_CUDA_RUNTIME=13000 BNN_FAKE_CUDA_DRIVER=12080");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("CUDA: runtime 13.0 (" + std::filesystem::path(BNN_FAKE_CUDART_LIB).string() +
+                          "), driver for CUDA 12.8 (older than the runtime: CUDA calls fail until the driver "
+                          "supports CUDA 13.x)\n"),
+            std::string::npos)
+      << r.output;
+}
+
+TEST(WhyNoCuda, RunOnCudaSaysWhyThereIsNone) {
+  if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible: there is no refusal to read";
+  const std::string config = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+  const auto out = bnn::testing::unique_temp_dir("bnn_linkage_run");
+  const auto old_driver = bnn_with_fake_runtime("run --config " + config + " --out " + (out / "a").string() +
+                                                    " --device cuda:0",
+                                                "BNN_FAKE_CUDA_RUNTIME=13000 BNN_FAKE_CUDA_DRIVER=12080");
+  EXPECT_EQ(old_driver.code, 2) << old_driver.output;
+  EXPECT_NE(old_driver.output.find("device 'cuda:0' requested but CUDA is not available: the NVIDIA driver runs "
+                                   "CUDA up to 12.8, older than LibTorch's CUDA runtime 13.0: update the driver, or "
+                                   "build against a LibTorch for CUDA 12\n"),
+            std::string::npos)
+      << old_driver.output;
+  const auto no_driver = bnn_with_fake_runtime("run --config " + config + " --out " + (out / "b").string() +
+                                                   " --device cuda",
+                                               "BNN_FAKE_CUDA_RUNTIME=12080 BNN_FAKE_CUDA_DRIVER=0");
+  EXPECT_EQ(no_driver.code, 2) << no_driver.output;
+  EXPECT_NE(no_driver.output.find("device 'cuda' requested but CUDA is not available: no NVIDIA driver found "
+                                  "(LibTorch's CUDA runtime is 12.8)\n"),
+            std::string::npos)
+      << no_driver.output;
+  EXPECT_FALSE(std::filesystem::exists(out / "a"));
+  EXPECT_FALSE(std::filesystem::exists(out / "b"));
+  if (!HasFailure()) std::filesystem::remove_all(out);
+}
+
+}  // namespace
+}  // namespace bnn::runtime
