@@ -1,12 +1,17 @@
-// No host synchronisation inside a sampling step. With CUDA's sync debug
-// mode set to "error", any operation that makes the host wait for the GPU
-// (an .item(), a blocking copy between host and device) throws. One epoch of
-// SMS-UBU and of SGHMC on fmnist_cnn, with the control variate and bounces,
-// the data and the chain on the GPU, must run through it.
+// No host synchronisation inside a sampling step or an Adam step. With
+// CUDA's sync debug mode set to "error", any operation that makes the host
+// wait for the GPU (an .item(), a blocking copy between host and device)
+// throws. One epoch of SMS-UBU and of SGHMC on fmnist_cnn, with the control
+// variate and bounces, the data and the chain on the GPU, must run through
+// it, and so must the Adam and SWA phases' steps over the flat parameters.
+// A host that waits inside a step serialises members that share a GPU
+// (--members-per-device).
 //
 // Needs a CUDA LibTorch with c10/cuda's headers and the CUDA toolkit's
 // (tests/CMakeLists.txt defines BNN_HAVE_C10_CUDA) and a visible GPU; skips,
 // visibly, otherwise.
+#include <cmath>
+
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -18,6 +23,7 @@
 #include "models/registry.h"
 #include "samplers/registry.h"
 #include "src/pipeline/model_oracle.h"
+#include "src/pipeline/optimiser_phases.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -28,6 +34,30 @@ struct SyncIsAnError {
   SyncIsAnError() { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_ERROR); }
   ~SyncIsAnError() { c10::cuda::warning_state().set_sync_debug_mode(c10::cuda::SyncDebugMode::L_DISABLED); }
 };
+
+data_loaders::Split random_images_on_the_gpu() {
+  const torch::Device cuda(torch::kCUDA, 0);
+  data_loaders::Split train;
+  train.images = torch::randn({800, 1, 28, 28}).to(cuda);
+  train.labels = torch::randint(10, {800}, torch::kLong).to(cuda);
+  return train;
+}
+
+std::shared_ptr<models::Classifier> cnn_on_the_gpu() {
+  models::ModelSpec spec;
+  spec.name = "fmnist_cnn";
+  auto model = models::make_model(spec, 2);
+  model->to(torch::Device(torch::kCUDA, 0));
+  return model;
+}
+
+// fmnist_cnn on cuda:0, with 800 random images on the GPU in 4 batches of 200.
+struct OnTheGpu {
+  data_loaders::Partition partition{random_images_on_the_gpu(), /*batch_size=*/200, /*seed=*/1};
+  std::shared_ptr<models::Classifier> model = cnn_on_the_gpu();
+  models::FlatParameters flat{*model};
+  ModelOracle oracle{*model, flat, partition};
+};
 #endif
 
 TEST(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
@@ -35,17 +65,9 @@ TEST(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
   GTEST_SKIP() << "built without c10/cuda and CUDA toolkit headers: the host-synchronisation check did not run";
 #else
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
-  const torch::Device cuda(torch::kCUDA, 0);
-  data_loaders::Split train;
-  train.images = torch::randn({800, 1, 28, 28}).to(cuda);
-  train.labels = torch::randint(10, {800}, torch::kLong).to(cuda);
-  const data_loaders::Partition partition(train, /*batch_size=*/200, /*seed=*/1);
-  models::ModelSpec spec;
-  spec.name = "fmnist_cnn";
-  auto model = models::make_model(spec, 2);
-  model->to(cuda);
-  models::FlatParameters flat(*model);
-  ModelOracle oracle(*model, flat, partition);
+  OnTheGpu gpu;
+  models::FlatParameters& flat = gpu.flat;
+  ModelOracle& oracle = gpu.oracle;
 
   // The check is live: a read of a GPU value on the host throws.
   {
@@ -73,6 +95,44 @@ TEST(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
     torch::NoGradGuard no_grad;
     flat.values().copy_(anchor);
   }
+#endif
+}
+
+// OptimiserPhases::epoch's step, as it runs it: the batch's gradient, the
+// mean and the prior term on the flat gradient, the flat Adam's update. (The
+// epoch's one read of the summed loss, after its last step, is not in here.)
+TEST(CudaSync, AdamStepsDoNotWaitForTheGpu) {
+#if !defined(BNN_HAVE_C10_CUDA)
+  GTEST_SKIP() << "built without c10/cuda and CUDA toolkit headers: the host-synchronisation check did not run";
+#else
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
+  OnTheGpu gpu;
+  models::FlatParameters& flat = gpu.flat;
+  ModelOracle& oracle = gpu.oracle;
+  auto adam = make_adam(flat, *gpu.model, /*flat_layout=*/true, 1e-3);
+  const torch::Tensor start = flat.values().clone();
+  const torch::Tensor order = torch::randperm(oracle.num_batches(), torch::TensorOptions().dtype(torch::kLong));
+  torch::Tensor loss_sum = torch::zeros({}, flat.values().options());
+  torch::cuda::synchronize();
+  {
+    SyncIsAnError guard;
+    try {
+      for (int64_t i = 0; i < oracle.num_batches(); ++i) {
+        loss_sum += oracle.evaluate(order[i].item<int64_t>());
+        {
+          torch::NoGradGuard no_grad;
+          flat.grads().mul_(1.0 / 200).addcmul_(flat.prior_mask(), flat.values(), 50.0 / 800);
+        }
+        adam->step();
+      }
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "an Adam step waited for the GPU: " << e.what();
+    }
+  }
+  torch::cuda::synchronize();
+  EXPECT_TRUE(std::isfinite(loss_sum.item<double>()));
+  EXPECT_TRUE(torch::isfinite(flat.values()).all().item<bool>());
+  EXPECT_FALSE(flat.values().equal(start));
 #endif
 }
 
