@@ -13,8 +13,9 @@
 #   OUT_DIR/members/            each member's trace.csv and status.json so far
 #   OUT_DIR/results/            once the run has finished: metrics.json, metrics.csv,
 #                               metrics.txt, report.md, uncertainty.json, figures/,
-#                               config.yaml and README.md (the commands, the device,
-#                               the bnn commit, the wall time)
+#                               config.yaml, README.md (the commands, the device,
+#                               the bnn commit, the wall time) and, for Fashion-MNIST,
+#                               paper_comparison.md (scripts/paper_comparison.py)
 #
 # Exits with bnn's code: 0 finished, 75 stopped by --time-limit (call it again
 # with the same arguments), anything else failed (slice_N.log says why). The
@@ -76,6 +77,12 @@ for f in metrics.json metrics.csv metrics.txt report.md uncertainty.json config.
   if [[ -f "$run/$f" ]]; then cp "$run/$f" "$staging/"; fi
 done
 if [[ -d "$run/figures" ]]; then cp -r "$run/figures" "$staging/"; fi
+# A Fashion-MNIST run gets the table beside the paper's (scripts/paper_comparison.py);
+# if that fails, the results are still assembled.
+if grep -qE '^ +dataset: fashion_mnist$' "$run/config.yaml" 2> /dev/null; then
+  python3 "$root/scripts/paper_comparison.py" "$staging/metrics.json" "$staging/paper_comparison.md" ||
+    echo "paper-run: no paper_comparison.md (above: why); the results are assembled without it" >&2
+fi
 commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
 device="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
 python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "${device:-no GPU (nvidia-smi not found)}" \

@@ -53,6 +53,10 @@ TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
   const std::string readme = read_file(out / "results" / "README.md");
   EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
   EXPECT_NE(readme.find("over 2 command(s)"), std::string::npos) << readme;
+  // tiny.yaml is Fashion-MNIST: its table beside the paper's (scripts/paper_comparison.py).
+  const std::string comparison = read_file(out / "results" / "paper_comparison.md");
+  EXPECT_NE(comparison.find("| SMS-UBU | nll | "), std::string::npos) << comparison;
+  EXPECT_NE(comparison.find("differences are larger than our standard deviation."), std::string::npos) << comparison;
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }
 

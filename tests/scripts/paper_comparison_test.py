@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""scripts/paper_comparison.py on metrics.json files written here, with known answers.
+
+    python3 tests/scripts/paper_comparison_test.py   (ctest: PaperComparison.Script)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "paper_comparison.py")
+
+
+def row(method, size, groups, acc, ace, nll, rps):
+    # Each metric as (mean, std).
+    metrics = {"accuracy": acc, "ace": ace, "nll": nll, "rps": rps}
+    out = {"method": method, "size": size, "groups": groups}
+    out.update({k: {"mean": v[0], "std": v[1]} for k, v in metrics.items()})
+    out["ece"] = {"mean": 0.0, "std": 0.0}
+    return out
+
+
+ROWS = [
+    # Size 1: Adam and SWA equal to the published means.
+    row("adam", 1, 64, (0.9306, 0.002), (0.0090, 0.001), (0.3271, 0.01), (0.0217, 0.001)),
+    row("swa", 1, 64, (0.9352, 0.002), (0.0091, 0.001), (0.3412, 0.01), (0.0208, 0.001)),
+    # accuracy 0.4 std off; ACE 6.8 std off; NLL exact with std 0; RPS off with std 0.
+    row("bayes", 1, 64, (0.9380, 0.002), (0.0100, 0.001), (0.1980, 0.0), (0.0180, 0.0)),
+    # Size 2: SMS-UBU better on all but ACE.
+    row("adam", 2, 32, (0.9400, 0.001), (0.0080, 0.001), (0.2500, 0.01), (0.0190, 0.001)),
+    row("swa", 2, 32, (0.9410, 0.001), (0.0070, 0.001), (0.2600, 0.01), (0.0185, 0.001)),
+    row("bayes", 2, 32, (0.9420, 0.001), (0.0075, 0.001), (0.1800, 0.01), (0.0170, 0.001)),
+    # Size 4 lacks SWA: not compared. Size 32 is past the figure's 16.
+    row("adam", 4, 16, (0.9, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)),
+    row("bayes", 4, 16, (0.9, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)),
+    row("adam", 32, 2, (0.9, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)),
+    row("swa", 32, 2, (0.9, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)),
+    row("bayes", 32, 2, (0.9, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)),
+]
+
+
+class PaperComparison(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="bnn_paper_comparison")
+
+    def run_script(self, metrics):
+        path = os.path.join(self.dir, "metrics.json")
+        with open(path, "w") as f:
+            f.write(metrics if isinstance(metrics, str) else json.dumps(metrics))
+        out = os.path.join(self.dir, "comparison.md")
+        r = subprocess.run([sys.executable, SCRIPT, path, out], capture_output=True, text=True)
+        if not os.path.exists(out):
+            return r, None
+        with open(out) as f:
+            return r, f.read()
+
+    def test_size_one_rows_and_flags(self):
+        r, text = self.run_script({"ensembles": ROWS})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = text.splitlines()
+        self.assertIn("| Adam | accuracy | 0.9306 ± 0.0020 | 0.9306 | +0.0000 | 0.0 |  |", lines)
+        self.assertIn("| SMS-UBU | accuracy | 0.9380 ± 0.0020 | 0.9372 | +0.0008 | 0.4 |  |", lines)
+        self.assertIn("| SMS-UBU | ace | 0.0100 ± 0.0010 | 0.0032 | +0.0068 | 6.8 | explain |", lines)
+        self.assertIn("| SMS-UBU | nll | 0.1980 ± 0.0000 | 0.1980 | +0.0000 | 0.0 |  |", lines)
+        self.assertIn("| SMS-UBU | rps | 0.0180 ± 0.0000 | 0.0177 | +0.0003 | inf | explain |", lines)
+        self.assertIn("2 of 12 differences are larger than our standard deviation.", lines)
+        self.assertIn("Ours: mean ± standard deviation over the 64 members. Published: the paper's reference code, "
+                      "64 runs, means only. A difference larger than our standard deviation is marked *explain*.",
+                      lines)
+
+    def test_claims_size_by_size(self):
+        r, text = self.run_script({"ensembles": ROWS})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = text.splitlines()
+        self.assertIn("| 1 | 64 | +0.0028 | +0.1291 | -0.0010 (not held) | +0.0028 | 3 of 4 |", lines)
+        self.assertIn("| 2 | 32 | +0.0010 | +0.0700 | -0.0005 (not held) | +0.0015 | 3 of 4 |", lines)
+        self.assertFalse([l for l in lines if l.startswith("| 4 |") or l.startswith("| 32 |")], text)
+        self.assertIn("2 claim(s) not held over 2 ensemble size(s).", lines)
+
+    def test_bad_input_is_one_line_and_writes_nothing(self):
+        cases = [
+            ("{not json", "cannot read it as JSON"),
+            ({"ensembles": [r for r in ROWS if r["method"] != "bayes"]},
+             "no 'bayes' row of ensemble size 1 (is it a bnn run's metrics.json?)"),
+            ({"ensembles": [{"method": "bayes", "size": 1}]}, "an ensemble row lacks or garbles 'accuracy'"),
+        ]
+        for metrics, message in cases:
+            r, text = self.run_script(metrics)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(message, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIsNone(text)
+
+    def test_usage(self):
+        r = subprocess.run([sys.executable, SCRIPT], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("usage: scripts/paper_comparison.py METRICS_JSON OUT_MD", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
