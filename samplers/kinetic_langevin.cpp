@@ -102,9 +102,9 @@ std::string KineticLangevin::describe(const std::string& name, const std::string
                      options_.prior_precision(), options_.temperature(), to_string(order_.kind()),
                      to_string(options_.estimator()),
                      options_.estimator() == GradientEstimator::kControlVariate
-                         ? "/" + to_string(options_.anchor_gradients())
+                         ? fmt::format("/{}", to_string(options_.anchor_gradients()))
                          : std::string(),
-                     extra.empty() ? std::string() : ", " + extra);
+                     extra.empty() ? std::string() : fmt::format(", {}", extra));
 }
 
 }  // namespace bnn::samplers
