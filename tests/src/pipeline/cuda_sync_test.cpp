@@ -11,6 +11,7 @@
 // (tests/CMakeLists.txt defines BNN_HAVE_C10_CUDA) and a visible GPU; skips,
 // visibly, otherwise.
 #include <cmath>
+#include <memory>
 
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
@@ -60,14 +61,26 @@ struct OnTheGpu {
 };
 #endif
 
-TEST(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
+// Skips, visibly, without c10/cuda or a GPU; else sets up OnTheGpu.
+class CudaSync : public ::testing::Test {
+ protected:
+  void SetUp() override {
 #if !defined(BNN_HAVE_C10_CUDA)
-  GTEST_SKIP() << "built without c10/cuda and CUDA toolkit headers: the host-synchronisation check did not run";
+    GTEST_SKIP() << "built without c10/cuda and CUDA toolkit headers: the host-synchronisation check did not run";
 #else
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
-  OnTheGpu gpu;
-  models::FlatParameters& flat = gpu.flat;
-  ModelOracle& oracle = gpu.oracle;
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
+    gpu_ = std::make_unique<OnTheGpu>();
+#endif
+  }
+#if defined(BNN_HAVE_C10_CUDA)
+  std::unique_ptr<OnTheGpu> gpu_;
+#endif
+};
+
+TEST_F(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
+#if defined(BNN_HAVE_C10_CUDA)
+  models::FlatParameters& flat = gpu_->flat;
+  ModelOracle& oracle = gpu_->oracle;
 
   // The check is live: a read of a GPU value on the host throws.
   {
@@ -101,15 +114,11 @@ TEST(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
 // OptimiserPhases::epoch's step, as it runs it: the batch's gradient, the
 // mean and the prior term on the flat gradient, the flat Adam's update. (The
 // epoch's one read of the summed loss, after its last step, is not in here.)
-TEST(CudaSync, AdamStepsDoNotWaitForTheGpu) {
-#if !defined(BNN_HAVE_C10_CUDA)
-  GTEST_SKIP() << "built without c10/cuda and CUDA toolkit headers: the host-synchronisation check did not run";
-#else
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
-  OnTheGpu gpu;
-  models::FlatParameters& flat = gpu.flat;
-  ModelOracle& oracle = gpu.oracle;
-  auto adam = make_adam(flat, *gpu.model, /*flat_layout=*/true, 1e-3);
+TEST_F(CudaSync, AdamStepsDoNotWaitForTheGpu) {
+#if defined(BNN_HAVE_C10_CUDA)
+  models::FlatParameters& flat = gpu_->flat;
+  ModelOracle& oracle = gpu_->oracle;
+  auto adam = make_adam(flat, *gpu_->model, /*flat_layout=*/true, 1e-3);
   const torch::Tensor start = flat.values().clone();
   const torch::Tensor order = torch::randperm(oracle.num_batches(), torch::TensorOptions().dtype(torch::kLong));
   torch::Tensor loss_sum = torch::zeros({}, flat.values().options());
