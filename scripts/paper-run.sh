@@ -86,7 +86,7 @@ fi
 commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
 device="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
 python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "${device:-no GPU (nvidia-smi not found)}" \
-  "$("$bnn" version 2>&1 | head -3 | tr '\n' ';')" <<'EOF'
+  "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')" <<'EOF'
 import csv, sys
 slices_file, readme, commit, device, version = sys.argv[1:]
 rows = list(csv.DictReader(open(slices_file), delimiter="\t"))

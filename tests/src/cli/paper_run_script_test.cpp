@@ -53,6 +53,8 @@ TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
   const std::string readme = read_file(out / "results" / "README.md");
   EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
   EXPECT_NE(readme.find("over 2 command(s)"), std::string::npos) << readme;
+  // The CUDA runtime and driver bnn read (Note [Why no CUDA]) are part of the record.
+  EXPECT_NE(readme.find("; CUDA: "), std::string::npos) << readme;
   // tiny.yaml is Fashion-MNIST: its table beside the paper's (scripts/paper_comparison.py).
   const std::string comparison = read_file(out / "results" / "paper_comparison.md");
   EXPECT_NE(comparison.find("| SMS-UBU | nll | "), std::string::npos) << comparison;
