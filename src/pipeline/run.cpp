@@ -93,8 +93,8 @@ double parse_time_limit(const std::string& text) {
 
 namespace {
 // Note [Why no CUDA] (src/runtime/linkage.h).
-std::string why_no_cuda() {
-  return runtime::why_no_cuda_device(runtime::cuda_linkage(), std::getenv("CUDA_VISIBLE_DEVICES"));
+std::string why_no_cuda(const runtime::CudaLinkage& linkage) {
+  return runtime::why_no_cuda_device(linkage, std::getenv("CUDA_VISIBLE_DEVICES"));
 }
 }  // namespace
 
@@ -102,7 +102,8 @@ torch::Device resolve_device(const std::string& name) {
   if (name == "auto") {
     if (torch::cuda::is_available()) return torch::Device(torch::kCUDA, 0);
     // Quiet where CPU is all this LibTorch can do; a CUDA build that finds no GPU says why.
-    if (!runtime::cuda_linkage().torch_cuda.empty()) spdlog::warn("device auto: the CPU, since {}", why_no_cuda());
+    const runtime::CudaLinkage linkage = runtime::cuda_linkage();
+    if (!linkage.torch_cuda.empty()) spdlog::warn("device auto: the CPU, since {}", why_no_cuda(linkage));
     return torch::Device(torch::kCPU);
   }
   torch::Device device(torch::kCPU);
@@ -115,7 +116,8 @@ torch::Device resolve_device(const std::string& name) {
     const auto count = static_cast<int64_t>(torch::cuda::device_count());
     if (count == 0) {
       throw config::ConfigError(
-          fmt::format("device '{}' requested but CUDA is not available: {}", name, why_no_cuda()));
+          fmt::format("device '{}' requested but CUDA is not available: {}", name,
+                      why_no_cuda(runtime::cuda_linkage())));
     }
     if (device.has_index() && device.index() >= count) {
       throw config::ConfigError(fmt::format("device '{}' requested but only {} CUDA device(s) exist", name, count));
@@ -160,7 +162,10 @@ std::vector<std::string> parse_device_list(const std::string& text) {
   std::vector<std::string> out;
   if (text == "all") {
     const auto count = static_cast<int64_t>(torch::cuda::device_count());
-    if (count == 0) throw config::ConfigError(fmt::format("--devices all: no CUDA device is visible: {}", why_no_cuda()));
+    if (count == 0) {
+      throw config::ConfigError(
+          fmt::format("--devices all: no CUDA device is visible: {}", why_no_cuda(runtime::cuda_linkage())));
+    }
     for (int64_t i = 0; i < count; ++i) out.push_back(fmt::format("cuda:{}", i));
     return out;
   }

@@ -3,15 +3,12 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 namespace bnn::runtime {
 namespace {
-
-std::string base_name(const std::string& path) {
-  const auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // The path of the first loaded object whose file name starts with prefix.
 std::string loaded_object(const std::string& prefix) {
@@ -23,7 +20,7 @@ std::string loaded_object(const std::string& prefix) {
       [](dl_phdr_info* info, size_t, void* data) {
         auto* s = static_cast<Search*>(data);
         if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
-        if (base_name(info->dlpi_name).rfind(*s->prefix, 0) != 0) return 0;
+        if (std::filesystem::path(info->dlpi_name).filename().string().rfind(*s->prefix, 0) != 0) return 0;
         s->found = info->dlpi_name;
         return 1;
       },
@@ -79,7 +76,7 @@ CudaLinkage cuda_linkage() {
   return out;
 }
 
-std::string cuda_version_text(int version) { return fmt::format("{}.{}", version / 1000, version % 1000 / 10); }
+std::string cuda_version_text(int version) { return fmt::format("{}.{}", major_of(version), version % 1000 / 10); }
 
 std::string describe_cuda(const CudaLinkage& l) {
   if (l.runtime_version == 0) {
@@ -109,7 +106,9 @@ std::string why_no_cuda_device(const CudaLinkage& l, const char* visible_devices
       visible_devices == nullptr ? "" : fmt::format("; CUDA_VISIBLE_DEVICES='{}'", visible_devices);
   if (l.runtime_version == 0) return fmt::format("LibTorch has CUDA ({}) but sees no GPU{}", l.torch_cuda, hint);
   const std::string runtime = cuda_version_text(l.runtime_version);
-  if (l.driver_version == 0) return fmt::format("no NVIDIA driver found (LibTorch's CUDA runtime is {}){}", runtime, hint);
+  if (l.driver_version == 0) {
+    return fmt::format("no NVIDIA driver found (LibTorch's CUDA runtime is {}){}", runtime, hint);
+  }
   if (major_of(l.driver_version) < major_of(l.runtime_version)) {
     return fmt::format("the NVIDIA driver runs CUDA up to {}, older than LibTorch's CUDA runtime {}: update the "
                        "driver, or build against a LibTorch for CUDA {}{}",
