@@ -15,28 +15,56 @@
 # with BNN_BENCH_CUDNN_BENCHMARK=K one run with --cudnn-benchmark. GPU memory
 # is nvidia-smi's whole-device figure, sampled every 200 ms. Writes
 # OUT_DIR/members_per_device.csv and prints it as a table.
-set -euo pipefail
+#
+# A run that fails (out of memory at a large K, say) is a row with its exit
+# code, and the script goes on with the next; it exits 1 at the end if any
+# failed. BNN_BENCH_DEVICE (default cuda) and BNN_BENCH_CONFIG (default
+# configs/fashion_mnist_paper.yaml) let the script itself be checked on a CPU
+# with a small config (tests/scripts/members_per_device_test.sh); the TFLOP/s
+# column is given for the paper's network only.
+set -uo pipefail
 
 bnn="${1:?usage: bench/members_per_device.sh BNN OUT_DIR [K ...]}"
 out="${2:?usage: bench/members_per_device.sh BNN OUT_DIR [K ...]}"
 shift 2
 ks=("$@")
 [[ ${#ks[@]} -gt 0 ]] || ks=(1 2 4 8 16)
+for k in "${ks[@]}" ${BNN_BENCH_PROCESSES:-} ${BNN_BENCH_CUDNN_BENCHMARK:-}; do
+  [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "members_per_device: '$k' is not a member count (a whole number >= 1)" >&2; exit 2; }
+done
+[[ -x "$bnn" ]] || { echo "members_per_device: '$bnn' is not an executable bnn" >&2; exit 2; }
+command -v nvidia-smi > /dev/null || { echo "members_per_device: no nvidia-smi on PATH (GPU memory is read with it)" >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
-config="$root/configs/fashion_mnist_paper.yaml"
+config="${BNN_BENCH_CONFIG:-$root/configs/fashion_mnist_paper.yaml}"
+device="${BNN_BENCH_DEVICE:-cuda}"
+# 0.65 GFLOP per training example (forward and backward of fmnist_cnn), 60,000
+# examples per epoch; the per-epoch test prediction is not counted.
+flop_per_epoch=0
+if [[ -z "${BNN_BENCH_CONFIG:-}" ]]; then flop_per_epoch=3.9e13; fi
 schedule=(--set adam.epochs=2 --set swa.epochs=1 --set sampler.epochs=2 --set sampler.burn_in=1)
 mkdir -p "$out"
 csv="$out/members_per_device.csv"
-echo "design,members,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member" > "$csv"
+echo "design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member" > "$csv"
+failed=0
 
 idle_mib="$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
+[[ "$idle_mib" =~ ^[0-9]+$ ]] || { echo "members_per_device: nvidia-smi gave '$idle_mib' for the memory used" >&2; exit 2; }
 
-# Samples device memory into $1 until killed.
-sample_memory() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$1"; }
+# Samples device memory into $1 until stopped; stopped on any exit.
+sampler=""
+start_sampling() {
+  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$1" &
+  sampler=$!
+}
+stop_sampling() {
+  if [[ -n "$sampler" ]]; then kill "$sampler" 2> /dev/null; wait "$sampler" 2> /dev/null; sampler=""; fi
+  return 0
+}
+trap stop_sampling EXIT
 
 # throughput RUN_DIR... : K x epochs / slowest member's seconds, epochs after the first.
 throughput() {
-  python3 - "$@" <<'EOF'
+  python3 - "$@" <<'PY'
 import csv, glob, sys
 totals, epochs = [], 0
 for run in sys.argv[1:]:
@@ -44,74 +72,91 @@ for run in sys.argv[1:]:
         rows = list(csv.DictReader(open(trace)))[1:]
         totals.append(sum(float(r["seconds"]) for r in rows))
         epochs += len(rows)
-print(f"{epochs / max(totals):.4f}" if totals else "nan")
-EOF
+print(f"{epochs / max(totals):.4f}" if totals and max(totals) > 0 else "nan")
+PY
 }
 
-# record DESIGN MEMBERS WALL MEMFILE RUN_DIR...
+seconds_since() { python3 -c "import time; print(f'{time.time() - $1:.1f}')"; }
+
+# record DESIGN MEMBERS EXIT WALL MEMFILE LOG RUN_DIR...
 record() {
-  local design="$1" k="$2" wall="$3" mem="$4"
-  shift 4
-  local peak rate
-  peak="$(sort -n "$mem" | tail -1)"
-  rate="$(throughput "$@")"
-  echo "$design,$k,$wall,$rate,$peak,$(( (peak - idle_mib) / k ))" >> "$csv"
+  local design="$1" k="$2" rc="$3" wall="$4" mem="$5" log="$6"
+  shift 6
+  local peak rate per_member
+  peak="$(grep -E '^[0-9]+$' "$mem" | sort -n | tail -1)"
+  peak="${peak:-$idle_mib}"
+  per_member=$(( (peak - idle_mib) / k ))
+  if [[ "$rc" == 0 ]]; then
+    rate="$(throughput "$@")"
+  else
+    rate=nan
+    failed=1
+    echo "members_per_device: $design with $k members failed (exit $rc); the end of $log:" >&2
+    tail -3 "$log" >&2
+  fi
+  echo "$design,$k,$rc,$wall,$rate,$peak,$per_member" >> "$csv"
 }
 
 for k in "${ks[@]}"; do
   run="$out/threads_k$k"
   rm -rf "$run"
-  sample_memory "$out/mem_k$k.txt" & sampler=$!
+  start_sampling "$out/mem_k$k.txt"
   start=$(date +%s.%N)
-  "$bnn" run --config "$config" --out "$run" --device cuda --members-per-device "$k" \
+  "$bnn" run --config "$config" --out "$run" --device "$device" --members-per-device "$k" \
     --set run.members="$k" "${schedule[@]}" > "$out/log_k$k.txt" 2>&1
-  wall=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
-  kill $sampler; wait $sampler 2> /dev/null || true
-  record streams "$k" "$wall" "$out/mem_k$k.txt" "$run"
+  rc=$?
+  wall="$(seconds_since "$start")"
+  stop_sampling
+  record streams "$k" "$rc" "$wall" "$out/mem_k$k.txt" "$out/log_k$k.txt" "$run"
 done
 
 for p in ${BNN_BENCH_PROCESSES:-}; do
   runs=()
-  sample_memory "$out/mem_p$p.txt" & sampler=$!
+  start_sampling "$out/mem_p$p.txt"
   start=$(date +%s.%N)
   pids=()
   for ((i = 0; i < p; i++)); do
     run="$out/processes_p${p}_$i"
     rm -rf "$run"
     runs+=("$run")
-    "$bnn" run --config "$config" --out "$run" --device cuda --members 0 --seed "$i" \
+    "$bnn" run --config "$config" --out "$run" --device "$device" --members 0 --seed "$i" \
       --set run.members=1 "${schedule[@]}" > "$out/log_p${p}_$i.txt" 2>&1 &
     pids+=($!)
   done
-  for pid in "${pids[@]}"; do wait "$pid"; done
-  wall=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
-  kill $sampler; wait $sampler 2> /dev/null || true
-  record processes "$p" "$wall" "$out/mem_p$p.txt" "${runs[@]}"
+  rc=0
+  for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+  wall="$(seconds_since "$start")"
+  stop_sampling
+  record processes "$p" "$rc" "$wall" "$out/mem_p$p.txt" "$out/log_p${p}_0.txt" "${runs[@]}"
 done
 
 if [[ -n "${BNN_BENCH_CUDNN_BENCHMARK:-}" ]]; then
   k="$BNN_BENCH_CUDNN_BENCHMARK"
   run="$out/cudnn_benchmark_k$k"
   rm -rf "$run"
-  sample_memory "$out/mem_cudnn_k$k.txt" & sampler=$!
+  start_sampling "$out/mem_cudnn_k$k.txt"
   start=$(date +%s.%N)
-  "$bnn" run --config "$config" --out "$run" --device cuda --members-per-device "$k" --cudnn-benchmark \
+  "$bnn" run --config "$config" --out "$run" --device "$device" --members-per-device "$k" --cudnn-benchmark \
     --set run.members="$k" "${schedule[@]}" > "$out/log_cudnn_k$k.txt" 2>&1
-  wall=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
-  kill $sampler; wait $sampler 2> /dev/null || true
-  record streams+cudnn_benchmark "$k" "$wall" "$out/mem_cudnn_k$k.txt" "$run"
+  rc=$?
+  wall="$(seconds_since "$start")"
+  stop_sampling
+  record streams+cudnn_benchmark "$k" "$rc" "$wall" "$out/mem_cudnn_k$k.txt" "$out/log_cudnn_k$k.txt" "$run"
 fi
 
-# 0.65 GFLOP per training example (forward and backward of fmnist_cnn), 60,000
-# examples per epoch; the per-epoch test prediction is not counted.
-python3 - "$csv" <<'EOF'
-import csv, sys
+python3 - "$csv" "$flop_per_epoch" <<'PY'
+import csv, math, sys
 rows = list(csv.DictReader(open(sys.argv[1])))
-base = next((float(r["member_epochs_per_s"]) for r in rows if r["design"] == "streams" and r["members"] == "1"), None)
-print(f"{'design':<24}{'K':>4}{'wall s':>9}{'member-epochs/s':>17}{'speed-up':>10}{'TFLOP/s':>9}{'peak MiB':>10}{'MiB/member':>12}")
+flop_per_epoch = float(sys.argv[2])
+base = next((float(r["member_epochs_per_s"]) for r in rows
+             if r["design"] == "streams" and r["members"] == "1" and r["exit"] == "0"), None)
+print(f"{'design':<24}{'K':>4}{'exit':>5}{'wall s':>9}{'member-epochs/s':>17}{'speed-up':>10}{'TFLOP/s':>9}"
+      f"{'peak MiB':>10}{'MiB/member':>12}")
 for r in rows:
     rate = float(r["member_epochs_per_s"])
-    up = f"{rate / base:.2f}" if base else "-"
-    print(f"{r['design']:<24}{r['members']:>4}{r['wall_s']:>9}{rate:>17.3f}{up:>10}{rate * 60000 * 0.65e9 / 1e12:>9.1f}"
+    up = f"{rate / base:.2f}" if base and not math.isnan(rate) else "-"
+    tflops = f"{rate * flop_per_epoch / 1e12:.1f}" if flop_per_epoch and not math.isnan(rate) else "-"
+    print(f"{r['design']:<24}{r['members']:>4}{r['exit']:>5}{r['wall_s']:>9}{rate:>17.3f}{up:>10}{tflops:>9}"
           f"{r['peak_gpu_mib']:>10}{r['mib_per_member']:>12}")
-EOF
+PY
+exit "$failed"
