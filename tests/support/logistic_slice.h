@@ -9,11 +9,11 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 
 namespace bnn::testing {
 
-inline const std::filesystem::path kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 inline const std::string kLogisticConfig = std::string(BNN_SOURCE_DIR) + "/configs/logistic_fmnist.yaml";
 inline const std::string kLogisticSlice = " --set data.train_limit=2000 --set data.test_limit=300 --threads 1";
 

@@ -10,11 +10,13 @@
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/run.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
 // One work directory per checkout, so that several checkouts on one machine
 // can run their suites at the same time.
 const std::filesystem::path kWork =
@@ -31,13 +33,12 @@ Result bnn(const std::string& args, const std::string& env = "") {
   return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"), env);
 }
 
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto out = kWork / "tiny";
   std::filesystem::remove_all(out);
-  const Result r = bnn("run --config " + kTiny + " --out " + out.string() + " --threads 1");
+  const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("member 0   adam epoch   1/2"), std::string::npos) << r.output;
 
@@ -65,7 +66,7 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   EXPECT_TRUE(std::filesystem::exists(out / "metrics.csv"));
 
   // A rerun into the same directory keeps the finished members.
-  const Result rerun = bnn("run --config " + kTiny + " --out " + out.string() + " --threads 1");
+  const Result rerun = bnn("run --config " + kTinyConfig + " --out " + out.string() + " --threads 1");
   ASSERT_EQ(rerun.code, 0) << rerun.output;
   EXPECT_NE(rerun.output.find("member 1 already finished"), std::string::npos) << rerun.output;
   EXPECT_TRUE(bnn::data_loaders::read_npy(out / "member_001" / "bayes_probs.npy").equal(bayes));
@@ -73,17 +74,17 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   // Same seed, same results: rerun member 1 alone into a copy and compare.
   const auto again = kWork / "tiny_again";
   std::filesystem::remove_all(again);
-  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + again.string() + " --members 1 --threads 1").code, 0);
+  ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + again.string() + " --members 1 --threads 1").code, 0);
   EXPECT_TRUE(bnn::data_loaders::read_npy(again / "member_001" / "bayes_probs.npy").equal(bayes));
 }
 
 TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto full = kWork / "merge_full", a = kWork / "merge_a", b = kWork / "merge_b", merged = kWork / "merged";
   for (const auto& d : {full, a, b, merged}) std::filesystem::remove_all(d);
-  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + full.string() + " --threads 1").code, 0);
-  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + a.string() + " --members 0 --threads 1").code, 0);
-  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + b.string() + " --members 1 --threads 1").code, 0);
+  ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + full.string() + " --threads 1").code, 0);
+  ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + a.string() + " --members 0 --threads 1").code, 0);
+  ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + b.string() + " --members 1 --threads 1").code, 0);
   // b before a on the command line: members are ordered by index, not by argument.
   const Result r = bnn("evaluate " + b.string() + " " + a.string() + " --out " + merged.string());
   ASSERT_EQ(r.code, 0) << r.output;
@@ -96,7 +97,8 @@ TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
   EXPECT_NE(twice.output.find("member_000 is finished in both"), std::string::npos) << twice.output;
   const auto other = kWork / "merge_other";
   std::filesystem::remove_all(other);
-  ASSERT_EQ(bnn("run --config " + kTiny + " --out " + other.string() + " --members 1 --threads 1 --seed 8").code, 0);
+  ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + other.string() + " --members 1 --threads 1 --seed 8").code,
+            0);
   Result mixed = bnn("evaluate " + a.string() + " " + other.string() + " --out " + merged.string());
   EXPECT_EQ(mixed.code, 2);
   EXPECT_NE(mixed.output.find("hold different configurations"), std::string::npos) << mixed.output;
@@ -107,10 +109,10 @@ TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
 }
 
 TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto out = kWork / "diverge";
   std::filesystem::remove_all(out);
-  const Result r = bnn("run --config " + kTiny + " --out " + out.string() +
+  const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() +
                        " --members 0 --threads 1 --set sampler.step_size=10 --set sampler.rho=.inf"
                        " --set sampler.friction=1");
   EXPECT_EQ(r.code, 3) << r.output;
@@ -123,10 +125,10 @@ TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
 // nogin on a network: per-example gradients from the model oracle, the
 // covariance variant taken from sampler.nogin_covariance.
 TEST(EndToEnd, NoginRunsOnANetwork) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto out = kWork / "nogin";
   std::filesystem::remove_all(out);
-  const Result r = bnn("run --config " + kTiny + " --out " + out.string() +
+  const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() +
                        " --members 0 --threads 1 --set sampler.name=nogin --set sampler.nogin_covariance=low_rank");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("Nogin(h=0.001"), std::string::npos) << r.output;
@@ -139,12 +141,12 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
     std::string args, text;
   };
   const std::vector<Case> cases = {
-      {"run --config " + kTiny + " --set sampler.rho_max=0.01", "'sampler.rho_max': invalid value '0.01'"},
-      {"run --config " + kTiny + " --set model.name=vgg",
+      {"run --config " + kTinyConfig + " --set sampler.rho_max=0.01", "'sampler.rho_max': invalid value '0.01'"},
+      {"run --config " + kTinyConfig + " --set model.name=vgg",
        "'model.name': invalid value 'vgg': valid: mlp, logistic, fmnist_cnn, chest_xray_cnn, celeba_cnn, cifar10_wide_cnn"},
       {"run --config /no/such.yaml", "config file /no/such.yaml does not exist"},
-      {"run --config " + kTiny + " --members 5", "--members: '5' selects members outside 0-1"},
-      {"run --config " + kTiny + " --set data.dir=/no/such/dir --out " + (kWork / "nodata").string(),
+      {"run --config " + kTinyConfig + " --members 5", "--members: '5' selects members outside 0-1"},
+      {"run --config " + kTinyConfig + " --set data.dir=/no/such/dir --out " + (kWork / "nodata").string(),
        "/no/such/dir"},
       {"frobnicate", "unknown command 'frobnicate'"},
   };

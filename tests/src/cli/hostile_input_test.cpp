@@ -18,18 +18,19 @@
 #include "src/io/atomic_file.h"
 #include "src/io/file_lock.h"
 #include "src/io/npy.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
 namespace fs = std::filesystem;
 using bnn::testing::CommandResult;
 
-const fs::path kFmnist = "/usr/share/datasets/fashion-mnist";
 // One work folder per build of bnn (two build trees of a checkout must not share one).
 const fs::path kWork = fs::temp_directory_path() /
                        ("bnn_hostile_test_" + std::to_string(std::hash<std::string>{}(BNN_BINARY) % 1000000007));
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 CommandResult bnn(const std::string& args) {
   static int calls = 0;
@@ -49,7 +50,8 @@ void make_fixture() {
   if (fs::exists(kWork / "fixture.done") && bnn::io::read_file(kWork / "fixture.done") == stamp) return;
   for (const auto& [name, extra] : {std::pair{"A", ""}, std::pair{"B", " --seed 8"}}) {
     fs::remove_all(kWork / name);
-    const CommandResult r = bnn("run --config " + kTiny + " --out " + (kWork / name).string() + " --threads 1" + extra);
+    const CommandResult r =
+        bnn("run --config " + kTinyConfig + " --out " + (kWork / name).string() + " --threads 1" + extra);
     ASSERT_EQ(r.code, 0) << r.output;
   }
   bnn::io::write_file_atomically(kWork / "fixture.done", stamp);
@@ -101,7 +103,7 @@ struct Case {
 };
 
 void run_cases(const std::vector<Case>& cases) {
-  if (!fs::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!fs::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   make_fixture();
   if (::testing::Test::HasFatalFailure()) return;
   for (const Case& c : cases) {
@@ -130,7 +132,7 @@ void run_cases(const std::vector<Case>& cases) {
 }
 
 std::string run_tiny(const std::string& out, const std::string& extra) {
-  return "run --config " + kTiny + " --out " + out + " --threads 1" + extra;
+  return "run --config " + kTinyConfig + " --out " + out + " --threads 1" + extra;
 }
 
 std::string a() { return (kWork / "A").string(); }
@@ -210,7 +212,7 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
 
 // Finding 4: bnn starts while this process holds member_000's lock.
 TEST(HostileInput, AHeldMemberIsLeftAlone) {
-  if (!fs::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!fs::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   make_fixture();
   const auto c = copy_of("A", "held");
   fs::remove(c / "member_000" / "status.json");
@@ -290,7 +292,7 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
   run_cases({
       {"8: a directory as --config", [&] { return "run --config " + kWork.string() + " --out " + out(); }, 2,
        "config file " + kWork.string() + " is a directory; give a YAML file"},
-      {"8: --threads abc", [&] { return "run --config " + kTiny + " --out " + out() + " --threads abc"; }, 2,
+      {"8: --threads abc", [&] { return "run --config " + kTinyConfig + " --out " + out() + " --threads abc"; }, 2,
        "option --threads: 'abc' is not a valid value"},
       {"8: --seed=-x", [&] { return run_tiny(out(), "") + " --seed=xyz"; }, 2,
        "option --seed: 'xyz' is not a valid value"},
@@ -314,8 +316,8 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
        2, "none.npy: holds no images (shape 0 x 28 x 28)"},
       {"9: --members 1-0", [&] { return run_tiny(out(), " --members 1-0"); }, 2,
        "--members: '1-0' runs from 1 down to 0; write ranges low-high, e.g. 0-1"},
-      {"9: a file as data.dir", [&] { return run_tiny(out(), " --set data.dir=" + kTiny); }, 2,
-       "config key 'data.dir': " + kTiny + " is a file; give the folder holding the fashion_mnist files"},
+      {"9: a file as data.dir", [&] { return run_tiny(out(), " --set data.dir=" + kTinyConfig); }, 2,
+       "config key 'data.dir': " + kTinyConfig + " is a file; give the folder holding the fashion_mnist files"},
       {"9: a missing data.dir", [&] { return run_tiny(out(), " --set data.dir=/no/such/folder"); }, 2,
        "config key 'data.dir': /no/such/folder does not exist"},
       {"9: bnn bias --help shows the step sizes as the parser takes them",
@@ -333,7 +335,7 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
 // Finding 9: a run that failed while loading its data (or building its
 // model) leaves no directory behind to refuse the corrected config.
 TEST(HostileInput, AFailedStartDoesNotLockTheDirectory) {
-  if (!fs::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!fs::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   make_fixture();
   const auto dir = fresh("failed_start");
   const CommandResult failed = bnn(run_tiny(dir.string(), " --set data.dir=/no/such/folder --set run.members=1"));

@@ -13,11 +13,12 @@
 #include <gtest/gtest.h>
 
 #include "src/io/atomic_file.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
 
 int paper_run(const std::filesystem::path& work, const std::string& options, const std::string& log) {
   const std::string cmd = "BNN_COMMIT=test-commit " + std::string(BNN_SOURCE_DIR) + "/scripts/paper-run.sh --config " +
@@ -28,7 +29,7 @@ int paper_run(const std::filesystem::path& work, const std::string& options, con
 }
 
 TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto work = bnn::testing::unique_temp_dir("bnn_paper_run_script");
   const auto out = work / "out";
   using bnn::io::read_file;

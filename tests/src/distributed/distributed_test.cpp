@@ -18,15 +18,16 @@
 #include "src/distributed/process_group.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
 namespace dist = bnn::distributed;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port() {
@@ -149,7 +150,9 @@ class DistributedRun : public DistributedGroup {
   void SetUp() override {
     DistributedGroup::SetUp();
     if (IsSkipped()) return;
-    if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+    if (!std::filesystem::exists(kFashionMnistDir)) {
+      GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+    }
     work_ = bnn::testing::unique_temp_dir("bnn_distributed_test");
   }
   void TearDown() override {
@@ -157,7 +160,7 @@ class DistributedRun : public DistributedGroup {
   }
 
   static std::string args(const std::filesystem::path& out) {
-    return "run --config " + kTiny + " --set run.members=1 --set model.batch_norm=false --threads 1 --out " +
+    return "run --config " + kTinyConfig + " --set run.members=1 --set model.batch_norm=false --threads 1 --out " +
            out.string();
   }
   bnn::testing::CommandResult bnn(const std::string& a, const std::string& env = "") {

@@ -12,11 +12,13 @@
 #include "src/experiments/coupled_bias.h"
 #include "src/io/atomic_file.h"
 #include "tests/samplers/quadratic_oracle.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/logistic_slice.h"
 #include "tests/support/run_bnn.h"
 
 namespace bnn {
 namespace {
+using bnn::testing::kFashionMnistDir;
 
 using experiments::CouplingRule;
 
@@ -96,7 +98,6 @@ TEST(CoupledBias, SamplersWithoutACouplingAreRefusedByName) {
 }
 
 // The command line, on a slice of the real Fashion-MNIST.
-const std::filesystem::path kFmnist = testing::kFashionMnistDir;
 const std::filesystem::path kWork = testing::slice_work_dir("bnn_coupled_bias_test");
 const std::string kConfig = testing::kLogisticConfig;
 const std::string kSlice = testing::kLogisticSlice;
@@ -104,7 +105,7 @@ const std::string kSlice = testing::kLogisticSlice;
 testing::CommandResult bnn_cli(const std::string& args) { return testing::run_logged(kWork, args); }
 
 TEST(LogisticEndToEnd, CoupledBiasWritesOneRowPerSamplerAndLevel) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto csv = kWork / "coupled.csv";
   std::filesystem::remove(csv);
   const auto r = bnn_cli("coupled-bias --config " + kConfig + kSlice +

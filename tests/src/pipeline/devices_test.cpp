@@ -13,21 +13,23 @@
 #include "src/pipeline/run.h"
 #include "src/runtime/device_streams.h"
 #include "src/runtime/linkage.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/error_text.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 // `bnn run` of configs/tiny.yaml into work/name with `flags`, logged to
 // work/name.txt.
 bnn::testing::CommandResult run_tiny(const std::filesystem::path& work, const std::string& name,
                                      const std::string& flags) {
-  return bnn::testing::run_bnn("run --config " + kTiny + " --out " + (work / name).string() + " --threads 1 " + flags,
-                               work / (name + ".txt"));
+  return bnn::testing::run_bnn(
+      "run --config " + kTinyConfig + " --out " + (work / name).string() + " --threads 1 " + flags,
+      work / (name + ".txt"));
 }
 
 // The members' outputs of runs `a` and `b`, byte for byte.
@@ -45,7 +47,7 @@ void expect_same_member_files(const std::filesystem::path& a, const std::filesys
 // copies and the shared run directory are the same code paths. Both runs are
 // on the CPU (run_bnn's default), so they must agree bit for bit.
 TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto work = bnn::testing::unique_temp_dir("bnn_devices_test");
   const auto one = work / "one", two = work / "two";
   auto r = run_tiny(work, "one", "");
@@ -62,7 +64,7 @@ TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
 // against the same members one after the other. On the CPU the members share
 // nothing that makes a result, so every output agrees bit for bit.
 TEST(Devices, MembersTrainedTogetherWriteWhatTheyWriteOneByOne) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto work = bnn::testing::unique_temp_dir("bnn_members_per_device_test");
   const auto one = work / "one", two = work / "two";
   auto r = run_tiny(work, "one", "--set run.members=3 --members-per-device 1");
@@ -80,7 +82,7 @@ TEST(Devices, MembersTrainedTogetherWriteWhatTheyWriteOneByOne) {
 // (cuDNN and atomics do not promise the last bits anyway).
 TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the members-per-device test did not run";
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_members_per_device_test");
   const auto one = work / "one", three = work / "three";
   auto r = run_tiny(work, "one", "--device cuda --set run.members=3 --members-per-device 1");
@@ -106,14 +108,14 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
 // directory train every member exactly once between them, and both end with
 // the whole run's table.
 TEST(Devices, TwoProcessesOnOneRunDirectoryTrainEachMemberOnce) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto work = bnn::testing::unique_temp_dir("bnn_two_processes_test");
   const int members = 6;
   const std::string flags = "--set run.members=" + std::to_string(members);
   bnn::testing::CommandResult a, b;
   std::thread first([&] { a = run_tiny(work, "shared", flags); });
   std::thread second([&] {
-    b = bnn::testing::run_bnn("run --config " + kTiny + " --out " + (work / "shared").string() + " --threads 1 " +
+    b = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work / "shared").string() + " --threads 1 " +
                                   flags,
                               work / "second.txt");
   });
@@ -141,7 +143,7 @@ TEST(Devices, MembersPerDeviceIsAPositiveNumberOrAuto) {
     EXPECT_EQ(bnn::testing::error_of([&] { parse_members_per_device(bad); }),
               "--members-per-device: '" + bad + "' is not a positive whole number or auto");
   }
-  auto r = bnn::testing::run_bnn("run --config " + kTiny + " --members-per-device 0",
+  auto r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --members-per-device 0",
                                  bnn::testing::unique_temp_dir("bnn_members_per_device_cli") / "log.txt");
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.output.find("--members-per-device: '0' is not a positive whole number or auto"), std::string::npos)
@@ -197,7 +199,7 @@ double accuracy_of(const std::filesystem::path& run, const std::string& method, 
 // Skips, visibly, where no CUDA device is visible.
 TEST(CudaRun, TinyRunOnTheGpuScoresAsOnTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the GPU run test did not run";
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_run_test");
   const auto cpu = work / "cpu", gpu = work / "gpu";
   auto r = run_tiny(work, "cpu", "--device cpu");
@@ -225,7 +227,7 @@ TEST(CudaRun, DevicesAllSpreadsMembersOverTheGpus) {
   if (torch::cuda::device_count() < 2) {
     GTEST_SKIP() << torch::cuda::device_count() << " CUDA device(s) visible: the multi-GPU test needs 2";
   }
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_devices_test");
   const auto r = run_tiny(work, "run", "--devices all");
   ASSERT_EQ(r.code, 0) << r.output;

@@ -12,14 +12,15 @@
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/figure_files.h"
 #include "tests/support/run_bnn.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
 const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_evaluate_test";
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 using Result = bnn::testing::CommandResult;
 
@@ -45,7 +46,7 @@ const std::filesystem::path& tiny_run() {
   static const std::filesystem::path dir = [] {
     const auto d = kWork / ("tiny_" + std::to_string(::getpid()));
     std::filesystem::remove_all(d);
-    const Result r = bnn_cli("run --config " + kTiny + " --out " + d.string() + " --threads 1");
+    const Result r = bnn_cli("run --config " + kTinyConfig + " --out " + d.string() + " --threads 1");
     EXPECT_EQ(r.code, 0) << r.output;
     return d;
   }();
@@ -63,7 +64,7 @@ TEST(SelectSampleSteps, BurnInThenEveryKth) {
 }
 
 TEST(Evaluate, WritesReportUncertaintyAndFigures) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto& run = tiny_run();
   const auto out = kWork / "report_out";
   std::filesystem::remove_all(out);
@@ -113,7 +114,7 @@ TEST(Evaluate, WritesReportUncertaintyAndFigures) {
 }
 
 TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto& run = tiny_run();
   // --thin 1 keeps every stored sample: the run's own ensemble up to float16.
   const auto all = kWork / "thin1";
@@ -131,7 +132,7 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
             0);
   const auto direct = kWork / ("burn2_run_" + std::to_string(::getpid()));
   std::filesystem::remove_all(direct);
-  ASSERT_EQ(bnn_cli("run --config " + kTiny + " --out " + direct.string() +
+  ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + direct.string() +
                     " --members 0 --threads 1 --set sampler.burn_in=2")
                 .code,
             0);
@@ -148,11 +149,11 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
 }
 
 TEST(Evaluate, SamplingDiagnosticsPerMember) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   // Six sampling epochs after one of burn-in: five loss draws per member.
   const auto run = kWork / ("longer_" + std::to_string(::getpid()));
   std::filesystem::remove_all(run);
-  ASSERT_EQ(bnn_cli("run --config " + kTiny + " --out " + run.string() +
+  ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + run.string() +
                     " --members 0 --threads 1 --set sampler.epochs=6")
                 .code,
             0);
@@ -165,7 +166,7 @@ TEST(Evaluate, SamplingDiagnosticsPerMember) {
 }
 
 TEST(Evaluate, BadSelectionsAreClearErrors) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const std::string run = tiny_run().string(), out = " --out " + (kWork / "bad").string() + " --no-figures";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--burn-in 0", "--burn-in 0 must be at least the run's sampler.burn_in 1"},
@@ -184,7 +185,7 @@ TEST(Evaluate, BadSelectionsAreClearErrors) {
 // One-hot labels as the reference posterior: top-1 agreement is then the
 // accuracy and total variation 1 - p(label), for every method and size.
 TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto& run = tiny_run();
   const auto dir = kWork / ("reference_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
@@ -241,7 +242,7 @@ TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
 }
 
 TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto& run = tiny_run();
   const auto out = kWork / "no_gnuplot";
   std::filesystem::remove_all(out);

@@ -14,14 +14,15 @@
 #include "src/io/npy.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/run.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/logistic_slice.h"
 #include "tests/support/run_bnn.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
 const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_hessian_test";
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 bnn::testing::CommandResult bnn_cli(const std::string& args) {
   std::filesystem::create_directories(kWork);
@@ -31,10 +32,10 @@ bnn::testing::CommandResult bnn_cli(const std::string& args) {
 }
 
 TEST(HessianCli, FourPointsOfATinyRun) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto run = kWork / ("tiny_" + std::to_string(::getpid()));
   std::filesystem::remove_all(run);
-  const auto r = bnn_cli("run --config " + kTiny + " --out " + run.string() + " --members 0 --threads 1");
+  const auto r = bnn_cli("run --config " + kTinyConfig + " --out " + run.string() + " --members 0 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   const auto member = run / "member_000";
 
@@ -72,7 +73,7 @@ TEST(HessianCli, FourPointsOfATinyRun) {
 // adam_ and swa_weights.npy: its points are init, map and map_perturbed, and
 // a missing file names the phase that writes it.
 TEST(HessianCli, PointsOfAnLbfgsRun) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto run = kWork / ("lbfgs_" + std::to_string(::getpid()));
   std::filesystem::remove_all(run);
   const auto r = bnn_cli("run --config " + bnn::testing::kLogisticConfig + bnn::testing::kLogisticSlice +

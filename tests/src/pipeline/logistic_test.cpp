@@ -18,11 +18,13 @@
 #include "src/io/npy.h"
 #include "src/pipeline/map_estimate.h"
 #include "src/pipeline/model_oracle.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/logistic_slice.h"
 #include "tests/support/run_bnn.h"
 
 namespace bnn {
 namespace {
+using bnn::testing::kFashionMnistDir;
 
 TEST(Logistic, IsTheSoftmaxRegressionWith7850Parameters) {
   const auto model = models::make_model(models::default_spec("logistic"), 0);
@@ -94,7 +96,6 @@ TEST(MapConfig, LbfgsReplacesAdamAndSwa) {
 }
 
 // The command line, on a slice of the real Fashion-MNIST.
-const std::filesystem::path kFmnist = testing::kFashionMnistDir;
 const std::filesystem::path kWork = testing::slice_work_dir("bnn_logistic_test");
 const std::string kConfig = testing::kLogisticConfig;
 const std::string kSlice = testing::kLogisticSlice;
@@ -102,7 +103,7 @@ const std::string kSlice = testing::kLogisticSlice;
 testing::CommandResult bnn_cli(const std::string& args) { return testing::run_logged(kWork, args); }
 
 TEST(LogisticEndToEnd, MapThenSamplingScoresMapAndBayes) {
-  if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
   const auto out = kWork / "run";
   std::filesystem::remove_all(out);
   const auto r = bnn_cli("run --config " + kConfig + kSlice + " --set sampler.epochs=4 --set sampler.burn_in=1 --out " +

@@ -5,18 +5,21 @@
 #include <gtest/gtest.h>
 
 #include "src/io/atomic_file.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+    if (!std::filesystem::exists(kFashionMnistDir)) {
+      GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+    }
     work_ = bnn::testing::unique_temp_dir("bnn_resume_test");
   }
   void TearDown() override {
@@ -36,10 +39,10 @@ class Resume : public ::testing::Test {
 // last epoch, after the sample at step 20 and the epoch-2 checkpoint.
 TEST_F(Resume, KilledInTheMiddleOfSamplingResumesBitIdentically) {
   const auto full = work_ / "full", cut = work_ / "cut";
-  auto r = bnn("run --config " + kTiny + " --out " + full.string() + " --threads 1");
+  auto r = bnn("run --config " + kTinyConfig + " --out " + full.string() + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
 
-  r = bnn("run --config " + kTiny + " --out " + cut.string() + " --threads 1", "BNN_KILL_AT_SAMPLER_STEP=25");
+  r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + " --threads 1", "BNN_KILL_AT_SAMPLER_STEP=25");
   ASSERT_EQ(r.code, 128 + 9) << "expected death by SIGKILL\n" << r.output;
   const auto m0 = cut / "member_000";
   EXPECT_TRUE(std::filesystem::exists(m0 / "checkpoint.pt"));
@@ -72,9 +75,9 @@ TEST_F(Resume, StoredSampleWeightsAfterTheLastCheckpointAreRewrittenIdentically)
   const std::string sets = " --threads 1 --members 0 --set evaluation.save_sample_weights=true"
                            " --set model.batch_norm=true --set sampler.thin=5";
   const auto full = work_ / "full", cut = work_ / "cut";
-  auto r = bnn("run --config " + kTiny + " --out " + full.string() + sets);
+  auto r = bnn("run --config " + kTinyConfig + " --out " + full.string() + sets);
   ASSERT_EQ(r.code, 0) << r.output;
-  r = bnn("run --config " + kTiny + " --out " + cut.string() + sets, "BNN_KILL_AT_SAMPLER_STEP=27");
+  r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + sets, "BNN_KILL_AT_SAMPLER_STEP=27");
   ASSERT_EQ(r.code, 128 + 9) << "expected death by SIGKILL\n" << r.output;
   const auto m0 = cut / "member_000";
   const std::string stored_before_kill = read(m0 / "samples" / "weights_00000025.npy");
@@ -97,7 +100,7 @@ TEST_F(Resume, StoredSampleWeightsAfterTheLastCheckpointAreRewrittenIdentically)
 // checkpoint stays byte-for-byte what it was.
 TEST_F(Resume, WriteFailureIsAClearErrorAndKeepsTheCheckpoint) {
   const auto cut = work_ / "cut";
-  auto r = bnn("run --config " + kTiny + " --out " + cut.string() + " --threads 1 --members 0",
+  auto r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + " --threads 1 --members 0",
                "BNN_KILL_AT_SAMPLER_STEP=25");
   ASSERT_EQ(r.code, 128 + 9) << r.output;
   const auto m0 = cut / "member_000";
@@ -123,9 +126,9 @@ TEST_F(Resume, WriteFailureIsAClearErrorAndKeepsTheCheckpoint) {
 // fails writing the epoch-2 one.
 TEST_F(Resume, FullDiskIsAClearErrorAndKeepsTheLastCheckpoint) {
   const auto full = work_ / "full", cut = work_ / "cut";
-  auto r = bnn("run --config " + kTiny + " --out " + full.string() + " --threads 1 --members 0");
+  auto r = bnn("run --config " + kTinyConfig + " --out " + full.string() + " --threads 1 --members 0");
   ASSERT_EQ(r.code, 0) << r.output;
-  r = bnn("run --config " + kTiny + " --out " + cut.string() + " --threads 1 --members 0",
+  r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + " --threads 1 --members 0",
           "BNN_KILL_AT_SAMPLER_STEP=15");
   ASSERT_EQ(r.code, 128 + 9) << r.output;
   const auto m0 = cut / "member_000";
@@ -160,7 +163,7 @@ TEST_F(Resume, ResumeNeedsARunDirectory) {
                           " has no config.yaml; not a run directory"),
             std::string::npos)
       << r.output;
-  r = bnn("run --resume " + work_.string() + " --config " + kTiny);
+  r = bnn("run --resume " + work_.string() + " --config " + kTinyConfig);
   EXPECT_NE(r.output.find("drop --config and --out"), std::string::npos) << r.output;
 }
 

@@ -14,20 +14,23 @@
 #include "src/io/atomic_file.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/deadline.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/error_text.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
 namespace bnn::pipeline {
 namespace {
+using bnn::testing::kFashionMnistDir;
+using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kFmnist = "/usr/share/datasets/fashion-mnist";
-const std::string kTiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
 
 class TimeLimit : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kFmnist)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFmnist;
+    if (!std::filesystem::exists(kFashionMnistDir)) {
+      GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+    }
     work_ = bnn::testing::unique_temp_dir("bnn_time_limit_test");
     at::set_num_threads(1);
   }
@@ -38,7 +41,7 @@ class TimeLimit : public ::testing::Test {
   // tiny.yaml (2 members of 2 Adam + 1 SWA + 3 sampling epochs) into `dir`;
   // with `limit`, under a deadline of that many seconds on the 10 s clock.
   static int run_tiny(const std::filesystem::path& dir, bool resume, std::optional<double> limit = std::nullopt) {
-    const config::Config config = config::load_config(kTiny, {"run.device=cpu"});
+    const config::Config config = config::load_config(kTinyConfig, {"run.device=cpu"});
     RunOptions options;
     options.run_dir = dir;
     options.resume = resume;
@@ -133,15 +136,16 @@ TEST(TimeLimitOption, DurationsInSecondsMinutesOrHours) {
 // work.
 TEST_F(TimeLimit, CommandLine) {
   const auto dir = work_ / "run";
-  auto r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + dir.string() + " --time-limit 9x",
+  auto r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + dir.string() + " --time-limit 9x",
                                  work_ / "log1.txt");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("bnn: error: --time-limit: '9x' is not a positive duration"), std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir));
 
-  r = bnn::testing::run_bnn("run --config " + kTiny + " --out " + dir.string() + " --threads 1 --time-limit 0.001",
-                            work_ / "log2.txt");
+  r = bnn::testing::run_bnn(
+      "run --config " + kTinyConfig + " --out " + dir.string() + " --threads 1 --time-limit 0.001",
+      work_ / "log2.txt");
   EXPECT_EQ(r.code, runtime::kExitTimeLimit) << r.output;
   EXPECT_NE(r.output.find("time limit of 0.001 s reached after"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("2 member(s) left unfinished, 0 finished in " + dir.string() +
