@@ -28,6 +28,7 @@
 #include "samplers/random.h"
 #include "samplers/registry.h"
 #include "src/pipeline/model_oracle.h"
+#include "src/pipeline/run.h"
 #include "src/runtime/threads.h"
 
 BNN_OPENMP_WAIT_DEFAULT;  // as in bnn (Note [OpenMP wait policy])
@@ -188,9 +189,7 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   std::fflush(stdout);  // a long run killed later keeps this model's numbers
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int bench_main(int argc, char** argv) {
   int64_t batches = 20;
   int repeats = 3;
   int threads = 0;
@@ -221,11 +220,26 @@ int main(int argc, char** argv) {
     if (flag == "--batches") batches = std::atoll(argv[i + 1]);
     if (flag == "--repeats") repeats = std::atoi(argv[i + 1]);
     if (flag == "--threads") threads = std::atoi(argv[i + 1]);
-    if (flag == "--device") g_device = torch::Device(argv[i + 1]);
+    // bnn run's own check: an unavailable device is one line saying why (no CUDA build, hidden GPUs, driver).
+    if (flag == "--device") g_device = bnn::pipeline::resolve_device(argv[i + 1]);
   }
   bnn::runtime::configure_threads(threads);
   fmt::print("device {}, threads {}, batch 200, control variate with stored anchors, bounces; obabo with one MH test per epoch\n",
              g_device.str(), torch::get_num_threads());
   for (const auto& m : models) bench_model(m, m == "mlp" ? batches * 5 : batches, repeats, samplers);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return bench_main(argc, argv);
+  } catch (const bnn::config::ConfigError& e) {
+    fmt::print(stderr, "bnn_bench_sampling: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "bnn_bench_sampling: error: {}\n", e.what());
+    return 1;
+  }
 }

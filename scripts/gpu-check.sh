@@ -2,15 +2,62 @@
 # The checks that need a GPU, in one go, on a machine with a CUDA pip PyTorch,
 # CMake and a compiler (docs/performance.md, "GPU"): build with
 # scripts/build-pip-torch.sh with bnn's CUDA kernels (BNN_CUDA_KERNELS=ON),
-# `bnn version`, the whole ctest (the CUDA tests must run, not skip), then
-# bnn_bench_sampling on the GPU. Logs go to OUT_DIR.
+# `bnn version`, the whole ctest (the GPU tests must run, not skip), then
+# bnn_bench_sampling on the GPU. Logs go to OUT_DIR (seven files, so that
+# they come back from a machine that returns few).
 #
 #   scripts/gpu-check.sh OUT_DIR [DEBS_DIR]
+#   scripts/gpu-check.sh --verdict OUT_DIR     (the last step alone, on the logs)
 #
 # DEBS_DIR: .deb files from scripts/fetch-debs.sh --with-data (omit it where
 # the -dev packages and /usr/share/datasets/fashion-mnist are installed).
 # BNN_CTEST_TIMEOUT and BNN_BENCH_TIMEOUT (seconds) bound the two long steps.
+#
+# The verdict, the last line and OUT_DIR/summary.txt, is PASS (exit 0) only
+# if the build, ctest and the benchmark exited 0 and every GPU test
+# (CudaSamplers.*, CudaSync.*, CudaRun.*) ran and passed; else FAIL (exit 1)
+# with each reason.
 set -uo pipefail
+
+# verdict OUT_DIR: reads summary.txt's exit codes and ctest.log; writes
+# cuda_tests.txt and appends the verdict to summary.txt.
+verdict() {
+  local out="$1" reasons=() step code
+  for step in build ctest bench; do
+    code="$(sed -n "s/^${step}_exit=//p" "$out/summary.txt" 2> /dev/null | tail -1)"
+    if [[ -z "$code" ]]; then
+      reasons+=("$step did not run")
+    elif [[ "$code" != 0 ]]; then
+      reasons+=("$step exited $code")
+    fi
+  done
+  # The GPU tests' result lines (ctest prints "N/M Test #K: Name .... Passed").
+  grep -E "Test +#[0-9]+: Cuda(Samplers|Sync|Run)\." "$out/ctest.log" > "$out/cuda_tests.txt" 2> /dev/null
+  local total passed
+  total=$(wc -l < "$out/cuda_tests.txt")
+  passed=$(grep -c " Passed " "$out/cuda_tests.txt")
+  echo "gpu-check: GPU tests: $passed of $total passed" | tee -a "$out/summary.txt"
+  if [[ $total -eq 0 ]]; then
+    reasons+=("no GPU test in ctest.log")
+  elif [[ $passed -ne $total ]]; then
+    local name
+    while IFS= read -r name; do reasons+=("$name"); done < <(
+      grep -v " Passed " "$out/cuda_tests.txt" | sed -E 's/.*Test +#[0-9]+: ([^ ]+) .*\*\*\*([A-Za-z]+).*/GPU test \1: \2/')
+  fi
+  if [[ ${#reasons[@]} -eq 0 ]]; then
+    echo "gpu-check: PASS" | tee -a "$out/summary.txt"
+    return 0
+  fi
+  local IFS=';'
+  echo "gpu-check: FAIL: ${reasons[*]}" | sed 's/;/; /g' | tee -a "$out/summary.txt"
+  return 1
+}
+
+if [[ "${1:-}" == "--verdict" ]]; then
+  [[ -d "${2:-}" ]] || { echo "usage: scripts/gpu-check.sh --verdict OUT_DIR (a folder of gpu-check's logs)" >&2; exit 2; }
+  verdict "$2"
+  exit
+fi
 
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [DEBS_DIR]}"
 debs="${2:-}"
@@ -18,29 +65,35 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="$root/build-torch"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+: > "$out/summary.txt"
 
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 start=$(date +%s)
-if ! BNN_CUDA_KERNELS=ON bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} \
-    > "$out/build.log" 2>&1; then
+BNN_CUDA_KERNELS=ON bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} \
+  > "$out/build.log" 2>&1
+code=$?
+echo "build_exit=$code" >> "$out/summary.txt"
+echo "gpu-check: build exit $code, $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
+if [[ $code -ne 0 ]]; then
   tail -30 "$out/build.log"
-  echo "gpu-check: build failed (log: $out/build.log)"
+  verdict "$out"
   exit 1
 fi
-echo "gpu-check: build $(( $(date +%s) - start )) s"
 "$build/src/bnn" version | tee "$out/version.txt"
 
 start=$(date +%s)
 (cd "$build" && timeout "${BNN_CTEST_TIMEOUT:-300}" ctest -j"$(nproc)" --output-on-failure > "$out/ctest.log" 2>&1)
-echo "gpu-check: ctest exit $?, $(( $(date +%s) - start )) s"
+code=$?
+echo "ctest_exit=$code" >> "$out/summary.txt"
+echo "gpu-check: ctest exit $code, $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
 grep -E "tests passed|tests failed|\*\*\*(Failed|Exception)|Not Run|Timeout" "$out/ctest.log" | tail -20
-# The CUDA tests' lines, to show that none of them skipped.
-grep -E "Test +#[0-9]+: (Cuda|LinkOrder)" "$out/ctest.log" > "$out/cuda_tests.txt"
-echo "gpu-check: CUDA tests: $(grep -c Passed "$out/cuda_tests.txt") passed," \
-  "$(grep -c Skipped "$out/cuda_tests.txt") skipped, of $(grep -c Cuda "$out/cuda_tests.txt")"
 
+start=$(date +%s)
 timeout "${BNN_BENCH_TIMEOUT:-120}" "$build/bench/bnn_bench_sampling" --device cuda --repeats 3 \
   > "$out/bench_sampling.txt" 2>&1
-echo "gpu-check: bnn_bench_sampling exit $?"
+code=$?
+echo "bench_exit=$code" >> "$out/summary.txt"
+echo "gpu-check: bnn_bench_sampling exit $code, $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
 tail -20 "$out/bench_sampling.txt"
+verdict "$out"
