@@ -238,6 +238,9 @@ int main(int argc, char** argv) {
   } catch (const bnn::config::ConfigError& e) {
     fmt::print(stderr, "bnn_bench_sampling: error: {}\n", e.what());
     return 2;
+  } catch (const c10::Error& e) {  // without LibTorch's stack trace
+    fmt::print(stderr, "bnn_bench_sampling: error: {}\n", e.what_without_backtrace());
+    return 1;
   } catch (const std::exception& e) {
     fmt::print(stderr, "bnn_bench_sampling: error: {}\n", e.what());
     return 1;
