@@ -20,7 +20,7 @@
 # code, and the script goes on with the next; it exits 1 at the end if any
 # failed. BNN_BENCH_DEVICE (default cuda) and BNN_BENCH_CONFIG (default
 # configs/fashion_mnist_paper.yaml) let the script itself be checked on a CPU
-# with a small config (tests/scripts/members_per_device_test.sh); the TFLOP/s
+# with a small config (tests/scripts/members_per_device_test.py); the TFLOP/s
 # column is given for the paper's network only.
 set -uo pipefail
 
@@ -30,10 +30,16 @@ shift 2
 ks=("$@")
 [[ ${#ks[@]} -gt 0 ]] || ks=(1 2 4 8 16)
 for k in "${ks[@]}" ${BNN_BENCH_PROCESSES:-} ${BNN_BENCH_CUDNN_BENCHMARK:-}; do
-  [[ "$k" =~ ^[1-9][0-9]*$ ]] || { echo "members_per_device: '$k' is not a member count (a whole number >= 1)" >&2; exit 2; }
+  if [[ ! "$k" =~ ^[1-9][0-9]*$ ]]; then
+    echo "members_per_device: '$k' is not a member count (a whole number >= 1)" >&2
+    exit 2
+  fi
 done
 [[ -x "$bnn" ]] || { echo "members_per_device: '$bnn' is not an executable bnn" >&2; exit 2; }
-command -v nvidia-smi > /dev/null || { echo "members_per_device: no nvidia-smi on PATH (GPU memory is read with it)" >&2; exit 2; }
+if ! command -v nvidia-smi > /dev/null; then
+  echo "members_per_device: no nvidia-smi on PATH (GPU memory is read with it)" >&2
+  exit 2
+fi
 root="$(cd "$(dirname "$0")/.." && pwd)"
 config="${BNN_BENCH_CONFIG:-$root/configs/fashion_mnist_paper.yaml}"
 device="${BNN_BENCH_DEVICE:-cuda}"
@@ -47,20 +53,31 @@ csv="$out/members_per_device.csv"
 echo "design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member" > "$csv"
 failed=0
 
-idle_mib="$(nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
-[[ "$idle_mib" =~ ^[0-9]+$ ]] || { echo "members_per_device: nvidia-smi gave '$idle_mib' for the memory used" >&2; exit 2; }
+idle_mib="$(nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
+if [[ ! "$idle_mib" =~ ^[0-9]+$ ]]; then
+  echo "members_per_device: nvidia-smi gave '$idle_mib' for the memory used" >&2
+  exit 2
+fi
 
-# Samples device memory into $1 until stopped; stopped on any exit.
-sampler=""
+# Samples device memory into $1 until stopped; stopped on any exit, as are
+# runs still going (an interrupted script leaves nothing on the GPU).
+sampler="" pids=()
 start_sampling() {
-  nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$1" &
+  nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits -lms 200 > "$1" &
   sampler=$!
 }
 stop_sampling() {
   if [[ -n "$sampler" ]]; then kill "$sampler" 2> /dev/null; wait "$sampler" 2> /dev/null; sampler=""; fi
   return 0
 }
-trap stop_sampling EXIT
+# shellcheck disable=SC2317  # called by the trap
+stop_all() {
+  local pid
+  for pid in "${pids[@]}"; do kill "$pid" 2> /dev/null; done
+  stop_sampling
+}
+trap stop_all EXIT
+trap 'exit 130' INT TERM HUP
 
 # throughput RUN_DIR... : K x epochs / slowest member's seconds, epochs after the first.
 throughput() {
@@ -103,8 +120,11 @@ for k in "${ks[@]}"; do
   start_sampling "$out/mem_k$k.txt"
   start=$(date +%s.%N)
   "$bnn" run --config "$config" --out "$run" --device "$device" --members-per-device "$k" \
-    --set run.members="$k" "${schedule[@]}" > "$out/log_k$k.txt" 2>&1
+    --set run.members="$k" "${schedule[@]}" > "$out/log_k$k.txt" 2>&1 &
+  pids=($!)
+  wait "${pids[0]}"
   rc=$?
+  pids=()
   wall="$(seconds_since "$start")"
   stop_sampling
   record streams "$k" "$rc" "$wall" "$out/mem_k$k.txt" "$out/log_k$k.txt" "$run"
@@ -123,11 +143,14 @@ for p in ${BNN_BENCH_PROCESSES:-}; do
       --set run.members=1 "${schedule[@]}" > "$out/log_p${p}_$i.txt" 2>&1 &
     pids+=($!)
   done
-  rc=0
-  for pid in "${pids[@]}"; do wait "$pid" || rc=$?; done
+  rc=0 failed_log="$out/log_p${p}_0.txt"
+  for ((i = 0; i < p; i++)); do
+    wait "${pids[$i]}" || { rc=$?; failed_log="$out/log_p${p}_$i.txt"; }
+  done
+  pids=()
   wall="$(seconds_since "$start")"
   stop_sampling
-  record processes "$p" "$rc" "$wall" "$out/mem_p$p.txt" "$out/log_p${p}_0.txt" "${runs[@]}"
+  record processes "$p" "$rc" "$wall" "$out/mem_p$p.txt" "$failed_log" "${runs[@]}"
 done
 
 if [[ -n "${BNN_BENCH_CUDNN_BENCHMARK:-}" ]]; then
@@ -137,8 +160,11 @@ if [[ -n "${BNN_BENCH_CUDNN_BENCHMARK:-}" ]]; then
   start_sampling "$out/mem_cudnn_k$k.txt"
   start=$(date +%s.%N)
   "$bnn" run --config "$config" --out "$run" --device "$device" --members-per-device "$k" --cudnn-benchmark \
-    --set run.members="$k" "${schedule[@]}" > "$out/log_cudnn_k$k.txt" 2>&1
+    --set run.members="$k" "${schedule[@]}" > "$out/log_cudnn_k$k.txt" 2>&1 &
+  pids=($!)
+  wait "${pids[0]}"
   rc=$?
+  pids=()
   wall="$(seconds_since "$start")"
   stop_sampling
   record streams+cudnn_benchmark "$k" "$rc" "$wall" "$out/mem_cudnn_k$k.txt" "$out/log_cudnn_k$k.txt" "$run"

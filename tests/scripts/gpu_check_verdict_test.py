@@ -8,6 +8,7 @@ or ctest failed.
     python3 tests/scripts/gpu_check_verdict_test.py   (ctest: GpuCheckVerdict.Script)
 """
 import os
+import shutil
 import subprocess
 import tempfile
 import unittest
@@ -33,8 +34,11 @@ PASSED = [test_line(1, "CudaSamplers.StationaryMomentsOnTheGpu", "Passed"),
 class GpuCheckVerdict(unittest.TestCase):
     def verdict(self, exits, ctest_lines):
         out = tempfile.mkdtemp(prefix="bnn_gpu_check_verdict")
+        self.addCleanup(shutil.rmtree, out)
         with open(os.path.join(out, "summary.txt"), "w") as f:
-            f.write("".join(f"{step}_exit={code}\n" for step, code in exits.items()))
+            # gpus=N as gpu-check writes it; the others are steps' exit codes.
+            f.write("".join(f"{key}={value}\n" if key == "gpus" else f"{key}_exit={value}\n"
+                            for key, value in exits.items()))
         if ctest_lines is not None:
             with open(os.path.join(out, "ctest.log"), "w") as f:
                 f.write("\n".join(["Test project /build"] + ctest_lines + ["", "100% tests passed"]) + "\n")
@@ -59,6 +63,22 @@ class GpuCheckVerdict(unittest.TestCase):
             "gpu-check: FAIL: ctest exited 8; GPU test CudaSync.SamplingStepsDoNotWaitForTheGpu: Skipped; "
             "GPU test CudaRun.DevicesAllSpreadsMembersOverTheGpus: Failed; "
             "GPU test CudaRun.MembersTrainedTogetherOnOneGpuAgreeWithOneByOne: Timeout"])
+
+    def test_the_multi_gpu_test_may_skip_on_one_gpu_only(self):
+        lines = PASSED + [test_line(9, "CudaRun.DevicesAllSpreadsMembersOverTheGpus", "Skipped")]
+        r, _ = self.verdict({"build": 0, "ctest": 0, "bench": 0, "gpus": 1}, lines)
+        self.assertEqual((r.returncode, r.stdout),
+                         (0, "gpu-check: GPU tests: 3 of 4 passed, 1 skipped as they need 2 GPUs (1 here)\n"
+                             "gpu-check: PASS\n"))
+        r, _ = self.verdict({"build": 0, "ctest": 0, "bench": 0, "gpus": 2}, lines)
+        self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
+                         (1, "gpu-check: FAIL: GPU test CudaRun.DevicesAllSpreadsMembersOverTheGpus: Skipped"))
+        # Only that test is excused.
+        lines = PASSED + [test_line(9, "CudaRun.TinyRunOnTheGpuScoresAsOnTheCpu", "Not Run")]
+        r, _ = self.verdict({"build": 0, "ctest": 8, "bench": 0, "gpus": 1}, lines)
+        self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
+                         (1, "gpu-check: FAIL: ctest exited 8; "
+                             "GPU test CudaRun.TinyRunOnTheGpuScoresAsOnTheCpu: Not Run"))
 
     def test_no_gpu_test_in_the_log_fails(self):
         # ctest killed by its timeout before the GPU tests, say.

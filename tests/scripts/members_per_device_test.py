@@ -12,6 +12,8 @@ sampler however it ends.
 import csv
 import glob
 import os
+import shutil
+import signal
 import subprocess
 import tempfile
 import unittest
@@ -23,15 +25,19 @@ BNN = os.environ.get("BNN_BINARY", os.path.join(ROOT, "build", "src", "bnn"))
 # Memory used: 500 MiB before the runs; while a run goes, 1000, 1200 and 900.
 FAKE_SMI = """#!/bin/sh
 case " $* " in
-  *" -lms "*) echo $$ >> "{pids}"; echo 1000; echo 1200; echo 900; while :; do sleep 0.1; done ;;
+  *" -lms "*)
+    echo $$ >> "{pids}"; echo 1000; echo 1200; echo 900
+    while kill -0 $PPID 2> /dev/null; do sleep 0.1; done ;;
   *) echo 500 ;;
 esac
 """
 
-# bnn, except that a run with --members-per-device 2 fails as a GPU out of memory would.
+# bnn, except that a run with --members-per-device 2 fails as a GPU out of memory would
+# (after a moment, as a real run would: the memory sampler has started by then).
 FAKE_BNN = """#!/bin/sh
 case " $* " in
-  *" --members-per-device 2 "*) echo "out of memory on cuda:0: asked for 2.00 GiB, 1.05 GiB free" >&2; exit 3 ;;
+  *" --members-per-device 2 "*)
+    sleep 0.5; echo "out of memory on cuda:0: asked for 2.00 GiB, 1.05 GiB free" >&2; exit 3 ;;
 esac
 exec "{bnn}" "$@"
 """
@@ -53,9 +59,13 @@ def member_traces(run):
     return traces
 
 
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
 class MembersPerDeviceScript(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="bnn_members_per_device_script")
+        self.addCleanup(shutil.rmtree, self.dir)
         self.bin = os.path.join(self.dir, "bin")
         os.mkdir(self.bin)
         self.pids = os.path.join(self.dir, "sampler_pids")
@@ -66,8 +76,20 @@ class MembersPerDeviceScript(unittest.TestCase):
         env = dict(os.environ, BNN_BENCH_DEVICE="cpu", BNN_BENCH_CONFIG=os.path.join(ROOT, "configs", "tiny.yaml"),
                    BNN_BENCH_PROCESSES=processes, PATH=path or self.bin + os.pathsep + os.environ["PATH"])
         env.pop("BNN_BENCH_CUDNN_BENCHMARK", None)
-        return subprocess.run(["/bin/bash", SCRIPT, bnn, self.out] + ks, capture_output=True, text=True, env=env,
-                              timeout=300)
+        # Its own process group: on a timeout the script and all it started are stopped.
+        p = subprocess.Popen(["/bin/bash", SCRIPT, bnn, self.out] + ks, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+        try:
+            stdout, stderr = p.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise
+        return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+
+    def need_data(self):
+        if not os.path.isdir(FASHION_MNIST):
+            self.skipTest(f"Fashion-MNIST not installed at {FASHION_MNIST}")
 
     def rows(self):
         with open(os.path.join(self.out, "members_per_device.csv")) as f:
@@ -92,6 +114,7 @@ class MembersPerDeviceScript(unittest.TestCase):
         self.assertAlmostEqual(float(row["member_epochs_per_s"]), expected, delta=1e-4 + 1e-4 * expected)
 
     def test_each_design_is_a_row_with_its_rate_and_memory(self):
+        self.need_data()
         r = self.run_script(BNN, ["1", "2"], processes="2")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = self.rows()
@@ -115,6 +138,7 @@ class MembersPerDeviceScript(unittest.TestCase):
         self.assert_samplers_stopped(3)
 
     def test_a_failed_run_is_a_row_and_the_others_go_on(self):
+        self.need_data()
         fake_bnn = os.path.join(self.bin, "bnn")
         write_executable(fake_bnn, FAKE_BNN.format(bnn=BNN))
         r = self.run_script(fake_bnn, ["2", "1"])

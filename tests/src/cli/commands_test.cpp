@@ -4,6 +4,7 @@
 
 #include "src/cli/commands.h"
 #include "src/io/atomic_file.h"
+#include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
@@ -42,7 +43,7 @@ TEST(Commands, UnknownCommandListsTheTable) {
 // a run directory may have a comma in its name.
 TEST(Commands, ValuesWithCommasStayWhole) {
   const auto work = bnn::testing::unique_temp_dir("bnn_commands_comma_test");
-  const std::string tiny = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+  const std::string& tiny = bnn::testing::kTinyConfig;
   const auto run = work / "run,one";
   const auto ok = bnn::testing::run_bnn(
       "run --config " + tiny + " --out " + run.string() + " --threads 1 --set model.hidden=[8,4] --set run.members=1",

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
@@ -103,7 +104,7 @@ TEST(WhyNoCuda, VersionShowsTheRuntimeAndAnOlderDriver) {
 
 TEST(WhyNoCuda, RunOnCudaSaysWhyThereIsNone) {
   if (torch::cuda::is_available()) GTEST_SKIP() << "a GPU is visible: there is no refusal to read";
-  const std::string config = std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml";
+  const std::string& config = bnn::testing::kTinyConfig;
   const auto out = bnn::testing::unique_temp_dir("bnn_linkage_run");
   const auto old_driver = bnn_with_fake_runtime("run --config " + config + " --out " + (out / "a").string() +
                                                     " --device cuda:0",
