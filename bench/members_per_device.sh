@@ -114,20 +114,27 @@ record() {
   echo "$design,$k,$rc,$wall,$rate,$peak,$per_member" >> "$csv"
 }
 
-for k in "${ks[@]}"; do
-  run="$out/threads_k$k"
+# streams_run DESIGN K RUN_DIR MEMFILE LOG [FLAG...]: one bnn run of K members
+# trained at once, recorded as DESIGN.
+streams_run() {
+  local design="$1" k="$2" run="$3" mem="$4" log="$5" start rc wall
+  shift 5
   rm -rf "$run"
-  start_sampling "$out/mem_k$k.txt"
+  start_sampling "$mem"
   start=$(date +%s.%N)
-  "$bnn" run --config "$config" --out "$run" --device "$device" --members-per-device "$k" \
-    --set run.members="$k" "${schedule[@]}" > "$out/log_k$k.txt" 2>&1 &
+  "$bnn" run --config "$config" --out "$run" --device "$device" --members-per-device "$k" "$@" \
+    --set run.members="$k" "${schedule[@]}" > "$log" 2>&1 &
   pids=($!)
   wait "${pids[0]}"
   rc=$?
   pids=()
   wall="$(seconds_since "$start")"
   stop_sampling
-  record streams "$k" "$rc" "$wall" "$out/mem_k$k.txt" "$out/log_k$k.txt" "$run"
+  record "$design" "$k" "$rc" "$wall" "$mem" "$log" "$run"
+}
+
+for k in "${ks[@]}"; do
+  streams_run streams "$k" "$out/threads_k$k" "$out/mem_k$k.txt" "$out/log_k$k.txt"
 done
 
 for p in ${BNN_BENCH_PROCESSES:-}; do
@@ -155,19 +162,8 @@ done
 
 if [[ -n "${BNN_BENCH_CUDNN_BENCHMARK:-}" ]]; then
   k="$BNN_BENCH_CUDNN_BENCHMARK"
-  run="$out/cudnn_benchmark_k$k"
-  rm -rf "$run"
-  start_sampling "$out/mem_cudnn_k$k.txt"
-  start=$(date +%s.%N)
-  "$bnn" run --config "$config" --out "$run" --device "$device" --members-per-device "$k" --cudnn-benchmark \
-    --set run.members="$k" "${schedule[@]}" > "$out/log_cudnn_k$k.txt" 2>&1 &
-  pids=($!)
-  wait "${pids[0]}"
-  rc=$?
-  pids=()
-  wall="$(seconds_since "$start")"
-  stop_sampling
-  record streams+cudnn_benchmark "$k" "$rc" "$wall" "$out/mem_cudnn_k$k.txt" "$out/log_cudnn_k$k.txt" "$run"
+  streams_run streams+cudnn_benchmark "$k" "$out/cudnn_benchmark_k$k" "$out/mem_cudnn_k$k.txt" \
+    "$out/log_cudnn_k$k.txt" --cudnn-benchmark
 fi
 
 python3 - "$csv" "$flop_per_epoch" <<'PY'

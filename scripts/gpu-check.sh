@@ -73,6 +73,12 @@ if [[ "${1:-}" == "--verdict" ]]; then
   exit
 fi
 
+# finished STEP LABEL START CODE: STEP's exit code for the verdict, and a line with its time.
+finished() {
+  echo "$1_exit=$4" >> "$out/summary.txt"
+  echo "gpu-check: $2 exit $4, $(( $(date +%s) - $3 )) s" | tee -a "$out/summary.txt"
+}
+
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [DEBS_DIR]}"
 debs="${2:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -88,8 +94,7 @@ start=$(date +%s)
 BNN_CUDA_KERNELS=ON bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} \
   > "$out/build.log" 2>&1
 code=$?
-echo "build_exit=$code" >> "$out/summary.txt"
-echo "gpu-check: build exit $code, $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
+finished build build "$start" "$code"
 if [[ $code -ne 0 ]]; then
   tail -30 "$out/build.log"
   verdict "$out"
@@ -100,15 +105,13 @@ fi
 start=$(date +%s)
 (cd "$build" && timeout "${BNN_CTEST_TIMEOUT:-300}" ctest -j"$(nproc)" --output-on-failure > "$out/ctest.log" 2>&1)
 code=$?
-echo "ctest_exit=$code" >> "$out/summary.txt"
-echo "gpu-check: ctest exit $code, $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
+finished ctest ctest "$start" "$code"
 grep -E "tests passed|tests failed|\*\*\*(Failed|Exception)|Not Run|Timeout" "$out/ctest.log" | tail -20
 
 start=$(date +%s)
 timeout "${BNN_BENCH_TIMEOUT:-120}" "$build/bench/bnn_bench_sampling" --device cuda --repeats 3 \
   > "$out/bench_sampling.txt" 2>&1
 code=$?
-echo "bench_exit=$code" >> "$out/summary.txt"
-echo "gpu-check: bnn_bench_sampling exit $code, $(( $(date +%s) - start )) s" | tee -a "$out/summary.txt"
+finished bench bnn_bench_sampling "$start" "$code"
 tail -20 "$out/bench_sampling.txt"
 verdict "$out"

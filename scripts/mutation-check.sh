@@ -120,13 +120,16 @@ failed_tests() {
   sed -nE '/^The following tests FAILED:/,$ s/^[[:space:]]+[0-9]+ - ([^ ]+) \(.+\)$/\1/p' "$1" | tr '\n' ' '
 }
 
+# Whether a ctest log shows tests run and all passed.
+all_passed() { grep -qE "^100% tests passed, 0 tests failed out of [1-9]" "$1"; }
+
 # The clean sources first: a test that fails already would "catch" every mutation.
 if ! run "$logs/clean.build.log" cmake --build "$build" -j "$(nproc)"; then
   echo "mutation-check: the unmutated sources do not build (log: $logs/clean.build.log)" >&2
   exit 2
 fi
 if ! run "$logs/clean.ctest.log" ctest --test-dir "$build" -j "$(nproc)" -R "$regex" ||
-   ! grep -qE "^100% tests passed, 0 tests failed out of [1-9]" "$logs/clean.ctest.log"; then
+   ! all_passed "$logs/clean.ctest.log"; then
   echo "mutation-check: without any mutation the tests fail or none ran: $(failed_tests "$logs/clean.ctest.log")" \
        "(log: $logs/clean.ctest.log); mend that first" >&2
   exit 2
@@ -156,7 +159,7 @@ for i in "${!names[@]}"; do
   failed="$(failed_tests "$logs/$name.ctest.log")"
   if [[ -n "$failed" ]]; then
     echo "$name: caught by $failed"
-  elif [[ $code -eq 0 ]] && grep -qE "^100% tests passed, 0 tests failed out of [1-9]" "$logs/$name.ctest.log"; then
+  elif [[ $code -eq 0 ]] && all_passed "$logs/$name.ctest.log"; then
     echo "$name: SURVIVED"
     status=1
   else

@@ -42,6 +42,12 @@ esac
 exec "{bnn}" "$@"
 """
 
+# bnn, writing each call's arguments to a file first.
+LOGGING_BNN = """#!/bin/sh
+echo "$*" >> "{calls}"
+exec "{bnn}" "$@"
+"""
+
 EPOCHS_AFTER_THE_FIRST = 4  # the script's schedule: 2 Adam + 1 SWA + 2 sampling epochs
 
 
@@ -72,10 +78,10 @@ class MembersPerDeviceScript(unittest.TestCase):
         write_executable(os.path.join(self.bin, "nvidia-smi"), FAKE_SMI.format(pids=self.pids))
         self.out = os.path.join(self.dir, "out")
 
-    def run_script(self, bnn, ks, processes="", path=None):
+    def run_script(self, bnn, ks, processes="", path=None, cudnn_benchmark=""):
         env = dict(os.environ, BNN_BENCH_DEVICE="cpu", BNN_BENCH_CONFIG=os.path.join(ROOT, "configs", "tiny.yaml"),
-                   BNN_BENCH_PROCESSES=processes, PATH=path or self.bin + os.pathsep + os.environ["PATH"])
-        env.pop("BNN_BENCH_CUDNN_BENCHMARK", None)
+                   BNN_BENCH_PROCESSES=processes, BNN_BENCH_CUDNN_BENCHMARK=cudnn_benchmark,
+                   PATH=path or self.bin + os.pathsep + os.environ["PATH"])
         # Its own process group: on a timeout the script and all it started are stopped.
         p = subprocess.Popen(["/bin/bash", SCRIPT, bnn, self.out] + ks, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -115,18 +121,26 @@ class MembersPerDeviceScript(unittest.TestCase):
 
     def test_each_design_is_a_row_with_its_rate_and_memory(self):
         self.need_data()
-        r = self.run_script(BNN, ["1", "2"], processes="2")
+        fake_bnn = os.path.join(self.bin, "bnn")
+        write_executable(fake_bnn, LOGGING_BNN.format(bnn=BNN, calls=os.path.join(self.dir, "calls")))
+        r = self.run_script(fake_bnn, ["1", "2"], processes="2", cudnn_benchmark="2")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = self.rows()
         self.assertEqual([(x["design"], x["members"], x["exit"]) for x in rows],
-                         [("streams", "1", "0"), ("streams", "2", "0"), ("processes", "2", "0")])
+                         [("streams", "1", "0"), ("streams", "2", "0"), ("processes", "2", "0"),
+                          ("streams+cudnn_benchmark", "2", "0")])
         # Peak 1200 MiB over the 500 MiB idle, shared by the members.
-        self.assertEqual([x["peak_gpu_mib"] for x in rows], ["1200"] * 3)
-        self.assertEqual([x["mib_per_member"] for x in rows], ["700", "350", "350"])
+        self.assertEqual([x["peak_gpu_mib"] for x in rows], ["1200"] * 4)
+        self.assertEqual([x["mib_per_member"] for x in rows], ["700", "350", "350", "350"])
         self.assert_rate_from_traces(rows[0], [os.path.join(self.out, "threads_k1")])
         self.assert_rate_from_traces(rows[1], [os.path.join(self.out, "threads_k2")])
         processes = [os.path.join(self.out, f"processes_p2_{i}") for i in range(2)]
         self.assert_rate_from_traces(rows[2], processes)
+        self.assert_rate_from_traces(rows[3], [os.path.join(self.out, "cudnn_benchmark_k2")])
+        # Only the last run asks for cuDNN's benchmark mode.
+        with open(os.path.join(self.dir, "calls")) as f:
+            calls = f.read().splitlines()
+        self.assertEqual(["--cudnn-benchmark" in c.split() for c in calls], [False] * 4 + [True])
         # The side-by-side processes are different chains (--seed i).
         first_losses = [member_traces(run)[0][0]["loss"] for run in processes]
         self.assertNotEqual(first_losses[0], first_losses[1])
@@ -134,8 +148,8 @@ class MembersPerDeviceScript(unittest.TestCase):
         table = r.stdout.splitlines()
         self.assertIn("member-epochs/s", table[0])
         self.assertEqual(table[1].split()[:3] + table[1].split()[5:7], ["streams", "1", "0", "1.00", "-"])
-        self.assertEqual(len(table), 4)
-        self.assert_samplers_stopped(3)
+        self.assertEqual(len(table), 5)
+        self.assert_samplers_stopped(4)
 
     def test_a_failed_run_is_a_row_and_the_others_go_on(self):
         self.need_data()
