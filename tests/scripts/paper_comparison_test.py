@@ -6,6 +6,7 @@
 import json
 import os
 import subprocess
+import shutil
 import sys
 import tempfile
 import unittest
@@ -44,6 +45,7 @@ ROWS = [
 class PaperComparison(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="bnn_paper_comparison")
+        self.addCleanup(shutil.rmtree, self.dir)
 
     def run_script(self, metrics):
         path = os.path.join(self.dir, "metrics.json")

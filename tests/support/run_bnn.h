@@ -39,8 +39,8 @@ inline std::string on_cpu_unless_named(const std::string& args) {
 // signal shows as code 128 + signal (the shell's convention).
 inline CommandResult run_bnn(const std::string& args, const std::filesystem::path& log,
                              const std::string& env = "") {
-  const std::string cmd =
-      (env.empty() ? "" : "env " + env + " ") + std::string(BNN_BINARY) + " " + on_cpu_unless_named(args) + " > " + log.string() + " 2>&1";
+  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(BNN_BINARY) + " " +
+                          on_cpu_unless_named(args) + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return {WEXITSTATUS(status), io::read_file(log)};
 }

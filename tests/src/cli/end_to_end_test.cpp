@@ -14,7 +14,6 @@
 #include "tests/support/run_bnn.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
 // One work directory per checkout, so that several checkouts on one machine
@@ -35,7 +34,7 @@ Result bnn(const std::string& args, const std::string& env = "") {
 
 
 TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto out = kWork / "tiny";
   std::filesystem::remove_all(out);
   const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() + " --threads 1");
@@ -79,7 +78,7 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
 }
 
 TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto full = kWork / "merge_full", a = kWork / "merge_a", b = kWork / "merge_b", merged = kWork / "merged";
   for (const auto& d : {full, a, b, merged}) std::filesystem::remove_all(d);
   ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + full.string() + " --threads 1").code, 0);
@@ -109,7 +108,7 @@ TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
 }
 
 TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto out = kWork / "diverge";
   std::filesystem::remove_all(out);
   const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() +
@@ -125,7 +124,7 @@ TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
 // nogin on a network: per-example gradients from the model oracle, the
 // covariance variant taken from sampler.nogin_covariance.
 TEST(EndToEnd, NoginRunsOnANetwork) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto out = kWork / "nogin";
   std::filesystem::remove_all(out);
   const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() +

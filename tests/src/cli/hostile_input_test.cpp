@@ -22,7 +22,6 @@
 #include "tests/support/run_bnn.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
 namespace fs = std::filesystem;
@@ -103,7 +102,7 @@ struct Case {
 };
 
 void run_cases(const std::vector<Case>& cases) {
-  if (!fs::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   make_fixture();
   if (::testing::Test::HasFatalFailure()) return;
   for (const Case& c : cases) {
@@ -212,7 +211,7 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
 
 // Finding 4: bnn starts while this process holds member_000's lock.
 TEST(HostileInput, AHeldMemberIsLeftAlone) {
-  if (!fs::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   make_fixture();
   const auto c = copy_of("A", "held");
   fs::remove(c / "member_000" / "status.json");
@@ -335,7 +334,7 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
 // Finding 9: a run that failed while loading its data (or building its
 // model) leaves no directory behind to refuse the corrected config.
 TEST(HostileInput, AFailedStartDoesNotLockTheDirectory) {
-  if (!fs::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   make_fixture();
   const auto dir = fresh("failed_start");
   const CommandResult failed = bnn(run_tiny(dir.string(), " --set data.dir=/no/such/folder --set run.members=1"));

@@ -17,7 +17,6 @@
 #include "tests/support/temp_dir.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 
 
 int paper_run(const std::filesystem::path& work, const std::string& options, const std::string& log) {
@@ -29,7 +28,7 @@ int paper_run(const std::filesystem::path& work, const std::string& options, con
 }
 
 TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_paper_run_script");
   const auto out = work / "out";
   using bnn::io::read_file;

@@ -23,7 +23,6 @@
 #include "tests/support/temp_dir.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
 namespace dist = bnn::distributed;
@@ -150,9 +149,7 @@ class DistributedRun : public DistributedGroup {
   void SetUp() override {
     DistributedGroup::SetUp();
     if (IsSkipped()) return;
-    if (!std::filesystem::exists(kFashionMnistDir)) {
-      GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
-    }
+    BNN_SKIP_WITHOUT_FASHION_MNIST();
     work_ = bnn::testing::unique_temp_dir("bnn_distributed_test");
   }
   void TearDown() override {

@@ -18,7 +18,6 @@
 
 namespace bnn {
 namespace {
-using bnn::testing::kFashionMnistDir;
 
 using experiments::CouplingRule;
 
@@ -105,7 +104,7 @@ const std::string kSlice = testing::kLogisticSlice;
 testing::CommandResult bnn_cli(const std::string& args) { return testing::run_logged(kWork, args); }
 
 TEST(LogisticEndToEnd, CoupledBiasWritesOneRowPerSamplerAndLevel) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto csv = kWork / "coupled.csv";
   std::filesystem::remove(csv);
   const auto r = bnn_cli("coupled-bias --config " + kConfig + kSlice +

@@ -4,16 +4,15 @@
 
 #include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace bnn::io {
 namespace {
 
 // One directory per test: ctest runs tests as parallel processes.
 std::filesystem::path test_dir() {
-  const auto dir = std::filesystem::temp_directory_path() / "bnn_npy_test" /
-                   ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  std::filesystem::create_directories(dir);
-  return dir;
+  const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  return testing::unique_temp_dir("bnn_npy_" + test);
 }
 
 TEST(Npy, RoundTripsEveryDtypeAndShape) {

@@ -19,7 +19,6 @@
 #include "tests/support/temp_dir.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
 
@@ -47,7 +46,7 @@ void expect_same_member_files(const std::filesystem::path& a, const std::filesys
 // copies and the shared run directory are the same code paths. Both runs are
 // on the CPU (run_bnn's default), so they must agree bit for bit.
 TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_devices_test");
   const auto one = work / "one", two = work / "two";
   auto r = run_tiny(work, "one", "");
@@ -64,7 +63,7 @@ TEST(Devices, TwoWorkersWriteWhatOneWorkerWrites) {
 // against the same members one after the other. On the CPU the members share
 // nothing that makes a result, so every output agrees bit for bit.
 TEST(Devices, MembersTrainedTogetherWriteWhatTheyWriteOneByOne) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_members_per_device_test");
   const auto one = work / "one", two = work / "two";
   auto r = run_tiny(work, "one", "--set run.members=3 --members-per-device 1");
@@ -82,7 +81,7 @@ TEST(Devices, MembersTrainedTogetherWriteWhatTheyWriteOneByOne) {
 // (cuDNN and atomics do not promise the last bits anyway).
 TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the members-per-device test did not run";
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_members_per_device_test");
   const auto one = work / "one", three = work / "three";
   auto r = run_tiny(work, "one", "--device cuda --set run.members=3 --members-per-device 1");
@@ -108,7 +107,7 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
 // directory train every member exactly once between them, and both end with
 // the whole run's table.
 TEST(Devices, TwoProcessesOnOneRunDirectoryTrainEachMemberOnce) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_two_processes_test");
   const int members = 6;
   const std::string flags = "--set run.members=" + std::to_string(members);
@@ -199,7 +198,7 @@ double accuracy_of(const std::filesystem::path& run, const std::string& method, 
 // Skips, visibly, where no CUDA device is visible.
 TEST(CudaRun, TinyRunOnTheGpuScoresAsOnTheCpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the GPU run test did not run";
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_run_test");
   const auto cpu = work / "cpu", gpu = work / "gpu";
   auto r = run_tiny(work, "cpu", "--device cpu");
@@ -227,7 +226,7 @@ TEST(CudaRun, DevicesAllSpreadsMembersOverTheGpus) {
   if (torch::cuda::device_count() < 2) {
     GTEST_SKIP() << torch::cuda::device_count() << " CUDA device(s) visible: the multi-GPU test needs 2";
   }
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_devices_test");
   const auto r = run_tiny(work, "run", "--devices all");
   ASSERT_EQ(r.code, 0) << r.output;

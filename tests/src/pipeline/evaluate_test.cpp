@@ -15,20 +15,23 @@
 #include "tests/support/data_paths.h"
 #include "tests/support/figure_files.h"
 #include "tests/support/run_bnn.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_evaluate_test";
+// This test program's own folder (removed at its end unless a test failed).
+const std::filesystem::path& work() {
+  static const auto dir = bnn::testing::unique_temp_dir("bnn_evaluate_test");
+  return dir;
+}
 
 using Result = bnn::testing::CommandResult;
 
 Result bnn_cli(const std::string& args) {
-  std::filesystem::create_directories(kWork);
   static int calls = 0;
   const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
+  return bnn::testing::run_bnn(args, work() / (test + "_" + std::to_string(++calls) + ".txt"));
 }
 
 nlohmann::json read_json(const std::filesystem::path& path) {
@@ -44,7 +47,7 @@ nlohmann::json bayes_size1(const std::filesystem::path& dir) {
 // the CPU like every run_bnn command that names no device.
 const std::filesystem::path& tiny_run() {
   static const std::filesystem::path dir = [] {
-    const auto d = kWork / ("tiny_" + std::to_string(::getpid()));
+    const auto d = work() / ("tiny_" + std::to_string(::getpid()));
     std::filesystem::remove_all(d);
     const Result r = bnn_cli("run --config " + kTinyConfig + " --out " + d.string() + " --threads 1");
     EXPECT_EQ(r.code, 0) << r.output;
@@ -64,9 +67,9 @@ TEST(SelectSampleSteps, BurnInThenEveryKth) {
 }
 
 TEST(Evaluate, WritesReportUncertaintyAndFigures) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto out = kWork / "report_out";
+  const auto out = work() / "report_out";
   std::filesystem::remove_all(out);
   const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.output;
@@ -114,10 +117,10 @@ TEST(Evaluate, WritesReportUncertaintyAndFigures) {
 }
 
 TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
   // --thin 1 keeps every stored sample: the run's own ensemble up to float16.
-  const auto all = kWork / "thin1";
+  const auto all = work() / "thin1";
   std::filesystem::remove_all(all);
   ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + all.string() + " --thin 1 --no-figures").code, 0);
   EXPECT_NEAR(bayes_size1(all)["nll"]["mean"].get<double>(), bayes_size1(run)["nll"]["mean"].get<double>(), 2e-3);
@@ -125,12 +128,12 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
 
   // --burn-in 2 on a run with burn-in 1 equals a run made with burn-in 2 (the
   // trajectory does not depend on burn-in), up to float16 rounding.
-  const auto late = kWork / "burn2";
+  const auto late = work() / "burn2";
   std::filesystem::remove_all(late);
   ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + late.string() + " --burn-in 2 --members 0 --no-figures")
                 .code,
             0);
-  const auto direct = kWork / ("burn2_run_" + std::to_string(::getpid()));
+  const auto direct = work() / ("burn2_run_" + std::to_string(::getpid()));
   std::filesystem::remove_all(direct);
   ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + direct.string() +
                     " --members 0 --threads 1 --set sampler.burn_in=2")
@@ -149,9 +152,9 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
 }
 
 TEST(Evaluate, SamplingDiagnosticsPerMember) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   // Six sampling epochs after one of burn-in: five loss draws per member.
-  const auto run = kWork / ("longer_" + std::to_string(::getpid()));
+  const auto run = work() / ("longer_" + std::to_string(::getpid()));
   std::filesystem::remove_all(run);
   ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + run.string() +
                     " --members 0 --threads 1 --set sampler.epochs=6")
@@ -166,8 +169,8 @@ TEST(Evaluate, SamplingDiagnosticsPerMember) {
 }
 
 TEST(Evaluate, BadSelectionsAreClearErrors) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
-  const std::string run = tiny_run().string(), out = " --out " + (kWork / "bad").string() + " --no-figures";
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const std::string run = tiny_run().string(), out = " --out " + (work() / "bad").string() + " --no-figures";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--burn-in 0", "--burn-in 0 must be at least the run's sampler.burn_in 1"},
       {"--burn-in 3", "less than sampler.epochs 3"},
@@ -185,9 +188,9 @@ TEST(Evaluate, BadSelectionsAreClearErrors) {
 // One-hot labels as the reference posterior: top-1 agreement is then the
 // accuracy and total variation 1 - p(label), for every method and size.
 TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto dir = kWork / ("reference_" + std::to_string(::getpid()));
+  const auto dir = work() / ("reference_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const torch::Tensor labels = bnn::data_loaders::read_npy(run / "labels.npy");
@@ -242,9 +245,9 @@ TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
 }
 
 TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto out = kWork / "no_gnuplot";
+  const auto out = work() / "no_gnuplot";
   std::filesystem::remove_all(out);
   ::setenv("BNN_GNUPLOT", "/no/such/gnuplot", 1);
   const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string());

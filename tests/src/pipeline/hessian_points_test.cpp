@@ -17,23 +17,26 @@
 #include "tests/support/data_paths.h"
 #include "tests/support/logistic_slice.h"
 #include "tests/support/run_bnn.h"
+#include "tests/support/temp_dir.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
-const std::filesystem::path kWork = std::filesystem::temp_directory_path() / "bnn_hessian_test";
+// This test program's own folder (removed at its end unless a test failed).
+const std::filesystem::path& work() {
+  static const auto dir = bnn::testing::unique_temp_dir("bnn_hessian_test");
+  return dir;
+}
 
 bnn::testing::CommandResult bnn_cli(const std::string& args) {
-  std::filesystem::create_directories(kWork);
   static int calls = 0;
   const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"));
+  return bnn::testing::run_bnn(args, work() / (test + "_" + std::to_string(++calls) + ".txt"));
 }
 
 TEST(HessianCli, FourPointsOfATinyRun) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
-  const auto run = kWork / ("tiny_" + std::to_string(::getpid()));
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto run = work() / ("tiny_" + std::to_string(::getpid()));
   std::filesystem::remove_all(run);
   const auto r = bnn_cli("run --config " + kTinyConfig + " --out " + run.string() + " --members 0 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -73,8 +76,8 @@ TEST(HessianCli, FourPointsOfATinyRun) {
 // adam_ and swa_weights.npy: its points are init, map and map_perturbed, and
 // a missing file names the phase that writes it.
 TEST(HessianCli, PointsOfAnLbfgsRun) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
-  const auto run = kWork / ("lbfgs_" + std::to_string(::getpid()));
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto run = work() / ("lbfgs_" + std::to_string(::getpid()));
   std::filesystem::remove_all(run);
   const auto r = bnn_cli("run --config " + bnn::testing::kLogisticConfig + bnn::testing::kLogisticSlice +
                          " --set sampler.epochs=2 --set sampler.burn_in=1 --out " + run.string());

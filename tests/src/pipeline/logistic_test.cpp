@@ -24,7 +24,6 @@
 
 namespace bnn {
 namespace {
-using bnn::testing::kFashionMnistDir;
 
 TEST(Logistic, IsTheSoftmaxRegressionWith7850Parameters) {
   const auto model = models::make_model(models::default_spec("logistic"), 0);
@@ -103,7 +102,7 @@ const std::string kSlice = testing::kLogisticSlice;
 testing::CommandResult bnn_cli(const std::string& args) { return testing::run_logged(kWork, args); }
 
 TEST(LogisticEndToEnd, MapThenSamplingScoresMapAndBayes) {
-  if (!std::filesystem::exists(kFashionMnistDir)) GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto out = kWork / "run";
   std::filesystem::remove_all(out);
   const auto r = bnn_cli("run --config " + kConfig + kSlice + " --set sampler.epochs=4 --set sampler.burn_in=1 --out " +

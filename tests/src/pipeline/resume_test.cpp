@@ -10,16 +10,13 @@
 #include "tests/support/temp_dir.h"
 
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
 
 class Resume : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kFashionMnistDir)) {
-      GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
-    }
+    BNN_SKIP_WITHOUT_FASHION_MNIST();
     work_ = bnn::testing::unique_temp_dir("bnn_resume_test");
   }
   void TearDown() override {

@@ -21,16 +21,13 @@
 
 namespace bnn::pipeline {
 namespace {
-using bnn::testing::kFashionMnistDir;
 using bnn::testing::kTinyConfig;
 
 
 class TimeLimit : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!std::filesystem::exists(kFashionMnistDir)) {
-      GTEST_SKIP() << "Fashion-MNIST not installed at " << kFashionMnistDir;
-    }
+    BNN_SKIP_WITHOUT_FASHION_MNIST();
     work_ = bnn::testing::unique_temp_dir("bnn_time_limit_test");
     at::set_num_threads(1);
   }
