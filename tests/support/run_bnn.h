@@ -34,15 +34,22 @@ inline std::string on_cpu_unless_named(const std::string& args) {
   return args + " --device cpu";
 }
 
-// `log` must be unique per call: ctest runs tests as parallel processes.
-// `env` ("NAME=value ...") is prepended to the command. A bnn killed by a
-// signal shows as code 128 + signal (the shell's convention).
-inline CommandResult run_bnn(const std::string& args, const std::filesystem::path& log,
-                             const std::string& env = "") {
-  const std::string cmd = (env.empty() ? "" : "env " + env + " ") + std::string(BNN_BINARY) + " " +
-                          on_cpu_unless_named(args) + " > " + log.string() + " 2>&1";
+// Runs the shell command `command` with its stdout and stderr sent to `log`;
+// its exit code and what it printed. A program killed by a signal shows as
+// code 128 + signal (the shell's convention).
+inline CommandResult run_logged(const std::string& command, const std::filesystem::path& log) {
+  const std::string cmd = command + " > " + log.string() + " 2>&1";
   const int status = std::system(cmd.c_str());
   return {WEXITSTATUS(status), io::read_file(log)};
+}
+
+// `log` must be unique per call: ctest runs tests as parallel processes.
+// `env` ("NAME=value ...") is prepended to the command.
+inline CommandResult run_bnn(const std::string& args, const std::filesystem::path& log,
+                             const std::string& env = "") {
+  return run_logged((env.empty() ? "" : "env " + env + " ") + std::string(BNN_BINARY) + " " +
+                        on_cpu_unless_named(args),
+                    log);
 }
 
 // The row of `method` at ensemble size `size` in `dir`/metrics.json (a run

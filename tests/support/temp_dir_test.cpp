@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "src/io/atomic_file.h"
+#include "tests/support/run_bnn.h"
 
 namespace bnn::testing {
 namespace {
@@ -35,10 +36,10 @@ fs::path probe_directory(const std::string& env, int expected_code) {
   const auto work = unique_temp_dir("bnn_temp_dir_test");
   const auto probe = work / "probe.txt";
   const std::string self = "/proc/" + std::to_string(::getpid()) + "/exe";
-  const std::string cmd = "env " + env + " BNN_TEMP_DIR_PROBE=" + probe.string() + " " + self +
-                          " --gtest_filter=TempDirs.ProbeMakesADirectory > " + (work / "log.txt").string() + " 2>&1";
-  const int status = std::system(cmd.c_str());
-  EXPECT_EQ(WEXITSTATUS(status), expected_code) << io::read_file(work / "log.txt");
+  const auto result = run_logged("env " + env + " BNN_TEMP_DIR_PROBE=" + probe.string() + " " + self +
+                                      " --gtest_filter=TempDirs.ProbeMakesADirectory",
+                                  work / "log.txt");
+  EXPECT_EQ(result.code, expected_code) << result.output;
   const fs::path dir = io::read_file(probe);
   EXPECT_FALSE(dir.empty());
   return dir;

@@ -1,7 +1,6 @@
 // `bnn evaluate` as a user runs it on a tiny run: report, uncertainty.json and
 // figures; --burn-in / --thin recompute the Bayesian ensemble from the stored
 // samples; --members selects members; a missing gnuplot loses no metrics.
-#include <unistd.h>
 
 #include <cstdlib>
 
@@ -47,7 +46,7 @@ nlohmann::json bayes_size1(const std::filesystem::path& dir) {
 // the CPU like every run_bnn command that names no device.
 const std::filesystem::path& tiny_run() {
   static const std::filesystem::path dir = [] {
-    const auto d = work() / ("tiny_" + std::to_string(::getpid()));
+    const auto d = work() / "tiny";
     std::filesystem::remove_all(d);
     const Result r = bnn_cli("run --config " + kTinyConfig + " --out " + d.string() + " --threads 1");
     EXPECT_EQ(r.code, 0) << r.output;
@@ -133,7 +132,7 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + late.string() + " --burn-in 2 --members 0 --no-figures")
                 .code,
             0);
-  const auto direct = work() / ("burn2_run_" + std::to_string(::getpid()));
+  const auto direct = work() / "burn2_run";
   std::filesystem::remove_all(direct);
   ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + direct.string() +
                     " --members 0 --threads 1 --set sampler.burn_in=2")
@@ -154,7 +153,7 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
 TEST(Evaluate, SamplingDiagnosticsPerMember) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   // Six sampling epochs after one of burn-in: five loss draws per member.
-  const auto run = work() / ("longer_" + std::to_string(::getpid()));
+  const auto run = work() / "longer";
   std::filesystem::remove_all(run);
   ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + run.string() +
                     " --members 0 --threads 1 --set sampler.epochs=6")
@@ -190,7 +189,7 @@ TEST(Evaluate, BadSelectionsAreClearErrors) {
 TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto dir = work() / ("reference_" + std::to_string(::getpid()));
+  const auto dir = work() / "reference";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const torch::Tensor labels = bnn::data_loaders::read_npy(run / "labels.npy");

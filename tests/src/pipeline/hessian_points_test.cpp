@@ -1,7 +1,6 @@
 // `bnn hessian --checkpoint` on a tiny run: the saved weights are the member's
 // (they reproduce its SWA predictions), and the four points of appendix D.2
 // get finite spectral norms in hessian.json.
-#include <unistd.h>
 
 #include <cmath>
 
@@ -36,7 +35,7 @@ bnn::testing::CommandResult bnn_cli(const std::string& args) {
 
 TEST(HessianCli, FourPointsOfATinyRun) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto run = work() / ("tiny_" + std::to_string(::getpid()));
+  const auto run = work() / "tiny";
   std::filesystem::remove_all(run);
   const auto r = bnn_cli("run --config " + kTinyConfig + " --out " + run.string() + " --members 0 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -77,7 +76,7 @@ TEST(HessianCli, FourPointsOfATinyRun) {
 // a missing file names the phase that writes it.
 TEST(HessianCli, PointsOfAnLbfgsRun) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto run = work() / ("lbfgs_" + std::to_string(::getpid()));
+  const auto run = work() / "lbfgs";
   std::filesystem::remove_all(run);
   const auto r = bnn_cli("run --config " + bnn::testing::kLogisticConfig + bnn::testing::kLogisticSlice +
                          " --set sampler.epochs=2 --set sampler.burn_in=1 --out " + run.string());
