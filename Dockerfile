@@ -10,9 +10,9 @@
 # the LibTorch inside a pip PyTorch wheel (torch >= 2.7 wheels use the C++11
 # ABI, like the distribution's fmt, spdlog and yaml-cpp) on an Ubuntu 24.04
 # CUDA image, then copies the binary and the libraries it needs into a slim
-# CUDA base image. (No Docker engine is available where bnn is developed: the
-# CPU target's steps are CI's, the Dockerfile is linted in CI, and the CUDA
-# target has not been built there.)
+# CUDA base image. scripts/docker-check.sh builds and runs the CPU target (it
+# has passed); the CUDA target needs Docker Hub, PyPI and Ubuntu's archive,
+# which the machine bnn is developed on cannot reach, so it has not been built.
 
 ARG CUDA_VERSION=12.6.3
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cu126
