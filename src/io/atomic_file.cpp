@@ -3,9 +3,13 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <random>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -13,9 +17,24 @@
 
 namespace bnn::io {
 
+std::filesystem::path temporary_path(const std::filesystem::path& path) {
+  static const uint64_t nonce = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+  static std::atomic<uint64_t> writes{0};
+  return path.string() + fmt::format(".tmp.{}.{:016x}.{}", ::getpid(), nonce, writes++);
+}
+
+bool is_temporary_name(const std::string& filename) {
+  static const std::regex temporary(R"(.+\.tmp\.\d+(\.[0-9a-f]{16}\.\d+)?)");
+  return std::regex_match(filename, temporary);
+}
+
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
-  const std::filesystem::path tmp = path.string() + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  std::filesystem::path tmp;
+  int fd = -1;
+  do {  // O_EXCL: a name another process happens to hold is passed over
+    tmp = temporary_path(path);
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EEXIST);
   if (fd < 0) {
     throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
   }

@@ -1,9 +1,15 @@
 // Atomic file output: every file bnn writes goes through here, so a crash or a
 // full disk never leaves a half-written result in place of a good one.
-// Note [Atomic writes]: the bytes go to "<path>.tmp.<pid>" in the same
-// directory, are flushed and fsync'ed, and the temp file is renamed over
-// `path`. rename(2) within one filesystem is atomic; on any failure the temp
-// file is removed and the previous `path` is left untouched.
+// Note [Atomic writes]: the bytes go to a temporary file in the same
+// directory, "<path>.tmp.<pid>.<16 hex digits>.<n>", made with O_EXCL, are
+// flushed and fsync'ed, and the temporary file is renamed over `path`.
+// rename(2) within one filesystem is atomic; on any failure the temporary file
+// is removed and the previous `path` is left untouched. The pid alone would not
+// do: processes in separate containers share a run folder and often a pid (each
+// its container's pid 1), and threads share theirs; two writers of one path
+// would then write one temporary file, and one of them would lose its rename or
+// publish the other's half-written bytes. The hex digits are drawn once per
+// process; n counts the process's writes.
 #pragma once
 
 #include <filesystem>
@@ -15,6 +21,13 @@ namespace bnn::io {
 // Writes `contents` to `path` atomically. Throws std::runtime_error naming the
 // path and the OS error on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
+
+// A fresh temporary name for an atomic write of `path`, in its directory.
+std::filesystem::path temporary_path(const std::filesystem::path& path);
+
+// Whether a file name is that of an atomic write in flight (or cut off):
+// "<name>.tmp.<pid>.<16 hex>.<n>", or "<name>.tmp.<pid>" as bnn wrote before.
+bool is_temporary_name(const std::string& filename);
 
 // Reads a whole file. Throws std::runtime_error naming the path if it cannot.
 std::string read_file(const std::filesystem::path& path);

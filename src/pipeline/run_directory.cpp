@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -149,15 +148,14 @@ void write_manifest(const std::filesystem::path& dir, const nlohmann::json& mani
 }
 
 // Empty, or holding only the temporary files of an atomic write in flight
-// (src/io/atomic_file.h: <file>.tmp.<pid>): a second `bnn run` started with
-// the first sees the first's bnn.json.tmp.<pid> before its rename, and must
-// not take the folder for a user's (Note [Member locks]).
+// (Note [Atomic writes]): a second `bnn run` started with the first sees the
+// first's bnn.json.tmp.* before its rename, and must not take the folder for a
+// user's (Note [Member locks]).
 bool empty_folder(const std::filesystem::path& dir) {
   if (!std::filesystem::exists(dir)) return true;
   if (!std::filesystem::is_directory(dir)) return false;
-  static const std::regex in_flight(R"(.+\.tmp\.\d+)");
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!std::regex_match(entry.path().filename().string(), in_flight)) return false;
+    if (!io::is_temporary_name(entry.path().filename().string())) return false;
   }
   return true;
 }

@@ -74,15 +74,5 @@ TEST(Npy, TruncatedFileIsANamedError) {
   }
 }
 
-TEST(AtomicFile, FailureLeavesThePreviousFileAndNoTemp) {
-  const auto dir = test_dir();
-  write_file_atomically(dir / "keep.txt", "good");
-  EXPECT_THROW(write_file_atomically(dir / "missing_dir" / "x.txt", "data"), std::runtime_error);
-  EXPECT_EQ(read_file(dir / "keep.txt"), "good");
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
-  }
-}
-
 }  // namespace
 }  // namespace bnn::io

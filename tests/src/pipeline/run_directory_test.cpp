@@ -94,11 +94,13 @@ TEST(RunOwnership, ForeignFoldersAreRefusedAndOldRunsAdopted) {
 }
 
 // A second `bnn run` started together with the first may see only the first's
-// bnn.json.tmp.<pid>, before its rename: that folder is still empty, while a
-// user's file that merely looks similar is not.
+// temporary bnn.json.tmp.*, before its rename: that folder is still empty (also
+// with the name bnn wrote before, bnn.json.tmp.<pid>), while a user's file that
+// merely looks similar is not.
 TEST(RunOwnership, AnAtomicWriteInFlightDoesNotMakeAFolderForeign) {
   const auto dir = testing::unique_temp_dir("bnn_own");
-  std::ofstream(dir / "bnn.json.tmp.4242") << "{";
+  std::ofstream(io::temporary_path(dir / "bnn.json")) << "{";
+  std::ofstream(dir / "config.yaml.tmp.4242") << "run:";
   claim_run_directory(dir, tiny(), false);
   EXPECT_EQ(manifest(dir)["bnn"], "run");
   const auto user = testing::unique_temp_dir("bnn_own");

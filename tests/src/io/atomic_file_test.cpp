@@ -1,0 +1,90 @@
+// Atomic writes: a failure leaves the previous file, and writers of one path
+// at the same time each leave a whole file, even when they share a pid (as
+// bnn processes do in separate containers, each its container's pid 1).
+#include "src/io/atomic_file.h"
+
+#include <atomic>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/temp_dir.h"
+
+namespace bnn::io {
+namespace {
+
+bool no_temp_files(const std::filesystem::path& dir) {
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().string().find(".tmp.") != std::string::npos) return false;
+  }
+  return true;
+}
+
+TEST(AtomicFile, FailureLeavesThePreviousFileAndNoTemp) {
+  const auto dir = testing::unique_temp_dir("bnn_atomic_failure");
+  write_file_atomically(dir / "keep.txt", "good");
+  EXPECT_THROW(write_file_atomically(dir / "missing_dir" / "x.txt", "data"), std::runtime_error);
+  EXPECT_EQ(read_file(dir / "keep.txt"), "good");
+  EXPECT_TRUE(no_temp_files(dir));
+}
+
+// Threads of one process have one pid: a temporary name made from the pid
+// alone is shared, so one writer truncates another's file or renames it away.
+TEST(AtomicFile, WritersOfOnePathAtOnceEachLeaveAWholeFile) {
+  const auto dir = testing::unique_temp_dir("bnn_atomic_race");
+  const auto path = dir / "bnn.json";
+  constexpr int kWriters = 4, kWrites = 150;
+  constexpr size_t kSize = 1 << 16;
+  std::atomic<int> failures{0}, torn{0}, reads{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      const std::string contents(kSize, static_cast<char>('a' + w));
+      for (int i = 0; i < kWrites; ++i) {
+        try {
+          write_file_atomically(path, contents);
+        } catch (const std::runtime_error&) {
+          ++failures;
+        }
+      }
+    });
+  }
+  std::thread reader([&] {
+    while (!done) {
+      if (!std::filesystem::exists(path)) continue;
+      const std::string seen = read_file(path);
+      ++reads;
+      if (seen.size() != kSize || seen.find_first_not_of(seen[0]) != std::string::npos) ++torn;
+    }
+  });
+  for (auto& t : threads) t.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(failures, 0) << "writes that threw, of " << kWriters * kWrites;
+  EXPECT_EQ(torn, 0) << "reads that saw a partial or mixed file, of " << reads;
+  const std::string last = read_file(path);
+  EXPECT_EQ(last.size(), kSize);
+  EXPECT_TRUE(no_temp_files(dir));
+}
+
+TEST(AtomicFile, TemporaryNamesAreKnownAndNeverRepeat) {
+  const auto path = std::filesystem::path("/runs/r") / "bnn.json";
+  const auto first = temporary_path(path), second = temporary_path(path);
+  EXPECT_NE(first, second);
+  EXPECT_EQ(first.parent_path(), path.parent_path());
+  for (const auto& p : {first, second}) {
+    EXPECT_TRUE(is_temporary_name(p.filename().string())) << p;
+    EXPECT_EQ(p.filename().string().rfind("bnn.json.tmp.", 0), 0u) << p;
+  }
+  EXPECT_TRUE(is_temporary_name("bnn.json.tmp.4242"));  // bnn before 0.1.1: <path>.tmp.<pid>
+  for (const char* name : {"bnn.json", "notes.tmp.txt", "a.tmp.", "a.tmp.12.zz.3", ".tmp.12"}) {
+    EXPECT_FALSE(is_temporary_name(name)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace bnn::io
