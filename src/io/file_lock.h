@@ -27,6 +27,10 @@ class FileLock {
   // be opened or the lock fails for another reason.
   static std::optional<FileLock> try_acquire(const std::filesystem::path& path);
 
+  // The lock on `path` (created if missing), waiting for as long as another
+  // open file holds it. Throws as try_acquire does.
+  static FileLock acquire(const std::filesystem::path& path);
+
   FileLock(FileLock&& other) noexcept;
   FileLock& operator=(FileLock&& other) noexcept;
   FileLock(const FileLock&) = delete;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -21,6 +22,7 @@
 #include "src/evaluation/report.h"
 #include "src/evaluation/uncertainty.h"
 #include "src/io/atomic_file.h"
+#include "src/io/file_lock.h"
 #include "src/io/npy.h"
 #include "src/pipeline/divergence.h"
 #include "src/pipeline/ood.h"
@@ -304,19 +306,13 @@ std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int
   return out;
 }
 
-std::string metrics_text(const std::filesystem::path& out_dir) { return io::read_file(out_dir / "metrics.txt"); }
+namespace {
 
-std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
-                                                   const std::filesystem::path& out_dir,
-                                                   const EvaluateOptions& options) {
-  TORCH_CHECK(!run_dirs.empty(), "evaluate needs at least one run directory");
+// Members from every directory, ordered by member index so that merging
+// partial runs gives exactly the table of the full run.
+std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::filesystem::path>& run_dirs,
+                                                         const config::Config& config, const torch::Tensor& labels) {
   const auto& first = run_dirs.front();
-  require_file(first / kConfigFile, kConfigFile);
-  require_file(first / kLabelsFile, kLabelsFile);
-  const config::Config config = config::load_config(first / kConfigFile, {});
-  const torch::Tensor labels = data_loaders::read_npy(first / kLabelsFile);
-  // Members from every directory, ordered by member index so that merging
-  // partial runs gives exactly the table of the full run.
   std::map<std::string, std::filesystem::path> found;
   for (const auto& dir : run_dirs) {
     require_file(dir / kConfigFile, kConfigFile);
@@ -337,6 +333,40 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
       }
     }
   }
+  return found;
+}
+
+// Note [Evaluation lock]: the processes of one run (a Slurm array, an Indexed
+// Job, `bnn run`s started together) each evaluate the run when their members
+// finish, and a user may run `bnn evaluate` meanwhile. Each writes its
+// outputs while holding an exclusive flock on <out>/evaluate.lock (waiting for
+// it), so the files of one folder always come from one evaluation; and under
+// the lock it evaluates again if more members finished since it looked. The
+// last writer has then seen every member finished before it took the lock: a
+// slower evaluation of fewer members never overwrites a later one of more.
+// (The limits of flock on shared filesystems are those of Note [Member locks].)
+io::FileLock lock_evaluation(const std::filesystem::path& out_dir) {
+  const auto path = out_dir / kEvaluateLockFile;
+  if (auto lock = io::FileLock::try_acquire(path)) return std::move(*lock);
+  spdlog::info("waiting for another bnn that is writing its evaluation into {} ({} is locked)", out_dir.string(),
+               path.string());
+  return io::FileLock::acquire(path);
+}
+
+}  // namespace
+
+std::string metrics_text(const std::filesystem::path& out_dir) { return io::read_file(out_dir / "metrics.txt"); }
+
+std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesystem::path>& run_dirs,
+                                                   const std::filesystem::path& out_dir,
+                                                   const EvaluateOptions& options) {
+  TORCH_CHECK(!run_dirs.empty(), "evaluate needs at least one run directory");
+  const auto& first = run_dirs.front();
+  require_file(first / kConfigFile, kConfigFile);
+  require_file(first / kLabelsFile, kLabelsFile);
+  const config::Config config = config::load_config(first / kConfigFile, {});
+  const torch::Tensor labels = data_loaders::read_npy(first / kLabelsFile);
+  const std::map<std::string, std::filesystem::path> found = finished_in(run_dirs, config, labels);
   TORCH_CHECK(!found.empty(), "no finished members in ", first.string(), ": nothing to evaluate");
 
   Selection selection;
@@ -445,6 +475,12 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   }
 
   claim_evaluation_directory(out_dir, run_dirs, config);  // Note [Run ownership]
+  std::optional<io::FileLock> lock = lock_evaluation(out_dir);
+  if (finished_in(run_dirs, config, labels) != found) {  // Note [Evaluation lock]
+    lock.reset();
+    spdlog::info("more members of {} finished during this evaluation; evaluating again", first.string());
+    return evaluate_runs(run_dirs, out_dir, options);
+  }
   nlohmann::json metrics = evaluation::to_json(rows);
   if (!ood_rows.empty()) metrics["ood"] = evaluation::to_json(ood_rows);
   io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");

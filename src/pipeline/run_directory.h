@@ -60,6 +60,7 @@ inline constexpr const char* kTraceFile = "trace.csv";
 inline constexpr const char* kStatusFile = "status.json";
 inline constexpr const char* kCheckpointFile = "checkpoint.pt";
 inline constexpr const char* kLockFile = "lock";
+inline constexpr const char* kEvaluateLockFile = "evaluate.lock";  // Note [Evaluation lock]
 inline constexpr const char* kBayesProbsFile = "bayes_probs.npy";
 inline constexpr const char* kSamplesDir = "samples";
 

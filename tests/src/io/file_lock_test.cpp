@@ -6,6 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "tests/support/temp_dir.h"
@@ -61,6 +65,28 @@ TEST(FileLock, UnopenableFileIsNamed) {
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("cannot open lock file /no/such/dir/lock"), std::string::npos) << e.what();
   }
+}
+
+
+TEST(FileLock, AcquireWaitsUntilTheHolderReleases) {
+  const auto dir = testing::unique_temp_dir("bnn_file_lock_wait_test");
+  const auto path = dir / "lock";
+  auto held = FileLock::try_acquire(path);
+  ASSERT_TRUE(held.has_value());
+  std::atomic<bool> released{false}, acquired_before_release{false}, acquired{false};
+  std::thread waiter([&] {
+    const FileLock lock = FileLock::acquire(path);
+    acquired_before_release = !released;
+    acquired = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_FALSE(acquired);
+  released = true;
+  held.reset();
+  waiter.join();
+  EXPECT_TRUE(acquired);
+  EXPECT_FALSE(acquired_before_release);
+  EXPECT_TRUE(FileLock::try_acquire(path).has_value());  // the waiter released it in turn
 }
 
 }  // namespace

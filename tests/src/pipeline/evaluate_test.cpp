@@ -2,13 +2,17 @@
 // figures; --burn-in / --thin recompute the Bayesian ensemble from the stored
 // samples; --members selects members; a missing gnuplot loses no metrics.
 
+#include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
+#include "src/io/file_lock.h"
 #include "src/io/npy.h"
 #include "src/pipeline/evaluate.h"
 #include "tests/support/data_paths.h"
@@ -256,6 +260,40 @@ TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
   EXPECT_TRUE(std::filesystem::exists(out / "metrics.json"));
   EXPECT_TRUE(std::filesystem::exists(out / "uncertainty.json"));
   EXPECT_NE(bnn::io::read_file(out / "report.md").find("Not drawn: gnuplot not found"), std::string::npos);
+}
+
+
+// Note [Evaluation lock]: an evaluation waits while another holds the lock on
+// its output folder, writes nothing meanwhile, and evaluates again if a member
+// finished while it waited, so the last writer covers every finished member.
+TEST(Evaluate, WaitsForTheLockAndCountsMembersThatFinishedMeanwhile) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  namespace fs = std::filesystem;
+  const auto run = work() / "locked", aside = work() / "member_001_aside";
+  fs::remove_all(run);
+  fs::copy(tiny_run(), run, fs::copy_options::recursive);
+  fs::rename(run / "member_001", aside);  // finished later
+  fs::remove(run / "metrics.json");
+  auto held = bnn::io::FileLock::try_acquire(run / "evaluate.lock");
+  ASSERT_TRUE(held.has_value());
+  const auto log = work() / "locked_evaluate.txt";
+  Result result{-1, ""};
+  std::thread evaluate([&] { result = bnn::testing::run_bnn("evaluate " + run.string() + " --no-figures", log); });
+  const auto waiting = [&] {
+    return fs::exists(log) && bnn::io::read_file(log).find("waiting for another bnn") != std::string::npos;
+  };
+  for (int i = 0; i < 600 && !waiting(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const bool waited = waiting();
+  EXPECT_FALSE(fs::exists(run / "metrics.json")) << "written while another held the lock";
+  fs::rename(aside, run / "member_001");
+  held.reset();
+  evaluate.join();
+  ASSERT_TRUE(waited) << result.output;
+  ASSERT_EQ(result.code, 0) << result.output;
+  EXPECT_NE(result.output.find("more members of " + run.string() + " finished during this evaluation"),
+            std::string::npos)
+      << result.output;
+  EXPECT_EQ(bnn::testing::ensemble_row(run, "bayes", 2), bnn::testing::ensemble_row(tiny_run(), "bayes", 2));
 }
 
 }  // namespace
