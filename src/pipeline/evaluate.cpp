@@ -308,12 +308,11 @@ std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int
 
 namespace {
 
-// Members from every directory, ordered by member index so that merging
-// partial runs gives exactly the table of the full run.
-std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::filesystem::path>& run_dirs,
-                                                         const config::Config& config, const torch::Tensor& labels) {
+// Checks that every directory holds the experiment of `config` on the test
+// set `labels`: only such runs can be merged.
+void require_one_experiment(const std::vector<std::filesystem::path>& run_dirs, const config::Config& config,
+                            const torch::Tensor& labels) {
   const auto& first = run_dirs.front();
-  std::map<std::string, std::filesystem::path> found;
   for (const auto& dir : run_dirs) {
     require_file(dir / kConfigFile, kConfigFile);
     require_file(dir / kLabelsFile, kLabelsFile);
@@ -325,6 +324,14 @@ std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::
     if (!data_loaders::read_npy(dir / kLabelsFile).equal(labels)) {
       throw ConfigError(fmt::format("{} and {} were evaluated on different test sets", first.string(), dir.string()));
     }
+  }
+}
+
+// The finished members of every directory, ordered by member index so that
+// merging partial runs gives exactly the table of the full run.
+std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::filesystem::path>& run_dirs) {
+  std::map<std::string, std::filesystem::path> found;
+  for (const auto& dir : run_dirs) {
     for (const auto& d : finished_members(dir)) {
       const auto [it, inserted] = found.emplace(d.filename().string(), d);
       if (!inserted) {
@@ -366,7 +373,8 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   require_file(first / kLabelsFile, kLabelsFile);
   const config::Config config = config::load_config(first / kConfigFile, {});
   const torch::Tensor labels = data_loaders::read_npy(first / kLabelsFile);
-  const std::map<std::string, std::filesystem::path> found = finished_in(run_dirs, config, labels);
+  require_one_experiment(run_dirs, config, labels);
+  const std::map<std::string, std::filesystem::path> found = finished_in(run_dirs);
   TORCH_CHECK(!found.empty(), "no finished members in ", first.string(), ": nothing to evaluate");
 
   Selection selection;
@@ -476,7 +484,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
 
   claim_evaluation_directory(out_dir, run_dirs, config);  // Note [Run ownership]
   std::optional<io::FileLock> lock = lock_evaluation(out_dir);
-  if (finished_in(run_dirs, config, labels) != found) {  // Note [Evaluation lock]
+  if (finished_in(run_dirs) != found) {  // Note [Evaluation lock]
     lock.reset();
     spdlog::info("more members of {} finished during this evaluation; evaluating again", first.string());
     return evaluate_runs(run_dirs, out_dir, options);
