@@ -16,10 +16,9 @@ import subprocess
 import tempfile
 import unittest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from script_test_support import BNN, ROOT, skip_without_fashion_mnist, write_executable
+
 SCRIPT = os.path.join(ROOT, "scripts", "docker-check.sh")
-BNN = os.environ.get("BNN_BINARY", os.path.join(ROOT, "build", "src", "bnn"))
-FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 
 # docker, as far as the script uses it. `run ... -v HOST:/runs ... bnn:cpu ARGS`
 # runs the host's bnn on ARGS, with /runs and /opt/bnn read as HOST and the
@@ -60,10 +59,8 @@ class DockerCheckScript(unittest.TestCase):
         self.bin = os.path.join(self.dir, "bin")
         os.mkdir(self.bin)
         self.calls = os.path.join(self.dir, "calls")
-        docker = os.path.join(self.bin, "docker")
-        with open(docker, "w") as f:
-            f.write(FAKE_DOCKER.format(python=shutil.which("python3"), calls=self.calls, root=ROOT, bnn=BNN))
-        os.chmod(docker, 0o755)
+        write_executable(os.path.join(self.bin, "docker"),
+                         FAKE_DOCKER.format(python=shutil.which("python3"), calls=self.calls, root=ROOT, bnn=BNN))
         self.out = os.path.join(self.dir, "out")
 
     def run_script(self, *args, **fake):
@@ -77,8 +74,7 @@ class DockerCheckScript(unittest.TestCase):
             return [line if full else line.split()[0] for line in f]
 
     def need_data(self):
-        if not os.path.isdir(FASHION_MNIST):
-            self.skipTest(f"Fashion-MNIST not installed at {FASHION_MNIST}")
+        skip_without_fashion_mnist(self)
 
     def test_no_engine_is_named_and_nothing_is_built(self):
         r = self.run_script(FAKE_DOCKER_NO_ENGINE="1")

@@ -18,9 +18,9 @@ import subprocess
 import tempfile
 import unittest
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from script_test_support import BNN, ROOT, skip_without_fashion_mnist, write_executable
+
 SCRIPT = os.path.join(ROOT, "bench", "members_per_device.sh")
-BNN = os.environ.get("BNN_BINARY", os.path.join(ROOT, "build", "src", "bnn"))
 
 # Memory used: 500 MiB before the runs; while a run goes, 1000, 1200 and 900.
 FAKE_SMI = """#!/bin/sh
@@ -51,21 +51,12 @@ exec "{bnn}" "$@"
 EPOCHS_AFTER_THE_FIRST = 4  # the script's schedule: 2 Adam + 1 SWA + 2 sampling epochs
 
 
-def write_executable(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-    os.chmod(path, 0o755)
-
-
 def member_traces(run):
     traces = []
     for path in sorted(glob.glob(os.path.join(run, "member_*", "trace.csv"))):
         with open(path) as f:
             traces.append(list(csv.DictReader(f)))
     return traces
-
-
-FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
 
 
 class MembersPerDeviceScript(unittest.TestCase):
@@ -94,8 +85,7 @@ class MembersPerDeviceScript(unittest.TestCase):
         return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
 
     def need_data(self):
-        if not os.path.isdir(FASHION_MNIST):
-            self.skipTest(f"Fashion-MNIST not installed at {FASHION_MNIST}")
+        skip_without_fashion_mnist(self)
 
     def rows(self):
         with open(os.path.join(self.out, "members_per_device.csv")) as f:
