@@ -3,7 +3,8 @@
 
 The script is run by hand where a Docker engine is at hand (an image build
 takes 12 to 17 minutes): this checks on any machine that it refuses without
-an engine or a way to make its base image, names a failed build's log, runs
+an engine or a way to make its base image, names the log of a failed build
+or tiny run and an image whose bnn cannot start, runs
 `bnn version` and the tiny run through the mounted folder, and compares that
 run with the host build's byte for byte.
 
@@ -23,7 +24,7 @@ SCRIPT = os.path.join(ROOT, "scripts", "docker-check.sh")
 # docker, as far as the script uses it. `run ... -v HOST:/runs ... bnn:cpu ARGS`
 # runs the host's bnn on ARGS, with /runs and /opt/bnn read as HOST and the
 # repository, and FAKE_DOCKER_EXTRA's arguments appended (an image that
-# computes differently).
+# computes differently); with FAKE_DOCKER_BROKEN_IMAGE its bnn cannot start.
 FAKE_DOCKER = """#!{python}
 import os, sys
 args = sys.argv[1:]
@@ -43,6 +44,9 @@ if args[0] == "build":
         sys.exit(1)
     sys.exit(0)
 if args[0] == "run":
+    if env("FAKE_DOCKER_BROKEN_IMAGE"):
+        print("bnn: error while loading shared libraries: libtorch_cpu.so: cannot open shared object file")
+        sys.exit(127)
     image = args.index("bnn:cpu")
     host = args[args.index("-v") + 1].rsplit(":/runs", 1)[0]
     rest = [a.replace("/opt/bnn", {root!r}, 1).replace("/runs", host, 1) for a in args[image + 1:]]
@@ -101,6 +105,22 @@ class DockerCheckScript(unittest.TestCase):
         with open(log) as f:
             self.assertIn("Error 2", f.read())
         self.assertNotIn("run", self.docker_calls())
+
+    def test_an_image_whose_bnn_cannot_start_is_named(self):
+        r = self.run_script(FAKE_DOCKER_BROKEN_IMAGE="1")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("docker-check: FAIL: 'bnn version' failed in the image: bnn: error while loading shared "
+                      "libraries: libtorch_cpu.so", r.stderr)
+        self.assertEqual(self.docker_calls().count("run"), 1)
+
+    def test_a_failed_tiny_run_names_its_log(self):
+        self.need_data()
+        r = self.run_script(FAKE_DOCKER_EXTRA="--set run.members=0")
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        log = os.path.join(self.out, "tiny.log")
+        self.assertIn(f"docker-check: FAIL: the tiny run failed in the image (log: {log})", r.stderr)
+        with open(log) as f:
+            self.assertIn("run.members", f.read())
 
     def test_the_image_run_equals_the_host_run(self):
         self.need_data()
