@@ -1,0 +1,192 @@
+// Note [Stacked members]: K members evaluated as one model give each member
+// the logits, gradients and BatchNorm statistics it has alone.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "models/registry.h"
+#include "models/stacked_members.h"
+
+namespace bnn::models {
+namespace {
+
+// ||a - b|| / max(||b||, floor). In double precision the two ways of summing
+// differ by rounding alone, far below the tolerance; a member's slice mixed
+// up with another's, or statistics over the wrong images, are O(1).
+double relative_error(const torch::Tensor& a, const torch::Tensor& b, double floor = 1e-30) {
+  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), floor);
+}
+constexpr double kTolerance = 1e-9;
+
+// Members with different weights (seeds), in double precision.
+std::vector<std::shared_ptr<Classifier>> make_members(const ModelSpec& spec, int64_t count) {
+  std::vector<std::shared_ptr<Classifier>> members;
+  for (int64_t k = 0; k < count; ++k) {
+    members.push_back(make_model(spec, /*seed=*/100 + k));
+    members.back()->to(torch::kDouble);
+  }
+  return members;
+}
+
+// Trains one step's worth of forward and backward both ways on the same
+// images and compares logits, every parameter's gradient and the running
+// statistics member by member; then the logits in eval mode.
+void expect_members_as_alone(const ModelSpec& spec, int64_t count, int64_t batch) {
+  auto members = make_members(spec, count);
+  StackedMembers stacked(members);
+  ASSERT_EQ(stacked.members(), count);
+  ASSERT_EQ(stacked.parameters().size(), members.front()->parameters().size());
+
+  torch::manual_seed(7);
+  std::vector<int64_t> shape = {count, batch};
+  shape.insert(shape.end(), spec.input_shape.begin(), spec.input_shape.end());
+  const auto images = torch::randn(shape, torch::kDouble);
+  const auto labels = torch::randint(spec.num_classes, {count, batch}, torch::kLong);
+
+  const auto logits = stacked.forward(images);
+  ASSERT_EQ(logits.sizes(), (std::vector<int64_t>{count, batch, spec.num_classes}));
+  torch::nn::functional::cross_entropy(logits.reshape({count * batch, spec.num_classes}), labels.reshape(-1),
+                                       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+      .div(batch)
+      .backward();
+
+  for (int64_t k = 0; k < count; ++k) {
+    auto& member = *members[k];
+    member.train();
+    const auto alone = member.forward(images[k]);
+    torch::nn::functional::cross_entropy(alone, labels[k]).backward();
+    EXPECT_LT(relative_error(logits[k], alone), kTolerance) << "member " << k;
+    const auto parameters = member.parameters();
+    // Some gradients are zero but for rounding (the bias of a layer whose
+    // output a BatchNorm centres): compared on the scale of the whole gradient.
+    double gradient_norm = 0;
+    for (const auto& p : parameters) gradient_norm += p.grad().pow(2).sum().item<double>();
+    const double floor = 1e-6 * std::sqrt(gradient_norm);
+    for (size_t i = 0; i < parameters.size(); ++i) {
+      ASSERT_EQ(stacked.member_slice(i, k).sizes(), parameters[i].sizes()) << "parameter " << i;
+      EXPECT_TRUE(torch::equal(stacked.member_slice(i, k), parameters[i])) << "parameter " << i;
+      EXPECT_LT(relative_error(stacked.member_slice(i, k, /*grad=*/true), parameters[i].grad(), floor), kTolerance)
+          << "member " << k << ", gradient of parameter " << i << " " << parameters[i].sizes();
+    }
+    std::vector<torch::Tensor> running;
+    for (const auto& item : member.named_buffers()) {
+      if (item.key().find("num_batches_tracked") == std::string::npos) running.push_back(item.value());
+    }
+    const auto stats = stacked.member_running_stats(k);
+    ASSERT_EQ(stats.size(), running.size());
+    for (size_t i = 0; i < running.size(); ++i) {
+      EXPECT_LT(relative_error(stats[i], running[i]), kTolerance) << "member " << k << ", running statistic " << i;
+    }
+  }
+
+  // Eval mode uses those statistics: new images, the same logits.
+  torch::NoGradGuard no_grad;
+  stacked.train(false);
+  const auto more = torch::randn(shape, torch::kDouble);
+  const auto eval_logits = stacked.forward(more);
+  for (int64_t k = 0; k < count; ++k) {
+    members[k]->eval();
+    EXPECT_LT(relative_error(eval_logits[k], members[k]->forward(more[k])), kTolerance) << "member " << k << " in eval mode";
+  }
+}
+
+TEST(StackedMembers, FmnistCnnMembersGetTheirOwnLogitsGradientsAndStatistics) {
+  expect_members_as_alone(default_spec("fmnist_cnn"), /*count=*/3, /*batch=*/4);
+}
+
+TEST(StackedMembers, MlpWithBatchNormMembersGetTheirOwnLogitsGradientsAndStatistics) {
+  ModelSpec spec = default_spec("mlp");
+  spec.hidden = {32, 16};
+  spec.batch_norm = true;
+  expect_members_as_alone(spec, /*count=*/2, /*batch=*/5);
+}
+
+TEST(StackedMembers, ChestXrayCnnsPaddedPoolsStack) {
+  ModelSpec spec = default_spec("chest_xray_cnn");
+  spec.input_shape = {1, 20, 20};  // small images: the padded pools map 20 -> 11 -> 6 -> 4 -> 3 -> 2
+  expect_members_as_alone(spec, /*count=*/2, /*batch=*/3);
+}
+
+TEST(StackedMembers, OneMemberIsTheModel) {
+  ModelSpec spec = default_spec("mlp");
+  spec.hidden = {8};
+  expect_members_as_alone(spec, /*count=*/1, /*batch=*/3);
+}
+
+TEST(StackedMembers, ChannelsLastGivesTheSameLogits) {
+  const auto spec = default_spec("fmnist_cnn");
+  auto members = make_members(spec, 2);
+  StackedMembers plain(members), channels_last(members);
+  channels_last.to(torch::kCPU, /*channels_last=*/true);
+  EXPECT_TRUE(channels_last.parameters().front().is_contiguous(torch::MemoryFormat::ChannelsLast));
+  const auto images = torch::randn({2, 3, 1, 28, 28}, torch::kDouble);
+  EXPECT_LT(relative_error(channels_last.forward(images), plain.forward(images)), kTolerance);
+}
+
+// The count the GPU benchmark's TFLOP/s rests on: fmnist_cnn's forward pass,
+// layer by layer (output elements x multiply-adds each x 2).
+TEST(StackedMembers, CountsTheForwardFlopsOfFmnistCnn) {
+  const double convolutions = 2.0 * (32 * 784 * 9 * 1 + 64 * 784 * 9 * 32 +    // 28 x 28
+                                     64 * 196 * 9 * 64 + 128 * 196 * 9 * 64 +  // 14 x 14
+                                     128 * 196 * 9 * 128 +                      //
+                                     256 * 49 * 9 * 128 + 256 * 49 * 9 * 256);  // 7 x 7
+  const double head = 2.0 * (2304 * 32 + 32 * 512 + 512 * 10);
+  StackedMembers stacked(make_members(default_spec("fmnist_cnn"), 2));
+  stacked.forward(torch::randn({2, 3, 1, 28, 28}, torch::kDouble));
+  EXPECT_EQ(stacked.forward_flops_per_example(), convolutions + head);
+  EXPECT_EQ(convolutions + head, 217402368.0);  // x 3 for forward and backward: the 0.65 GFLOP per example
+}
+
+// A chain with a layer the stacking does not know.
+class WithDropout : public Classifier {
+ public:
+  WithDropout() {
+    body_ = register_module("body", torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(4, 3),
+                                                          torch::nn::Dropout(0.5), torch::nn::Linear(3, 2)));
+  }
+  torch::Tensor forward(const torch::Tensor& images) override { return body_->forward(images); }
+  std::string pretty_string() const override { return "WithDropout"; }
+
+ private:
+  torch::nn::Sequential body_{nullptr};
+};
+
+template <typename F>
+std::string error_of(F f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(StackedMembers, RefusesWhatItCannotStackNamingTheLayer) {
+  const std::vector<std::shared_ptr<Classifier>> dropout = {std::make_shared<WithDropout>(),
+                                                            std::make_shared<WithDropout>()};
+  EXPECT_EQ(error_of([&] { StackedMembers s(dropout); }),
+            "stacked members: layer 2 (torch::nn::DropoutImpl) is not supported (Conv2d, Linear, BatchNorm1d/2d, "
+            "MaxPool2d, Softplus, ReLU, Flatten are)");
+
+  ModelSpec narrow = default_spec("mlp");
+  narrow.hidden = {8};
+  ModelSpec wide = narrow;
+  wide.hidden = {9};
+  const std::vector<std::shared_ptr<Classifier>> mixed = {make_model(narrow, 1), make_model(wide, 1)};
+  EXPECT_EQ(error_of([&] { StackedMembers s(mixed); }),
+            "stacked members: layer 1 (torch::nn::LinearImpl) differs in member 1: "
+            "torch::nn::Linear(in_features=784, out_features=9, bias=true) against "
+            "torch::nn::Linear(in_features=784, out_features=8, bias=true)");
+
+  EXPECT_EQ(error_of([] { StackedMembers s({}); }), "stacked members: no members");
+
+  StackedMembers two(make_members(narrow, 2));
+  const std::string wrong = error_of([&] { two.forward(torch::randn({3, 4, 1, 28, 28})); });
+  EXPECT_NE(wrong.find("stacked members: images must be 2 x B x (input shape), got [3, 4, 1, 28, 28]"),
+            std::string::npos)
+      << wrong;
+}
+
+}  // namespace
+}  // namespace bnn::models
