@@ -3,15 +3,16 @@
 # CMake and a compiler (docs/performance.md, "GPU"): build with
 # scripts/build-pip-torch.sh with bnn's CUDA kernels (BNN_CUDA_KERNELS=ON),
 # `bnn version`, the whole ctest (the GPU tests must run, not skip), then
-# bnn_bench_sampling on the GPU. Logs go to OUT_DIR (seven files, so that
-# they come back from a machine that returns few).
+# bnn_bench_sampling and bnn_bench_members on the GPU. Logs go to OUT_DIR
+# (eight files, so that they come back from a machine that returns few).
 #
 #   scripts/gpu-check.sh OUT_DIR [DEBS_DIR]
 #   scripts/gpu-check.sh --verdict OUT_DIR     (the last step alone, on the logs)
 #
 # DEBS_DIR: .deb files from scripts/fetch-debs.sh --with-data (omit it where
 # the -dev packages and /usr/share/datasets/fashion-mnist are installed).
-# BNN_CTEST_TIMEOUT and BNN_BENCH_TIMEOUT (seconds) bound the two long steps.
+# BNN_CTEST_TIMEOUT, BNN_BENCH_TIMEOUT and BNN_MEMBERS_TIMEOUT (seconds)
+# bound the long steps.
 #
 # The verdict, the last line and OUT_DIR/summary.txt, is PASS (exit 0) only
 # if the build, ctest and the benchmark exited 0 and every GPU test
@@ -114,4 +115,17 @@ timeout "${BNN_BENCH_TIMEOUT:-120}" "$build/bench/bnn_bench_sampling" --device c
 code=$?
 finished bench bnn_bench_sampling "$start" "$code"
 tail -20 "$out/bench_sampling.txt"
+
+# The designs for several members on one GPU (bench/member_designs.cpp), a
+# measurement rather than a check: its exit code is in summary.txt, outside
+# the verdict. fmnist_cnn once more with channels-last.
+start=$(date +%s)
+{
+  timeout "${BNN_MEMBERS_TIMEOUT:-180}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark &&
+    timeout "${BNN_MEMBERS_TIMEOUT:-180}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark \
+      --channels-last --models fmnist_cnn
+} > "$out/bench_members.txt" 2>&1
+code=$?
+finished members bnn_bench_members "$start" "$code"
+cat "$out/bench_members.txt"
 verdict "$out"
