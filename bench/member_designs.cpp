@@ -20,18 +20,22 @@
 // Fashion-MNIST's training set), the speed-up in member-steps/s over the
 // model's first row (one-by-one with the first member count, by default),
 // TFLOP/s (3x the forward FLOPs StackedMembers counts), and on CUDA
-// the peak memory the caching allocator handed out, per member. A design
-// that fails (out of memory, a capture LibTorch refuses) is a row saying so,
-// and the rest go on.
+// the peak memory the caching allocator handed out, per member (for stacked
+// and graph it includes the K member models' parameters, which those
+// designs copy from). A design that fails (out of memory, a capture LibTorch
+// refuses) is a row saying so, the rest go on, and the exit code is then 1.
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <cxxopts.hpp>
@@ -88,7 +92,7 @@ std::vector<std::string> split(const std::string& list) {
 }
 
 void sync(torch::Device device) {
-  if (device.is_cuda()) torch::cuda::synchronize();
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
 // Best of `repeats` timings of f(), in seconds, each ended by a device synchronisation.
@@ -146,6 +150,79 @@ std::optional<double> peak_memory(torch::Device device) {
   return std::nullopt;
 }
 
+// K worker threads that live as long as the object, each on its own stream
+// (WorkerStream), as bnn run's workers live for a whole run: dispatch(n)
+// has each run n steps of its member and returns when all have queued them.
+class Workers {
+ public:
+  Workers(torch::Device device, int64_t count, std::function<void(int64_t member)> step)
+      : device_(device), step_(std::move(step)) {
+    for (int64_t m = 0; m < count; ++m) threads_.emplace_back([this, m] { work(m); });
+  }
+  ~Workers() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : threads_) t.join();
+  }
+  Workers(const Workers&) = delete;
+  Workers& operator=(const Workers&) = delete;
+
+  void dispatch(int steps) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    steps_ = steps;
+    pending_ = static_cast<int64_t>(threads_.size());
+    ++generation_;
+    wake_.notify_all();
+    done_.wait(lock, [this] { return pending_ == 0; });
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  }
+
+ private:
+  void work(int64_t member) {
+    std::optional<bnn::runtime::WorkerStream> stream;
+    std::exception_ptr failed;
+    try {
+      stream.emplace(device_);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+    int64_t seen = 0;
+    for (;;) {
+      int steps = 0;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        steps = steps_;
+      }
+      std::exception_ptr error = failed;
+      try {
+        for (int s = 0; s < steps && !error; ++s) step_(member);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error && !error_) error_ = error;
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+
+  torch::Device device_;
+  std::function<void(int64_t)> step_;
+  std::vector<std::thread> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  int64_t generation_ = 0;
+  int steps_ = 0;
+  int64_t pending_ = 0;
+  bool stop_ = false;
+  std::exception_ptr error_;
+};
+
 struct Row {
   std::string model, design;
   int64_t members = 0;
@@ -197,6 +274,8 @@ class Bench {
     row.design = design;
     row.members = k_;
     try {
+      // The members' gradients from an earlier design would count in this one's peak.
+      for (const auto& m : models_) forget_gradients(m->parameters());
       reset_peak_memory(device_);
       row.seconds_per_step = time(design) / settings_.steps;
       row.peak_bytes = peak_memory(device_);
@@ -224,26 +303,9 @@ class Bench {
       });
     }
     if (design == "streams") {
-      auto run_workers = [&](int count) {
-        std::vector<std::thread> workers;
-        std::vector<std::exception_ptr> errors(static_cast<size_t>(k_));
-        for (int64_t m = 0; m < k_; ++m) {
-          workers.emplace_back([&, m] {
-            try {
-              bnn::runtime::WorkerStream stream(device_);
-              for (int s = 0; s < count; ++s) member_step(*models_[m], member_images_[m], labels_[m]);
-            } catch (...) {
-              errors[static_cast<size_t>(m)] = std::current_exception();
-            }
-          });
-        }
-        for (auto& w : workers) w.join();
-        for (auto& e : errors) {
-          if (e) std::rethrow_exception(e);
-        }
-      };
-      run_workers(2);
-      return best_of(device_, settings_.repeats, [&] { run_workers(steps); });
+      Workers workers(device_, k_, [&](int64_t m) { member_step(*models_[m], member_images_[m], labels_[m]); });
+      workers.dispatch(2);
+      return best_of(device_, settings_.repeats, [&] { workers.dispatch(steps); });
     }
     StackedMembers stacked(models_);
     stacked.to(device_, settings_.channels_last);
@@ -267,6 +329,7 @@ class Bench {
     // then capture one step with the gradients unallocated, so that the
     // graph's backward writes them (from its private pool) on every replay.
     const auto side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device_.index());
+    sync(device_);  // the stacked copies were made on the default stream, which the side stream does not wait for
     {
       c10::cuda::CUDAStreamGuard guard(side);
       for (int w = 0; w < 3; ++w) step();
@@ -277,7 +340,16 @@ class Bench {
     {
       c10::cuda::CUDAStreamGuard guard(side);
       graph.capture_begin();
-      stacked_forward_backward(stacked, images_, labels_);
+      try {
+        stacked_forward_backward(stacked, images_, labels_);
+      } catch (...) {
+        // Leave the stream out of capture mode, so that the designs after this one can run.
+        try {
+          graph.capture_end();
+        } catch (...) {
+        }
+        throw;
+      }
       graph.capture_end();
     }
     graph.replay();
@@ -324,6 +396,8 @@ Settings parse(int argc, char** argv, std::string& csv, int& threads, bool& cudn
   if (!args.unmatched().empty()) throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
   Settings s;
   s.device = bnn::pipeline::resolve_device(args["device"].as<std::string>());
+  // The allocator's statistics and the synchronisation need an index: "cuda" is GPU 0, as for bnn run's workers.
+  if (s.device.is_cuda() && !s.device.has_index()) s.device = torch::Device(torch::kCUDA, 0);
   s.models = split(args["models"].as<std::string>());
   for (const auto& m : s.models) {
     try {
@@ -381,6 +455,7 @@ int bench_main(int argc, char** argv) {
              settings.channels_last ? "on" : "off", cudnn_benchmark ? "on" : "off");
   std::string csv = "model,design,members,ms_per_step,member_steps_per_s,member_epochs_per_s,speedup,tflops,"
                     "peak_mib_per_member,failure\n";
+  int failed_rows = 0, rows = 0;
   for (const auto& model : settings.models) {
     double base = 0;  // member-steps/s of one-by-one with the first member count
     double flops = 0;
@@ -395,9 +470,13 @@ int bench_main(int argc, char** argv) {
       for (const auto& design : settings.designs) {
         Row row = bench.run(design);
         row.model = model;
+        ++rows;
         if (!row.failure.empty()) {
           fmt::print("{:>7} {:<11} failed: {}\n", k, design, row.failure);
-          csv += fmt::format("{},{},{},,,,,,,\"{}\"\n", model, design, k, row.failure);
+          std::string quoted;
+          for (char c : row.failure) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+          csv += fmt::format("{},{},{},,,,,,,\"{}\"\n", model, design, k, quoted);
+          ++failed_rows;
           std::fflush(stdout);
           continue;
         }
@@ -416,6 +495,10 @@ int bench_main(int argc, char** argv) {
       }
       if (!csv_path.empty()) bnn::io::write_file_atomically(csv_path, csv);
     }
+  }
+  if (failed_rows > 0) {
+    fmt::print(stderr, "bnn_bench_members: {} of {} rows failed\n", failed_rows, rows);
+    return 1;
   }
   return 0;
 }

@@ -19,6 +19,14 @@ double relative_error(const torch::Tensor& a, const torch::Tensor& b, double flo
 }
 constexpr double kTolerance = 1e-9;
 
+// Some gradients are zero but for rounding (the bias of a layer whose output
+// a BatchNorm centres): they are compared on the scale of the whole gradient.
+double gradient_floor(const std::vector<torch::Tensor>& parameters) {
+  double squares = 0;
+  for (const auto& p : parameters) squares += p.grad().pow(2).sum().item<double>();
+  return 1e-6 * std::sqrt(squares);
+}
+
 // Members with different weights (seeds), in double precision.
 std::vector<std::shared_ptr<Classifier>> make_members(const ModelSpec& spec, int64_t count) {
   std::vector<std::shared_ptr<Classifier>> members;
@@ -58,11 +66,7 @@ void expect_members_as_alone(const ModelSpec& spec, int64_t count, int64_t batch
     torch::nn::functional::cross_entropy(alone, labels[k]).backward();
     EXPECT_LT(relative_error(logits[k], alone), kTolerance) << "member " << k;
     const auto parameters = member.parameters();
-    // Some gradients are zero but for rounding (the bias of a layer whose
-    // output a BatchNorm centres): compared on the scale of the whole gradient.
-    double gradient_norm = 0;
-    for (const auto& p : parameters) gradient_norm += p.grad().pow(2).sum().item<double>();
-    const double floor = 1e-6 * std::sqrt(gradient_norm);
+    const double floor = gradient_floor(parameters);
     for (size_t i = 0; i < parameters.size(); ++i) {
       ASSERT_EQ(stacked.member_slice(i, k).sizes(), parameters[i].sizes()) << "parameter " << i;
       EXPECT_TRUE(torch::equal(stacked.member_slice(i, k), parameters[i])) << "parameter " << i;
@@ -114,14 +118,23 @@ TEST(StackedMembers, OneMemberIsTheModel) {
   expect_members_as_alone(spec, /*count=*/1, /*batch=*/3);
 }
 
-TEST(StackedMembers, ChannelsLastGivesTheSameLogits) {
+TEST(StackedMembers, ChannelsLastGivesTheSameLogitsAndGradients) {
   const auto spec = default_spec("fmnist_cnn");
   auto members = make_members(spec, 2);
   StackedMembers plain(members), channels_last(members);
   channels_last.to(torch::kCPU, /*channels_last=*/true);
   EXPECT_TRUE(channels_last.parameters().front().is_contiguous(torch::MemoryFormat::ChannelsLast));
   const auto images = torch::randn({2, 3, 1, 28, 28}, torch::kDouble);
-  EXPECT_LT(relative_error(channels_last.forward(images), plain.forward(images)), kTolerance);
+  const auto logits = channels_last.forward(images);
+  const auto expected = plain.forward(images);
+  EXPECT_LT(relative_error(logits, expected), kTolerance);
+  logits.pow(2).sum().backward();
+  expected.pow(2).sum().backward();
+  const double floor = gradient_floor(plain.parameters());
+  for (size_t i = 0; i < plain.parameters().size(); ++i) {
+    EXPECT_LT(relative_error(channels_last.parameters()[i].grad(), plain.parameters()[i].grad(), floor), kTolerance)
+        << "gradient of parameter " << i;
+  }
 }
 
 // The count the GPU benchmark's TFLOP/s rests on: fmnist_cnn's forward pass,
