@@ -1,12 +1,13 @@
 # bnn container images.
 #
 #   docker build -t bnn:cuda .                 # default: CUDA target (NVIDIA GPUs)
-#   docker build -t bnn:cpu --target cpu .     # CPU target on Debian bookworm
+#   docker build -t bnn:cpu --target cpu .     # CPU target on Debian bookworm (runtime only)
 #   docker run --rm --gpus all -v $PWD/data:/data -v $PWD/runs:/runs bnn:cuda \
 #       run --config /opt/bnn/configs/fashion_mnist_paper.yaml --out /runs/paper
 #
-# The CPU target runs exactly what CI runs (scripts/install-deps.sh, then the
-# Makefile's build), so CI exercises its steps. The CUDA target builds against
+# The CPU build stage runs exactly what CI runs (scripts/install-deps.sh, then
+# the Makefile's build), so CI exercises its steps; the CPU target keeps its
+# binary and the packages that binary needs. The CUDA target builds against
 # the LibTorch inside a pip PyTorch wheel (torch >= 2.7 wheels use the C++11
 # ABI, like the distribution's fmt, spdlog and yaml-cpp) on an Ubuntu 24.04
 # CUDA image, then copies the binary and the libraries it needs into a slim
@@ -18,8 +19,10 @@ ARG CUDA_VERSION=12.6.3
 ARG TORCH_INDEX=https://download.pytorch.org/whl/cu126
 ARG TORCH_VERSION=2.7.1
 
-# ---------------------------------------------------------------- CPU target
-FROM debian:bookworm AS cpu
+# ---------------------------------------------------------- CPU build stage
+# CI's steps: every -dev package, the whole build and the tests (ctest runs in
+# /opt/bnn/build); usable as an image itself (--target cpu-build).
+FROM debian:bookworm AS cpu-build
 ENV DEBIAN_FRONTEND=noninteractive
 WORKDIR /opt/bnn
 COPY scripts/install-deps.sh scripts/install-deps.sh
@@ -27,7 +30,27 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends make \
     && bash scripts/install-deps.sh \
     && rm -rf /var/lib/apt/lists/*
 COPY . .
-RUN make build && ln -s /opt/bnn/build/src/bnn /usr/local/bin/bnn
+RUN make build && ln -s /opt/bnn/build/src/bnn /usr/local/bin/bnn \
+    && bash scripts/runtime-packages.sh build/src/bnn > /opt/bnn/runtime-packages.txt
+WORKDIR /runs
+ENTRYPOINT ["bnn"]
+CMD ["--help"]
+
+# ---------------------------------------------------------------- CPU target
+# The binary on a fresh bookworm with the runtime packages of the libraries
+# it links (scripts/runtime-packages.sh; apt brings their dependencies),
+# OpenBLAS (else apt's first choice for LibTorch's BLAS is the reference
+# one), gnuplot for the figures and Fashion-MNIST: no compiler, -dev
+# packages or build folder.
+FROM debian:bookworm AS cpu
+ENV DEBIAN_FRONTEND=noninteractive
+COPY --from=cpu-build /opt/bnn/runtime-packages.txt /tmp/runtime-packages.txt
+RUN apt-get update -q \
+    && xargs -a /tmp/runtime-packages.txt apt-get install -y -q --no-install-recommends \
+        libopenblas0-pthread gnuplot-nox dataset-fashion-mnist \
+    && rm -rf /var/lib/apt/lists/* /tmp/runtime-packages.txt
+COPY --from=cpu-build /opt/bnn/build/src/bnn /usr/local/bin/bnn
+COPY configs /opt/bnn/configs
 WORKDIR /runs
 ENTRYPOINT ["bnn"]
 CMD ["--help"]

@@ -450,7 +450,8 @@ int bench_main(int argc, char** argv) {
   const Settings settings = parse(argc, argv, csv_path, threads, cudnn_benchmark);
   bnn::runtime::configure_threads(threads);
   if (cudnn_benchmark) at::globalContext().setBenchmarkCuDNN(true);
-  fmt::print("device {}, threads {}, batch {} per member, {} steps x best of {}, channels-last {}, cuDNN benchmark {}\n",
+  fmt::print("device {}, threads {}, batch {} per member, {} steps x best of {}, channels-last {}, "
+             "cuDNN benchmark {}\n",
              settings.device.str(), torch::get_num_threads(), settings.batch, settings.steps, settings.repeats,
              settings.channels_last ? "on" : "off", cudnn_benchmark ? "on" : "off");
   std::string csv = "model,design,members,ms_per_step,member_steps_per_s,member_epochs_per_s,speedup,tflops,"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds bnn's CPU container image (the Dockerfile's `cpu` target: Debian
-# bookworm and the steps CI runs) and runs it as a user would: `bnn version`,
+# Builds bnn's CPU container image (the Dockerfile's `cpu` target: the
+# binary that the `cpu-build` stage makes with CI's steps, on Debian bookworm
+# with its runtime packages) and runs it as a user would: `bnn version`,
 # then configs/tiny.yaml on the image's Fashion-MNIST, writing into a host
 # folder mounted at /runs, as the calling user. Where a host build is given,
 # its run of the same config must give the same metrics.json byte for byte
@@ -71,7 +72,9 @@ fi
 start=$(date +%s)
 docker build --network host --target cpu -t bnn:cpu "$root" > "$out/build-cpu.log" 2>&1 ||
   fail "the cpu target did not build (log: $out/build-cpu.log)"
-echo "docker-check: bnn:cpu built in $(($(date +%s) - start)) s"
+size="$(docker image inspect --format '{{.Size}}' bnn:cpu 2> /dev/null || true)"
+[[ "$size" =~ ^[0-9]+$ ]] && size=", $((size / 1000000)) MB" || size=""
+echo "docker-check: bnn:cpu built in $(($(date +%s) - start)) s$size"
 
 run_in_image() {
   docker run --rm --network none --user "$(id -u):$(id -g)" -v "$out:/runs" bnn:cpu "$@"

@@ -91,7 +91,8 @@ void expect_members_as_alone(const ModelSpec& spec, int64_t count, int64_t batch
   const auto eval_logits = stacked.forward(more);
   for (int64_t k = 0; k < count; ++k) {
     members[k]->eval();
-    EXPECT_LT(relative_error(eval_logits[k], members[k]->forward(more[k])), kTolerance) << "member " << k << " in eval mode";
+    EXPECT_LT(relative_error(eval_logits[k], members[k]->forward(more[k])), kTolerance)
+        << "member " << k << " in eval mode";
   }
 }
 

@@ -262,7 +262,6 @@ TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
   EXPECT_NE(bnn::io::read_file(out / "report.md").find("Not drawn: gnuplot not found"), std::string::npos);
 }
 
-
 // Note [Evaluation lock]: an evaluation waits while another holds the lock on
 // its output folder, writes nothing meanwhile, and evaluates again if a member
 // finished while it waited, so the last writer covers every finished member.
