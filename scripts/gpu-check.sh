@@ -121,10 +121,10 @@ tail -20 "$out/bench_sampling.txt"
 # the verdict (1 where a design failed: its row says why). fmnist_cnn once
 # more with channels-last; the exit code is the first run's, else the second's.
 start=$(date +%s)
-timeout "${BNN_MEMBERS_TIMEOUT:-180}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark \
+timeout "${BNN_MEMBERS_TIMEOUT:-120}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark \
   > "$out/bench_members.txt" 2>&1
 code=$?
-timeout "${BNN_MEMBERS_TIMEOUT:-180}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark \
+timeout "${BNN_MEMBERS_TIMEOUT:-120}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark \
   --channels-last --models fmnist_cnn >> "$out/bench_members.txt" 2>&1
 second=$?
 [[ $code -ne 0 ]] || code=$second
