@@ -234,6 +234,16 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
 // known, logs the choice or warns when `requested` members do not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
                            int64_t requested, int64_t members_to_run) {
+  if (device.is_cpu() && requested == 0) {
+    const int64_t threads = torch::get_num_threads();
+    if (threads <= 1 || members_to_run <= 1) return 1;
+    const auto available = runtime::host_available_memory();
+    const int64_t k = auto_members_per_cpu(estimate_member_memory(config, data), threads, available, members_to_run);
+    spdlog::info("cpu: {} threads{}: {} member(s) at a time (--members-per-device 1 trains them one by one, with "
+                 "the same results)",
+                 threads, available ? fmt::format(", {:.1f} GiB available", *available / kGiB) : "", k);
+    return k;
+  }
   const auto memory = runtime::device_memory(device);
   if (!memory || members_to_run == 0 || requested == 1) return requested == 0 ? 1 : requested;
   const MemberMemory member = estimate_member_memory(config, data);
@@ -318,6 +328,16 @@ int64_t auto_members_per_device(const MemberMemory& member, const std::optional<
   const int64_t fit = static_cast<int64_t>(0.9 * static_cast<double>(device->free_bytes) /
                                            static_cast<double>(member.total_bytes));
   return std::max<int64_t>(1, std::min({fit, kMaxAutoMembersPerDevice, members_to_run}));
+}
+
+int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::optional<int64_t> available,
+                             int64_t members_to_run) {
+  int64_t k = std::min({threads, kMaxAutoMembersPerDevice, members_to_run});
+  if (available) {
+    k = std::min(k, static_cast<int64_t>(0.9 * static_cast<double>(*available) /
+                                         static_cast<double>(member.total_bytes)));
+  }
+  return std::max<int64_t>(1, k);
 }
 
 int run(const config::Config& config, const RunOptions& options) {

@@ -35,7 +35,7 @@ struct RunOptions {
   // Members trained at once on each device (Note [Members per device] in
   // src/runtime/device_streams.h); 0 = auto: on a CUDA device as many as
   // fit in 90% of its free memory by estimate_member_memory, at most
-  // kMaxAutoMembersPerDevice; on the CPU one.
+  // kMaxAutoMembersPerDevice; on the CPU one per thread (auto_members_per_cpu).
   int64_t members_per_device = 1;
   // `bnn run --resume`: the directory must hold this experiment already
   // (only the wording of the error differs).
@@ -65,6 +65,16 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
 // 1 where the free memory is unknown (the CPU).
 int64_t auto_members_per_device(const MemberMemory& member, const std::optional<runtime::DeviceMemory>& device,
                                 int64_t members_to_run);
+
+// Members on the CPU for `auto`: one per thread LibTorch uses (`threads`),
+// at most kMaxAutoMembersPerDevice and members_to_run, and no more than fit
+// in 90% of the host's `available` memory where known; at least 1. The
+// workers share LibTorch's thread pool; a member's small operations leave
+// threads idle that another member's fill (docs/performance.md, "The designs
+// side by side"), and members computed together are bit-identical to members
+// computed one by one on the CPU.
+int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::optional<int64_t> available,
+                             int64_t members_to_run);
 
 // "all" -> every visible CUDA device (an error without one); otherwise a
 // comma-separated list of devices ("cuda:0,cuda:2", "cpu,cpu"). Throws

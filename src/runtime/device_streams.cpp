@@ -1,5 +1,11 @@
 #include "src/runtime/device_streams.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
 #include <torch/cuda.h>
 
 #if defined(BNN_HAVE_C10_CUDA)
@@ -56,6 +62,33 @@ bool WorkerStream::own_stream() const { return impl_ != nullptr; }
 
 void synchronize_device(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);
+}
+
+std::optional<int64_t> parse_mem_available(const std::string& text) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    long long kib = 0;
+    if (std::sscanf(line.c_str(), "MemAvailable: %lld kB", &kib) == 1) return static_cast<int64_t>(kib) * 1024;
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> host_available_memory() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::optional<int64_t> available =
+      meminfo ? parse_mem_available(std::string(std::istreambuf_iterator<char>(meminfo), {})) : std::nullopt;
+  // cgroup v2: memory.max ("max" or bytes) less memory.current.
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), current_file("/sys/fs/cgroup/memory.current");
+  std::string max_text;
+  long long current = 0;
+  if (max_file >> max_text && max_text != "max" && current_file >> current) {
+    try {
+      const int64_t left = std::max<int64_t>(0, static_cast<int64_t>(std::stoll(max_text)) - current);
+      if (!available || left < *available) available = left;
+    } catch (const std::exception&) {
+    }
+  }
+  return available;
 }
 
 }  // namespace bnn::runtime

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -60,6 +61,14 @@ struct DeviceMemory {
 // (LibTorch's cached blocks count as used). nullopt for the CPU, or where
 // this build cannot ask (no c10/cuda).
 std::optional<DeviceMemory> device_memory(torch::Device device);
+
+// Memory this process may still take on the host, in bytes: the kernel's
+// MemAvailable, or less where a cgroup (v2) limit leaves less (a container,
+// a Slurm job). nullopt where neither can be read.
+std::optional<int64_t> host_available_memory();
+
+// MemAvailable of /proc/meminfo's `text`, in bytes; nullopt if absent.
+std::optional<int64_t> parse_mem_available(const std::string& text);
 
 // Waits until every stream of `device` has finished its queued work (for
 // data that the main thread put on the device before workers read it).

@@ -1,9 +1,11 @@
 // `bnn run --devices`: members spread over several workers (one per device)
 // write the same results as one worker; bad device lists are clear errors.
+#include <fstream>
 #include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+
 #include <nlohmann/json.hpp>
 
 #include "data_loaders/npy.h"
@@ -162,6 +164,39 @@ TEST(Devices, AutoMembersPerDeviceFitsTheFreeMemory) {
   EXPECT_EQ(auto_members_per_device(member, gib(80.0), 3), 3);
   EXPECT_EQ(auto_members_per_device(member, gib(0.5), 64), 1);  // too little: still one, which may then fail
   EXPECT_EQ(auto_members_per_device(member, std::nullopt, 64), 1);
+}
+
+// auto on the CPU: one member per thread, within [1, 8], no more than there
+// are members to run, and no more than fit in 90% of the host's available memory.
+TEST(Devices, AutoMembersPerCpuIsOnePerThreadAsMemoryAllows) {
+  using bnn::pipeline::auto_members_per_cpu;
+  bnn::pipeline::MemberMemory member;
+  member.total_bytes = int64_t{1} << 30;
+  const std::optional<int64_t> plenty = int64_t{64} << 30;
+  EXPECT_EQ(auto_members_per_cpu(member, 2, plenty, 4), 2);
+  EXPECT_EQ(auto_members_per_cpu(member, 1, plenty, 4), 1);
+  EXPECT_EQ(auto_members_per_cpu(member, 16, plenty, 64), bnn::pipeline::kMaxAutoMembersPerDevice);
+  EXPECT_EQ(auto_members_per_cpu(member, 16, plenty, 3), 3);
+  EXPECT_EQ(auto_members_per_cpu(member, 16, int64_t{4} << 30, 64), 3);  // 0.9 * 4 = 3.6
+  EXPECT_EQ(auto_members_per_cpu(member, 16, int64_t{1} << 29, 64), 1);  // too little: still one
+  EXPECT_EQ(auto_members_per_cpu(member, 4, std::nullopt, 64), 4);
+}
+
+TEST(Devices, HostAvailableMemoryIsMemAvailable) {
+  EXPECT_EQ(bnn::runtime::parse_mem_available("MemTotal:       24624112 kB\nMemFree:         1000 kB\n"
+                                              "MemAvailable:   20000000 kB\nBuffers: 1 kB\n"),
+            int64_t{20000000} * 1024);
+  EXPECT_EQ(bnn::runtime::parse_mem_available("MemTotal: 1 kB\n"), std::nullopt);
+  // This machine's: positive and at most its MemTotal.
+  const auto available = bnn::runtime::host_available_memory();
+  ASSERT_TRUE(available.has_value());
+  EXPECT_GT(*available, 0);
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t total_kib = 0;
+  meminfo >> key >> total_kib;
+  ASSERT_EQ(key, "MemTotal:");
+  EXPECT_LE(*available, total_kib * 1024);
 }
 
 // The estimate behind auto: the paper network's 1,265,258 parameters, nine
