@@ -229,13 +229,14 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
   return lock;
 }
 
-// Members trained at once on `device`: `requested`, or for 0 (auto) as many as
-// fit in its free memory (auto_members_per_device). Where the free memory is
+// Members trained at once on `device`, one of `device_entries` given: `requested`, or for 0 (auto) as
+// many as fit in its free memory (auto_members_per_device), on the CPU one per thread (auto_members_per_cpu). Where the free memory is
 // known, logs the choice or warns when `requested` members do not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
-                           int64_t requested, int64_t members_to_run) {
+                           int64_t requested, int64_t members_to_run, int64_t device_entries) {
   if (device.is_cpu() && requested == 0) {
-    const int64_t threads = torch::get_num_threads();
+    // `--devices cpu,cpu` has chosen workers already: the threads are shared among its entries.
+    const int64_t threads = torch::get_num_threads() / std::max<int64_t>(1, device_entries);
     if (threads <= 1 || members_to_run <= 1) return 1;
     const auto available = runtime::host_available_memory();
     const int64_t k = auto_members_per_cpu(estimate_member_memory(config, data), threads, available, members_to_run);
@@ -423,7 +424,8 @@ int run(const config::Config& config, const RunOptions& options) {
   const int64_t per_device =
       group != nullptr ? 1
                        : members_per_device(config, data.begin()->second, devices.front(),
-                                            options.members_per_device, todo_per_device);
+                                            options.members_per_device, todo_per_device,
+                                            static_cast<int64_t>(devices.size()));
   std::vector<torch::Device> workers;
   for (const auto& device : devices) {
     for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);
