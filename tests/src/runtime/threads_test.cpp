@@ -5,6 +5,7 @@
 #include <sched.h>
 
 #include <filesystem>
+#include <thread>
 #include <utility>
 
 #include <gtest/gtest.h>
@@ -65,6 +66,28 @@ TEST(Threads, ParallelLoopsInBnnCodeUseEveryThread) {
   EXPECT_NE(out.output.find("parallel loops in bnn's code: " + std::to_string(threads) + " threads"),
             std::string::npos)
       << out.output;
+}
+
+// bnn run's CPU workers (--members-per-device) are threads the process
+// starts. OpenMP gives a new thread its default thread count (every CPU),
+// not the main thread's; LibTorch sets it to the configured count at the
+// thread's first parallel loop or thread query, which keeps workers within
+// --threads and their reductions split as on the main thread. Checked here
+// because bnn relies on it.
+TEST(Threads, WorkerThreadsUseTheConfiguredCount) {
+  const int before = torch::get_num_threads();
+  for (const int n : {1, 3}) {
+    torch::set_num_threads(n);
+    int loop = 0, count = 0;
+    std::thread worker([&] {
+      loop = bnn::runtime::parallel_loop_threads();
+      count = torch::get_num_threads();
+    });
+    worker.join();
+    EXPECT_EQ(loop, n);
+    EXPECT_EQ(count, n);
+  }
+  torch::set_num_threads(before);
 }
 
 // Note [BLAS threads]: Debian's two OpenBLAS builds, each put first on the
