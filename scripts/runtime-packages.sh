@@ -18,11 +18,13 @@ resolved="$(ldd "$binary")"
 # owner PATH: the package that installed PATH, also where PATH reaches its
 # file through symbolic links (alternatives) or the merged /usr.
 owner() {
-  local real candidate
+  local real candidate package
   real="$(readlink -f "$1")"
   for candidate in "$1" "$real" "/usr$1" "/usr$real" "${1#/usr}" "${real#/usr}"; do
-    if dpkg-query -S "$candidate" > /dev/null 2>&1; then
-      dpkg-query -S "$candidate" 2> /dev/null | head -1 | cut -d: -f1
+    # "package: path", or "a, b: path" for a file two packages hold; not "diversion by ...".
+    package="$(dpkg-query -S "$candidate" 2> /dev/null | grep -v '^diversion' | head -1 | cut -d: -f1 | cut -d, -f1)"
+    if [[ -n "$package" ]]; then
+      echo "$package"
       return 0
     fi
   done

@@ -68,8 +68,8 @@ int cmd_run(int argc, char** argv) {
       "devices", "Spread members over devices, one worker each: all (every GPU) or a list, e.g. cuda:0,cuda:1",
       cxxopts::value<std::string>())(
       "members-per-device", "Members trained at once on each device, each GPU member on its own CUDA stream: "
-                            "K, or auto (as many as fit in GPU memory, at most 8; on the CPU one per "
-                            "thread, at most 8, as memory allows)",
+                            "K, or auto (as many as fit in GPU memory, at most 8; on the CPU two with two "
+                            "threads or more, as memory allows)",
       cxxopts::value<std::string>()->default_value("auto"))(
       "cudnn-benchmark", "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
                          "vary between runs in the last bits)")(

@@ -229,20 +229,22 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
   return lock;
 }
 
-// Members trained at once on `device`, one of `device_entries` given: `requested`, or for 0 (auto) as
-// many as fit in its free memory (auto_members_per_device), on the CPU one per thread (auto_members_per_cpu). Where the free memory is
-// known, logs the choice or warns when `requested` members do not fit.
+// Members trained at once on `device`, one of `device_entries` given:
+// `requested`, or for 0 (auto) as many as fit in its free memory
+// (auto_members_per_device), on the CPU auto_members_per_cpu. Where the free
+// memory is known, logs the choice or warns when `requested` members do not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
                            int64_t requested, int64_t members_to_run, int64_t device_entries) {
   if (device.is_cpu() && requested == 0) {
-    // `--devices cpu,cpu` has chosen workers already: the threads are shared among its entries.
-    const int64_t threads = torch::get_num_threads() / std::max<int64_t>(1, device_entries);
-    if (threads <= 1 || members_to_run <= 1) return 1;
+    // `--devices cpu,cpu` has chosen its workers already.
+    const int64_t threads = torch::get_num_threads();
+    if (device_entries > 1 || threads <= 1 || members_to_run <= 1) return 1;
     const auto available = runtime::host_available_memory();
     const int64_t k = auto_members_per_cpu(estimate_member_memory(config, data), threads, available, members_to_run);
-    spdlog::info("cpu: {} threads{}: {} member(s) at a time (--members-per-device 1 trains them one by one, with "
-                 "the same results)",
-                 threads, available ? fmt::format(", {:.1f} GiB available", *available / kGiB) : "", k);
+    spdlog::info("cpu: {} threads, {}: {} member(s) at a time (--members-per-device 1 trains them one by one, "
+                 "with the same results)",
+                 threads,
+                 available ? fmt::format("{:.1f} GiB available", *available / kGiB) : "available memory unknown", k);
     return k;
   }
   const auto memory = runtime::device_memory(device);
@@ -333,12 +335,10 @@ int64_t auto_members_per_device(const MemberMemory& member, const std::optional<
 
 int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::optional<int64_t> available,
                              int64_t members_to_run) {
-  int64_t k = std::min({threads, kMaxAutoMembersPerDevice, members_to_run});
-  if (available) {
-    k = std::min(k, static_cast<int64_t>(0.9 * static_cast<double>(*available) /
-                                         static_cast<double>(member.total_bytes)));
-  }
-  return std::max<int64_t>(1, k);
+  if (threads <= 1 || !available) return 1;
+  const auto fit =
+      static_cast<int64_t>(0.9 * static_cast<double>(*available) / static_cast<double>(member.total_bytes));
+  return std::max<int64_t>(1, std::min({kMaxAutoMembersPerCpu, members_to_run, fit}));
 }
 
 int run(const config::Config& config, const RunOptions& options) {

@@ -35,7 +35,7 @@ struct RunOptions {
   // Members trained at once on each device (Note [Members per device] in
   // src/runtime/device_streams.h); 0 = auto: on a CUDA device as many as
   // fit in 90% of its free memory by estimate_member_memory, at most
-  // kMaxAutoMembersPerDevice; on the CPU one per thread (auto_members_per_cpu).
+  // kMaxAutoMembersPerDevice; on the CPU auto_members_per_cpu.
   int64_t members_per_device = 1;
   // `bnn run --resume`: the directory must hold this experiment already
   // (only the wording of the error differs).
@@ -60,19 +60,22 @@ struct MemberMemory {
 };
 MemberMemory estimate_member_memory(const config::Config& config, const data_loaders::Dataset& data);
 
-// Members per device for `auto`: as many as fit in 90% of `device`'s free
+// Members per GPU for `auto`: as many as fit in 90% of `device`'s free
 // memory, at least 1, at most kMaxAutoMembersPerDevice and members_to_run;
-// 1 where the free memory is unknown (the CPU).
+// 1 where the free memory is unknown.
 int64_t auto_members_per_device(const MemberMemory& member, const std::optional<runtime::DeviceMemory>& device,
                                 int64_t members_to_run);
 
-// Members on the CPU for `auto`: one per thread LibTorch uses (`threads`),
-// at most kMaxAutoMembersPerDevice and members_to_run, and no more than fit
-// in 90% of the host's `available` memory where known; at least 1. The
-// workers share LibTorch's thread pool; a member's small operations leave
-// threads idle that another member's fill (docs/performance.md, "The designs
-// side by side"), and members computed together are bit-identical to members
-// computed one by one on the CPU.
+// Members on the CPU for `auto`: two at a time where LibTorch has two
+// threads or more (`threads`) and both fit in 90% of the host's `available`
+// memory, else one (also where the memory is unknown). Each worker runs its
+// loops on all `threads` threads, so two members oversubscribe the CPUs
+// twice over: measured on two cores, where a member's small operations leave
+// threads idle that the other member's fill, the demo ran 1.9x as fast
+// (docs/performance.md, "The designs side by side"); more at a time was not
+// measured. Members computed together are bit-identical to members computed
+// one by one on the CPU.
+inline constexpr int64_t kMaxAutoMembersPerCpu = 2;
 int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::optional<int64_t> available,
                              int64_t members_to_run);
 

@@ -63,8 +63,9 @@ struct DeviceMemory {
 std::optional<DeviceMemory> device_memory(torch::Device device);
 
 // Memory this process may still take on the host, in bytes: the kernel's
-// MemAvailable, or less where a cgroup (v2) limit leaves less (a container,
-// a Slurm job). nullopt where neither can be read.
+// MemAvailable, or less where the memory limit of its cgroup or of one of
+// the cgroup's ancestors leaves less (a container, a Slurm job, a systemd
+// slice; cgroup v2 and v1). nullopt where neither can be read.
 std::optional<int64_t> host_available_memory();
 
 // MemAvailable of /proc/meminfo's `text`, in bytes; nullopt if absent.

@@ -20,8 +20,19 @@ def run(*args):
     return subprocess.run(["bash", SCRIPT, *args], capture_output=True, text=True)
 
 
+def debian_owns_libtorch():
+    """Whether the LibTorch bnn links belongs to a Debian package (not a pip wheel's)."""
+    ldd = subprocess.run(["ldd", BNN], capture_output=True, text=True).stdout
+    paths = [line.split("=>")[1].split()[0] for line in ldd.splitlines() if "libtorch_cpu" in line and "=>" in line]
+    return bool(paths) and subprocess.run(["dpkg-query", "-S", os.path.realpath(paths[0])],
+                                          capture_output=True).returncode == 0
+
+
 class RuntimePackagesScript(unittest.TestCase):
     def setUp(self):
+        missing = [tool for tool in ("dpkg-query", "readelf", "ldd", "cc") if shutil.which(tool) is None]
+        if missing:
+            self.skipTest("needs " + ", ".join(missing) + " (a Debian system with a C compiler)")
         self.dir = tempfile.mkdtemp(prefix="bnn_runtime_packages")
         self.addCleanup(shutil.rmtree, self.dir)
 
@@ -33,6 +44,8 @@ class RuntimePackagesScript(unittest.TestCase):
         return path
 
     def test_bnn_needs_libtorch_and_every_package_listed_is_installed(self):
+        if not debian_owns_libtorch():
+            self.skipTest("bnn links a LibTorch that no Debian package holds (a pip wheel's): it has no package list")
         r = run(BNN)
         self.assertEqual(r.returncode, 0, r.stderr)
         packages = r.stdout.splitlines()
