@@ -113,6 +113,12 @@ TEST(StackedMembers, ChestXrayCnnsPaddedPoolsStack) {
   expect_members_as_alone(spec, /*count=*/2, /*batch=*/3);
 }
 
+TEST(StackedMembers, CelebaCnnsRepeatedBottlenecksStack) {
+  ModelSpec spec = default_spec("celeba_cnn");
+  spec.input_shape = {3, 8, 8};  // small images: three pools leave 1 x 1
+  expect_members_as_alone(spec, /*count=*/2, /*batch=*/3);
+}
+
 TEST(StackedMembers, OneMemberIsTheModel) {
   ModelSpec spec = default_spec("mlp");
   spec.hidden = {8};
