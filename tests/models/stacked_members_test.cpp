@@ -158,19 +158,26 @@ TEST(StackedMembers, CountsTheForwardFlopsOfFmnistCnn) {
   EXPECT_EQ(convolutions + head, 217402368.0);  // x 3 for forward and backward: the 0.65 GFLOP per example
 }
 
-// A chain with a layer the stacking does not know.
-class WithDropout : public Classifier {
+// A model that is the chain `body`; with `own_parameter`, it also holds a
+// parameter outside its layers.
+class Chain : public Classifier {
  public:
-  WithDropout() {
-    body_ = register_module("body", torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(4, 3),
-                                                          torch::nn::Dropout(0.5), torch::nn::Linear(3, 2)));
+  explicit Chain(torch::nn::Sequential body, bool own_parameter = false) {
+    body_ = register_module("body", std::move(body));
+    if (own_parameter) register_parameter("scale", torch::ones({1}));
   }
   torch::Tensor forward(const torch::Tensor& images) override { return body_->forward(images); }
-  std::string pretty_string() const override { return "WithDropout"; }
+  std::string pretty_string() const override { return "Chain"; }
 
  private:
   torch::nn::Sequential body_{nullptr};
 };
+
+// Two members of the chain that `make` builds.
+template <typename Make>
+std::vector<std::shared_ptr<Classifier>> two_of(Make make) {
+  return {std::make_shared<Chain>(make()), std::make_shared<Chain>(make())};
+}
 
 template <typename F>
 std::string error_of(F f) {
@@ -183,8 +190,10 @@ std::string error_of(F f) {
 }
 
 TEST(StackedMembers, RefusesWhatItCannotStackNamingTheLayer) {
-  const std::vector<std::shared_ptr<Classifier>> dropout = {std::make_shared<WithDropout>(),
-                                                            std::make_shared<WithDropout>()};
+  const auto dropout = two_of([] {
+    return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(4, 3), torch::nn::Dropout(0.5),
+                                 torch::nn::Linear(3, 2));
+  });
   EXPECT_EQ(error_of([&] { StackedMembers s(dropout); }),
             "stacked members: layer 2 (torch::nn::DropoutImpl) is not supported (Conv2d, Linear, BatchNorm1d/2d, "
             "MaxPool2d, Softplus, ReLU, Flatten are)");
@@ -200,6 +209,75 @@ TEST(StackedMembers, RefusesWhatItCannotStackNamingTheLayer) {
             "torch::nn::Linear(in_features=784, out_features=8, bias=true)");
 
   EXPECT_EQ(error_of([] { StackedMembers s({}); }), "stacked members: no members");
+
+  ModelSpec deep = narrow;
+  deep.hidden = {8, 8};
+  EXPECT_EQ(error_of([&] { StackedMembers s({make_model(narrow, 1), make_model(deep, 1)}); }),
+            "stacked members: member 1 has 6 layers, member 0 has 4");
+
+  using torch::nn::Conv2dOptions;
+  EXPECT_EQ(error_of([] {
+              StackedMembers s(two_of([] {
+                return torch::nn::Sequential(
+                    torch::nn::Conv2d(Conv2dOptions(1, 2, 3).padding(1).padding_mode(torch::kReflect)),
+                    torch::nn::Flatten(), torch::nn::Linear(2 * 4 * 4, 2));
+              }));
+            }),
+            "stacked members: layer 0 (torch::nn::Conv2dImpl) pads other than with zeros");
+  EXPECT_EQ(error_of([] {
+              StackedMembers s(two_of([] {
+                return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2),
+                                             torch::nn::BatchNorm1d(torch::nn::BatchNormOptions(2).momentum(
+                                                 c10::optional<double>())));
+              }));
+            }),
+            "stacked members: layer 2 (torch::nn::BatchNorm1dImpl) has no momentum (a cumulative average)");
+  EXPECT_EQ(error_of([] {
+              StackedMembers s(two_of([] {
+                return torch::nn::Sequential(torch::nn::Flatten(torch::nn::FlattenOptions().start_dim(2)),
+                                             torch::nn::Linear(16, 2));
+              }));
+            }),
+            "stacked members: layer 0 (torch::nn::FlattenImpl) flattens other dimensions than 1 to the end");
+  const auto with_own_parameter = std::vector<std::shared_ptr<Classifier>>{
+      std::make_shared<Chain>(torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2)), true),
+      std::make_shared<Chain>(torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2)), true)};
+  EXPECT_EQ(error_of([&] { StackedMembers s(with_own_parameter); }),
+            "stacked members: the model has parameters outside its layers");
+
+  // Chains that build but cannot run stacked: the layer is named at the forward pass.
+  const auto forward_error = [](torch::nn::Sequential (*make)(), std::vector<int64_t> image_shape) {
+    StackedMembers s(two_of(make));
+    return error_of([&] { s.forward(torch::randn(image_shape)); });
+  };
+  const std::vector<int64_t> images = {2, 3, 1, 4, 4};
+  EXPECT_EQ(forward_error([] {
+              return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Conv2d(Conv2dOptions(1, 2, 3)));
+            }, images),
+            "stacked members: layer 1 (torch::nn::Conv2dImpl) needs images but follows a flattening");
+  EXPECT_EQ(forward_error([] {
+              return torch::nn::Sequential(torch::nn::Conv2d(Conv2dOptions(1, 2, 3)), torch::nn::Linear(2, 2));
+            }, images),
+            "stacked members: layer 1 (torch::nn::LinearImpl) follows image layers without a Flatten");
+  EXPECT_EQ(forward_error([] {
+              return torch::nn::Sequential(torch::nn::Conv2d(Conv2dOptions(1, 2, 3)), torch::nn::BatchNorm1d(2),
+                                           torch::nn::Flatten());
+            }, images),
+            "stacked members: layer 1 (torch::nn::BatchNorm1dImpl) is a BatchNorm1d on images");
+  EXPECT_EQ(forward_error([] {
+              return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::BatchNorm2d(16));
+            }, images),
+            "stacked members: layer 1 (torch::nn::BatchNorm2dImpl) is a BatchNorm2d after a flattening");
+  const auto ends_spatial =
+      forward_error([] { return torch::nn::Sequential(torch::nn::Conv2d(Conv2dOptions(1, 2, 3))); }, images);
+  EXPECT_NE(ends_spatial.find("stacked members: the model ends without flattening its images"), std::string::npos)
+      << ends_spatial;
+  const auto four_d = forward_error([] {
+    return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2));
+  }, {2, 3, 4, 4});
+  EXPECT_NE(four_d.find("stacked members: images must be K x B x C x H x W or K x B x F, got [2, 3, 4, 4]"),
+            std::string::npos)
+      << four_d;
 
   StackedMembers two(make_members(narrow, 2));
   const std::string wrong = error_of([&] { two.forward(torch::randn({3, 4, 1, 28, 28})); });
