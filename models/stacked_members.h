@@ -24,7 +24,7 @@
 // parameter, member k's own gradient. What is the same as the members run
 // one by one is the arithmetic, not the bits: the grouped convolution and
 // the batched product sum in their own order (tests/models/stacked_members_test.cpp
-// compares to float tolerance).
+// compares in double precision to 1e-9 relative).
 //
 // Supported layers, the ones bnn's built-in models are made of: Conv2d
 // (zero padding), Linear, BatchNorm1d/2d, MaxPool2d, Softplus, ReLU, Flatten
