@@ -236,7 +236,6 @@ class Bench {
   Bench(const Settings& settings, const std::string& model_name, int64_t k)
       : settings_(settings), device_(settings.device), k_(k) {
     const auto spec = bnn::models::default_spec(model_name);
-    if (spec.name == "torchscript") throw UsageError("--models: torchscript has no architecture of its own");
     for (int64_t m = 0; m < k; ++m) {
       auto model = bnn::models::make_model(spec, /*seed=*/1000 + static_cast<uint64_t>(m));
       model->to(device_);
@@ -400,6 +399,7 @@ Settings parse(int argc, char** argv, std::string& csv, int& threads, bool& cudn
   if (s.device.is_cuda() && !s.device.has_index()) s.device = torch::Device(torch::kCUDA, 0);
   s.models = split(args["models"].as<std::string>());
   for (const auto& m : s.models) {
+    if (m == "torchscript") throw UsageError("--models: torchscript has no architecture of its own");
     try {
       bnn::models::default_spec(m);
     } catch (const c10::Error& e) {  // an unknown name, listing the valid ones
