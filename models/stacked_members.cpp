@@ -2,6 +2,8 @@
 
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -119,6 +121,7 @@ StackedMembers::StackedMembers(const std::vector<std::shared_ptr<Classifier>>& m
           running_.push_back(stack(parts, Layout::kConcatenated));
           running_slots_.push_back({Layout::kConcatenated, parts.front().sizes().vec()});
         }
+        if (*layer.batch_norm->momentum() != 1.0) replaces_running_stats_ = false;
       }
     }
     layers_.push_back(layer);
@@ -152,6 +155,7 @@ std::vector<torch::Tensor> StackedMembers::member_running_stats(int64_t k) const
 }
 
 void StackedMembers::to(torch::Device device, bool channels_last) {
+  TORCH_CHECK(!values_.defined(), "stacked members: to() after use_flat_buffers()");
   torch::NoGradGuard no_grad;
   channels_last_ = channels_last;
   for (auto& p : parameters_) {
@@ -160,6 +164,107 @@ void StackedMembers::to(torch::Device device, bool channels_last) {
     p = moved.requires_grad_(true);
   }
   for (auto& r : running_) r = r.to(device);
+}
+
+namespace {
+
+// Moves `tensors` into one new flat buffer of their dtype and device (each
+// becoming a view into it, through set_data), and returns the buffer with
+// the K x (total / K) table of positions of Note [Stacked flat buffers]:
+// tensor i holds K equal parts, one per member.
+std::pair<torch::Tensor, torch::Tensor> into_flat_buffer(std::vector<torch::Tensor>& tensors, int64_t K) {
+  int64_t total = 0;
+  for (const auto& t : tensors) total += t.numel();
+  const auto options = tensors.front().options();
+  const auto index = torch::TensorOptions().dtype(torch::kLong);
+  torch::Tensor buffer = torch::empty({total}, options);
+  torch::Tensor positions = torch::empty({K, total / K}, index);
+  int64_t offset = 0;
+  for (auto& t : tensors) {
+    const int64_t n = t.numel();
+    const int64_t part = n / K;
+    torch::Tensor slot = buffer.narrow(0, offset, n);
+    slot.copy_(t.reshape({n}));
+    t.set_data(slot.view(t.sizes()));
+    positions.narrow(1, offset / K, part)
+        .copy_(torch::arange(K, index).unsqueeze(1) * part + offset + torch::arange(part, index));
+    offset += n;
+  }
+  return {buffer, positions.to(options.device())};
+}
+
+void check_flat(const torch::Tensor& flat, const torch::Tensor& positions, const char* what) {
+  TORCH_CHECK(flat.dim() == 1 && flat.is_contiguous() && flat.numel() == positions.size(1), "stacked members: ",
+              what, " must be a contiguous vector of ", positions.size(1), " values, got ", flat.sizes());
+}
+
+}  // namespace
+
+void StackedMembers::use_flat_buffers() {
+  TORCH_CHECK(!values_.defined(), "stacked members: use_flat_buffers() twice");
+  TORCH_CHECK(!channels_last_, "stacked members: flat buffers hold contiguous weights, not channels-last ones");
+  torch::NoGradGuard no_grad;
+  std::tie(values_, positions_) = into_flat_buffer(parameters_, members_);
+  grads_ = torch::zeros_like(values_);
+  int64_t offset = 0;
+  for (auto& p : parameters_) {
+    p.mutable_grad() = grads_.narrow(0, offset, p.numel()).view(p.sizes());
+    offset += p.numel();
+  }
+  if (!running_.empty()) std::tie(stats_, stat_positions_) = into_flat_buffer(running_, members_);
+}
+
+void StackedMembers::load_member(int64_t k, const torch::Tensor& flat) {
+  TORCH_CHECK(values_.defined(), "stacked members: load_member() before use_flat_buffers()");
+  check_flat(flat, positions_, "a member's parameters");
+  torch::NoGradGuard no_grad;
+  values_.index_copy_(0, positions_[k], flat);
+}
+
+void StackedMembers::read_member_gradient(int64_t k, torch::Tensor& flat_grad) const {
+  TORCH_CHECK(grads_.defined(), "stacked members: read_member_gradient() before use_flat_buffers()");
+  check_flat(flat_grad, positions_, "a member's gradient");
+  torch::NoGradGuard no_grad;
+  at::index_select_out(flat_grad, grads_, 0, positions_[k]);
+}
+
+void StackedMembers::load_member_stats(int64_t k, const torch::Tensor& flat_stats) {
+  if (!stats_.defined()) return;
+  check_flat(flat_stats, stat_positions_, "a member's running statistics");
+  torch::NoGradGuard no_grad;
+  stats_.index_copy_(0, stat_positions_[k], flat_stats);
+}
+
+void StackedMembers::read_member_stats(int64_t k, torch::Tensor& flat_stats) const {
+  if (!stats_.defined()) return;
+  check_flat(flat_stats, stat_positions_, "a member's running statistics");
+  torch::NoGradGuard no_grad;
+  at::index_select_out(flat_stats, stats_, 0, stat_positions_[k]);
+}
+
+void StackedMembers::zero_grad() {
+  TORCH_CHECK(grads_.defined(), "stacked members: zero_grad() before use_flat_buffers()");
+  grads_.zero_();
+}
+
+void StackedMembers::clear_member(int64_t k) {
+  TORCH_CHECK(values_.defined(), "stacked members: clear_member() before use_flat_buffers()");
+  torch::NoGradGuard no_grad;
+  values_.index_fill_(0, positions_[k], 0.0);
+  if (stats_.defined()) stats_.index_fill_(0, stat_positions_[k], 0.0);
+}
+
+torch::Tensor StackedMembers::flatten_running_stats(Classifier& member) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> stats;
+  for (const auto& module : leaves(member)) {
+    if (batch_norm_options(*module) == nullptr) continue;
+    const auto buffers = module->named_buffers(/*recurse=*/false);
+    if (!buffers.contains("running_mean")) continue;
+    for (const char* name : {"running_mean", "running_var"}) stats.push_back(buffers[name]);
+  }
+  if (stats.empty()) return {};
+  return into_flat_buffer(stats, 1).first;
 }
 
 torch::Tensor StackedMembers::forward(const torch::Tensor& images) {

@@ -82,8 +82,45 @@ class StackedMembers {
 
   // Moves the stacked tensors to `device`; with channels_last, the
   // convolution weights are laid out channels-last (the caller passes
-  // channels-last images).
+  // channels-last images). Not after use_flat_buffers().
   void to(torch::Device device, bool channels_last = false);
+
+  // Note [Stacked flat buffers]: a member's parameters live in one flat
+  // vector (models/flat_parameters.h, the order of parameters()), and
+  // copying it into the stacked tensors parameter by parameter would launch
+  // one kernel per parameter and member, as many as the forward pass has. So
+  // the stacked parameters become views into one buffer (their gradients
+  // into another, the running statistics into a third), and a table of
+  // positions says where each coordinate of member k's flat vector lies in
+  // it: member k's part of stacked parameter i, which starts at K * m_i
+  // (m_i: parameter i's offset in a member's flat vector), is at
+  // K * m_i + k * n_i (n_i: its size), whether the members are concatenated
+  // or stacked along dimension 0. Then a member goes in, and its gradient
+  // comes out, with one indexed copy each. Call once, after to().
+  void use_flat_buffers();
+  // Member k's flat parameters (d values, the order of a member's
+  // parameters()) into its parts of the stacked parameters.
+  void load_member(int64_t k, const torch::Tensor& flat);
+  // Member k's part of the stacked gradient into `flat_grad` (d values).
+  void read_member_gradient(int64_t k, torch::Tensor& flat_grad) const;
+  // Member k's running statistics, flattened in member_running_stats(k)'s
+  // order, in and out (see flatten_running_stats).
+  void load_member_stats(int64_t k, const torch::Tensor& flat_stats);
+  void read_member_stats(int64_t k, torch::Tensor& flat_stats) const;
+  // Zeroes the stacked gradient (the backward pass adds to it).
+  void zero_grad();
+  // Member k's parameters and running statistics set to zero.
+  void clear_member(int64_t k);
+  // True where a training forward pass replaces every running statistic
+  // (every BatchNorm has momentum 1, as bnn's models have): the members'
+  // running statistics need not be loaded before it.
+  bool replaces_running_stats() const { return replaces_running_stats_; }
+
+  // Moves `member`'s BatchNorm running means and variances (the order of
+  // member_running_stats) into one flat buffer and returns it, the buffers
+  // becoming views into it, as FlatParameters does with the parameters.
+  // Undefined if it has none.
+  static torch::Tensor flatten_running_stats(Classifier& member);
 
  private:
   enum class Kind { kConv2d, kLinear, kBatchNorm, kMaxPool2d, kSoftplus, kReLU, kFlatten };
@@ -117,6 +154,11 @@ class StackedMembers {
   std::vector<Slot> parameter_slots_;
   std::vector<torch::Tensor> running_;
   std::vector<Slot> running_slots_;
+  bool replaces_running_stats_ = true;
+  // Note [Stacked flat buffers]; undefined until use_flat_buffers().
+  torch::Tensor values_, grads_, stats_;
+  torch::Tensor positions_;        // K x d: member k's coordinate j lies at values_[positions_[k][j]]
+  torch::Tensor stat_positions_;   // K x s, likewise for stats_
 };
 
 }  // namespace bnn::models

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/flat_parameters.h"
 #include "models/registry.h"
 #include "models/stacked_members.h"
 
@@ -284,6 +285,88 @@ TEST(StackedMembers, RefusesWhatItCannotStackNamingTheLayer) {
   EXPECT_NE(wrong.find("stacked members: images must be 2 x B x (input shape), got [3, 4, 1, 28, 28]"),
             std::string::npos)
       << wrong;
+}
+
+// Note [Stacked flat buffers]: members' flat vectors go in and their
+// gradients and running statistics come out with one indexed copy each, and
+// give what the members give alone.
+TEST(StackedMembers, FlatBuffersCarryEachMembersVectorsInAndOut) {
+  const auto spec = default_spec("fmnist_cnn");
+  const int64_t count = 3, batch = 2;
+  auto members = make_members(spec, count);
+  std::vector<std::shared_ptr<Classifier>> others;  // the stacked model starts from other weights
+  for (int64_t k = 0; k < count; ++k) {
+    others.push_back(make_model(spec, /*seed=*/200 + k));
+    others.back()->to(torch::kDouble);
+  }
+  StackedMembers stacked(others);
+  ASSERT_TRUE(stacked.replaces_running_stats());
+  stacked.use_flat_buffers();
+  std::vector<std::unique_ptr<FlatParameters>> flats;
+  std::vector<torch::Tensor> stats;
+  for (int64_t k = 0; k < count; ++k) {
+    flats.push_back(std::make_unique<FlatParameters>(*members[k]));
+    stats.push_back(StackedMembers::flatten_running_stats(*members[k]));
+    ASSERT_TRUE(stats.back().defined());
+    stacked.load_member(k, flats[k]->values());
+    for (size_t i = 0; i < members[k]->parameters().size(); ++i) {
+      ASSERT_TRUE(torch::equal(stacked.member_slice(i, k), members[k]->parameters()[i])) << k << ", " << i;
+    }
+  }
+
+  torch::manual_seed(11);
+  const auto images = torch::randn({count, batch, 1, 28, 28}, torch::kDouble);
+  const auto labels = torch::randint(spec.num_classes, {count, batch}, torch::kLong);
+  const auto sum = torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum);
+  stacked.zero_grad();
+  torch::nn::functional::cross_entropy(stacked.forward(images).reshape({count * batch, -1}), labels.reshape(-1), sum)
+      .backward();
+  for (int64_t k = 0; k < count; ++k) {
+    members[k]->train();
+    flats[k]->zero_grad();
+    torch::nn::functional::cross_entropy(members[k]->forward(images[k]), labels[k], sum).backward();
+    torch::Tensor grad = torch::full_like(flats[k]->grads(), 7.0);
+    stacked.read_member_gradient(k, grad);
+    EXPECT_LT(relative_error(grad, flats[k]->grads()), kTolerance) << "member " << k;
+    torch::Tensor running = torch::full_like(stats[k], 7.0);
+    stacked.read_member_stats(k, running);
+    EXPECT_LT(relative_error(running, stats[k]), kTolerance) << "member " << k;
+  }
+
+  // A second forward pass adds nothing to the gradient once zeroed.
+  stacked.zero_grad();
+  torch::Tensor grad = torch::empty_like(flats[0]->grads());
+  stacked.read_member_gradient(1, grad);
+  EXPECT_EQ(grad.abs().max().item<double>(), 0.0);
+
+  // Statistics go in as well, and clear_member() zeroes one member alone.
+  const auto random = torch::randn_like(stats[2]);
+  stacked.load_member_stats(2, random);
+  torch::Tensor back = torch::empty_like(random);
+  stacked.read_member_stats(2, back);
+  EXPECT_TRUE(torch::equal(back, random));
+  stacked.clear_member(1);
+  for (size_t i = 0; i < members[0]->parameters().size(); ++i) {
+    EXPECT_EQ(stacked.member_slice(i, 1).abs().max().item<double>(), 0.0) << i;
+    EXPECT_TRUE(torch::equal(stacked.member_slice(i, 0), members[0]->parameters()[i])) << i;
+  }
+  stacked.read_member_stats(1, back);
+  EXPECT_EQ(back.abs().max().item<double>(), 0.0);
+
+  const std::string wrong = error_of([&] { stacked.load_member(0, torch::zeros({5}, torch::kDouble)); });
+  EXPECT_NE(wrong.find("stacked members: a member's parameters must be a contiguous vector of " +
+                       std::to_string(flats[0]->numel()) + " values, got [5]"),
+            std::string::npos)
+      << wrong;
+  EXPECT_NE(error_of([&] { stacked.to(torch::kCPU); }).find("to() after use_flat_buffers()"), std::string::npos);
+}
+
+TEST(StackedMembers, BatchNormWithAMomentumBelowOneNeedsTheMembersStatistics) {
+  StackedMembers s(two_of([] {
+    return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::BatchNorm1d(torch::nn::BatchNormOptions(4).momentum(0.5)),
+                                 torch::nn::Linear(4, 2));
+  }));
+  EXPECT_FALSE(s.replaces_running_stats());
 }
 
 }  // namespace
