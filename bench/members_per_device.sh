@@ -12,7 +12,9 @@
 # warm-up), from the members' trace.csv: K x epochs / the slowest member's
 # time for them. With BNN_BENCH_PROCESSES="4 8" it also runs that many
 # separate one-member processes side by side (the alternative design), and
-# with BNN_BENCH_CUDNN_BENCHMARK=K one run with --cudnn-benchmark. GPU memory
+# with BNN_BENCH_CUDNN_BENCHMARK=K one run with --cudnn-benchmark, and with
+# BNN_BENCH_STACKED="8 16" runs with --member-design stacked (Note [Stacked
+# members in a run] in src/pipeline/stacked_group.h). GPU memory
 # is nvidia-smi's whole-device figure, sampled every 200 ms. Writes
 # OUT_DIR/members_per_device.csv and prints it as a table.
 #
@@ -29,7 +31,7 @@ out="${2:?usage: bench/members_per_device.sh BNN OUT_DIR [K ...]}"
 shift 2
 ks=("$@")
 [[ ${#ks[@]} -gt 0 ]] || ks=(1 2 4 8 16)
-for k in "${ks[@]}" ${BNN_BENCH_PROCESSES:-} ${BNN_BENCH_CUDNN_BENCHMARK:-}; do
+for k in "${ks[@]}" ${BNN_BENCH_PROCESSES:-} ${BNN_BENCH_CUDNN_BENCHMARK:-} ${BNN_BENCH_STACKED:-}; do
   if [[ ! "$k" =~ ^[1-9][0-9]*$ ]]; then
     echo "members_per_device: '$k' is not a member count (a whole number >= 1)" >&2
     exit 2
@@ -135,6 +137,11 @@ streams_run() {
 
 for k in "${ks[@]}"; do
   streams_run streams "$k" "$out/threads_k$k" "$out/mem_k$k.txt" "$out/log_k$k.txt"
+done
+
+for k in ${BNN_BENCH_STACKED:-}; do
+  streams_run stacked "$k" "$out/stacked_k$k" "$out/mem_stacked_k$k.txt" "$out/log_stacked_k$k.txt" \
+    --member-design stacked
 done
 
 for p in ${BNN_BENCH_PROCESSES:-}; do

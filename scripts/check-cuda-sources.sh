@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Compiles (syntax only) the sources that are built only against a CUDA
 # LibTorch, on a machine without CUDA: tests/src/pipeline/cuda_sync_test.cpp,
-# samplers/fused_step.cpp and bench/member_designs.cpp with BNN_HAVE_C10_CUDA (and BNN_CUDA_KERNELS), against
+# samplers/fused_step.cpp, bench/member_designs.cpp and src/runtime/device_streams.cpp with
+# BNN_HAVE_C10_CUDA (and BNN_CUDA_KERNELS), against
 # this machine's LibTorch headers (Debian's
 # libtorch-dev ships c10/cuda/) and the CUDA runtime headers of Debian's
 # nvidia-cuda-dev (non-free; about 770 MB, downloaded into a temporary
@@ -31,7 +32,8 @@ fi
 echo '#define C10_CUDA_BUILD_SHARED_LIBS' > "$work/shim/c10/cuda/impl/cuda_cmake_macros.h"
 
 cuda_version="$(grep -m1 -o 'CUDART_VERSION *[0-9]*' "$work/cuda/usr/include/cuda_runtime_api.h" | grep -o '[0-9]*$')"
-for source in tests/src/pipeline/cuda_sync_test.cpp samplers/fused_step.cpp bench/member_designs.cpp; do
+for source in tests/src/pipeline/cuda_sync_test.cpp samplers/fused_step.cpp bench/member_designs.cpp \
+    src/runtime/device_streams.cpp; do
   g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wno-unused-parameter -D_GLIBCXX_USE_CXX11_ABI=1 \
     -DBNN_HAVE_C10_CUDA=1 -DBNN_CUDA_KERNELS=1 -I"$root" -isystem "$torch_include" -isystem "$work/shim" \
     -isystem "$work/cuda/usr/include" "$root/$source"

@@ -71,6 +71,11 @@ int cmd_run(int argc, char** argv) {
                             "K, or auto (as many as fit in GPU memory, at most 8; on the CPU two with two "
                             "threads or more, as memory allows)",
       cxxopts::value<std::string>()->default_value("auto"))(
+      "member-design", "How the members trained at once on a device share it: streams (each its own model, and "
+                       "on a GPU its own CUDA stream; the same bits as one by one) or stacked (one stacked model "
+                       "evaluates all their gradients in one pass: grouped convolutions, batched products; the "
+                       "same arithmetic, not the same bits)",
+      cxxopts::value<std::string>()->default_value("streams"))(
       "cudnn-benchmark", "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
                          "vary between runs in the last bits)")(
       "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)", cxxopts::value<int64_t>())(
@@ -118,6 +123,7 @@ int cmd_run(int argc, char** argv) {
   }
   run_options.members_per_device =
       pipeline::parse_members_per_device(args["members-per-device"].as<std::string>());
+  run_options.design = pipeline::parse_member_design(args["member-design"].as<std::string>());
   // Note [Time limit]: counted from here, before the data are loaded.
   std::optional<runtime::Deadline> deadline;
   if (args.count("time-limit")) {

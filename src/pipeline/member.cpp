@@ -55,7 +55,11 @@ Member::Member(const MemberContext& ctx, int64_t index)
   model_->to(ctx.device);
   flat_ = std::make_unique<models::FlatParameters>(*model_);
   if (cfg_.prior.biases) flat_->include_biases_in_prior();
-  if (ctx.group == nullptr) {
+  if (ctx.stacked != nullptr) {
+    TORCH_CHECK(ctx.group == nullptr, "stacked members are not data-parallel");
+    stacked_oracle_ = ctx.stacked->join(ctx.slot, *model_, *flat_, partition_);
+    oracle_ = stacked_oracle_.get();
+  } else if (ctx.group == nullptr) {
     model_oracle_ = std::make_unique<ModelOracle>(*model_, *flat_, partition_);
     oracle_ = model_oracle_.get();
   } else {
@@ -78,6 +82,8 @@ void Member::run() {
                          [this] { return make_sampler(state_.anchor, samplers::derive_seed(seed_, kSamplerStream)); },
                          *this);
   sampling.run(state_, flat_->values(), at.epochs_done, faults_);
+  // Its last gradient is taken: the others need not wait while it writes its results.
+  if (stacked_oracle_) stacked_oracle_->leave_group();
 }
 
 Position Member::train_anchor(bool resume) {

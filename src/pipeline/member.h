@@ -43,6 +43,7 @@
 #include "src/pipeline/ood.h"
 #include "src/pipeline/phase_hooks.h"
 #include "src/pipeline/run_directory.h"
+#include "src/pipeline/stacked_group.h"
 #include "src/runtime/deadline.h"
 
 namespace bnn::pipeline {
@@ -66,6 +67,11 @@ struct MemberContext {
   // end, its checkpoint written, once an epoch would not end in time; none
   // when null.
   runtime::Deadline* deadline = nullptr;
+  // Note [Stacked members in a run] (stacked_group.h): the member's
+  // gradients are evaluated in this group's `slot`, together with the other
+  // members on its device; its own model otherwise when null.
+  StackedGroup* stacked = nullptr;
+  int64_t slot = 0;
 };
 
 struct MemberOutcome {
@@ -174,6 +180,7 @@ class Member : private PhaseHooks {
   std::unique_ptr<models::FlatParameters> flat_;
   std::unique_ptr<ModelOracle> model_oracle_;  // this rank's shard of each batch with a process group
   std::unique_ptr<distributed::DataParallelOracle> parallel_oracle_;
+  std::unique_ptr<StackedOracle> stacked_oracle_;  // in ctx.stacked (Note [Stacked members in a run])
   samplers::GradientOracle* oracle_ = nullptr;  // the one that gives full-batch sums
   FaultInjection faults_;
   bool writer_;

@@ -69,6 +69,12 @@ int64_t parse_members_per_device(const std::string& text) {
   return std::stoll(m[1]);
 }
 
+MemberDesign parse_member_design(const std::string& text) {
+  if (text == "streams") return MemberDesign::kStreams;
+  if (text == "stacked") return MemberDesign::kStacked;
+  throw config::ConfigError(fmt::format("--member-design: '{}' is not streams or stacked", text));
+}
+
 double parse_time_limit(const std::string& text) {
   // Hours, minutes, seconds, each optional, in that order; a bare number is seconds
   // unless it follows hours or minutes ("1h30" is refused).
@@ -234,13 +240,13 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
 // (auto_members_per_device), on the CPU auto_members_per_cpu. Where the free
 // memory is known, logs the choice or warns when `requested` members do not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
-                           int64_t requested, int64_t members_to_run, int64_t device_entries) {
+                           int64_t requested, int64_t members_to_run, int64_t device_entries, MemberDesign design) {
   if (device.is_cpu() && requested == 0) {
     // `--devices cpu,cpu` has chosen its workers already.
     const int64_t threads = torch::get_num_threads();
     if (device_entries > 1 || threads <= 1 || members_to_run <= 1) return 1;
     const auto available = runtime::host_available_memory();
-    const int64_t k = auto_members_per_cpu(estimate_member_memory(config, data), threads, available, members_to_run);
+    const int64_t k = auto_members_per_cpu(estimate_member_memory(config, data, design), threads, available, members_to_run);
     spdlog::info("cpu: {} threads, {}: {} member(s) at a time (--members-per-device 1 trains them one by one, "
                  "with the same results)",
                  threads,
@@ -249,7 +255,7 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
   }
   const auto memory = runtime::device_memory(device);
   if (!memory || members_to_run == 0 || requested == 1) return requested == 0 ? 1 : requested;
-  const MemberMemory member = estimate_member_memory(config, data);
+  const MemberMemory member = estimate_member_memory(config, data, design);
   if (requested == 0) {
     const int64_t k = auto_members_per_device(member, memory, members_to_run);
     spdlog::info("{}: {:.1f} GiB free; about {:.2f} GiB per member ({} parameters): {} member(s) at a time",
@@ -291,6 +297,27 @@ void check_model_builds(const config::Config& config, const data_loaders::Datase
                                         fmt::join(data.input_shape, ", "), why));
 }
 
+namespace {
+
+// Note [Stacked members in a run]: `slots` models of `config` on `device`
+// as one group. Throws ConfigError naming the layer that cannot be stacked.
+std::unique_ptr<StackedGroup> make_stacked_group(const config::Config& config, const data_loaders::Dataset& data,
+                                                 torch::Device device, int64_t slots) {
+  std::vector<std::shared_ptr<models::Classifier>> templates;
+  for (int64_t k = 0; k < slots; ++k) {
+    templates.push_back(models::make_model(model_spec(config, data), /*seed=*/0));
+    templates.back()->to(device);
+  }
+  try {
+    return std::make_unique<StackedGroup>(templates);
+  } catch (const std::invalid_argument& e) {
+    throw config::ConfigError(fmt::format("--member-design stacked: model {} cannot be stacked: {}",
+                                          config.model.name, e.what()));
+  }
+}
+
+}  // namespace
+
 // Note [TorchScript models] (models/torchscript.h): a run keeps the module it
 // trains as <run>/model.pt; more members, a resume or another process must
 // give a model.path with the same contents.
@@ -307,7 +334,8 @@ void check_model_file(const std::filesystem::path& dir, const config::Config& co
 
 }  // namespace
 
-MemberMemory estimate_member_memory(const config::Config& config, const data_loaders::Dataset& data) {
+MemberMemory estimate_member_memory(const config::Config& config, const data_loaders::Dataset& data,
+                                    MemberDesign design) {
   MemberMemory m;
   const auto model = models::make_model(model_spec(config, data), /*seed=*/0);
   for (const auto& p : model->parameters()) m.parameters += p.numel();
@@ -321,6 +349,7 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
       options.anchor_gradients() == samplers::AnchorGradients::kStored) {
     m.state_bytes += static_cast<int64_t>(4.0 * d * static_cast<double>(num_batches));
   }
+  if (design == MemberDesign::kStacked) m.state_bytes += static_cast<int64_t>(16.0 * d);
   m.total_bytes = m.state_bytes + kActivationAllowanceBytes;
   return m;
 }
@@ -357,6 +386,10 @@ int run(const config::Config& config, const RunOptions& options) {
       throw config::ConfigError(
           "--members-per-device: a distributed run trains one member at a time on each rank; drop the option");
     }
+    if (options.design == MemberDesign::kStacked) {
+      throw config::ConfigError(
+          "--member-design stacked: a distributed run trains one member at a time on each rank; drop the option");
+    }
     if (options.deadline != nullptr) {
       throw config::ConfigError("--time-limit: the ranks of a distributed run would stop at different epochs; "
                                 "drop the option");
@@ -385,6 +418,7 @@ int run(const config::Config& config, const RunOptions& options) {
     }
   }
   check_model_builds(config, data.begin()->second);
+  if (options.design == MemberDesign::kStacked) make_stacked_group(config, data.begin()->second, torch::kCPU, 1);
   if (writer) {
     check_model_file(dir, config);
     claim_run_directory(dir, config, options.resume);
@@ -425,10 +459,23 @@ int run(const config::Config& config, const RunOptions& options) {
       group != nullptr ? 1
                        : members_per_device(config, data.begin()->second, devices.front(),
                                             options.members_per_device, todo_per_device,
-                                            static_cast<int64_t>(devices.size()));
+                                            static_cast<int64_t>(devices.size()), options.design);
   std::vector<torch::Device> workers;
   for (const auto& device : devices) {
     for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);
+  }
+  // Note [Stacked members in a run]: one group per device entry, its slots
+  // the entry's workers; they share the device's stream, the one the
+  // group's rounds run on.
+  const bool stacked = options.design == MemberDesign::kStacked && per_device > 1;
+  if (options.design == MemberDesign::kStacked && !stacked) {
+    spdlog::info("one member at a time per device: --member-design stacked has nothing to stack");
+  }
+  std::vector<std::unique_ptr<StackedGroup>> groups;
+  if (stacked) {
+    for (const auto& device : devices) {
+      groups.push_back(make_stacked_group(config, data.at(device.str()), device, per_device));
+    }
   }
   // The data set was put on the device by this thread's stream; the workers'
   // streams do not wait for it by themselves.
@@ -442,9 +489,14 @@ int run(const config::Config& config, const RunOptions& options) {
   std::vector<std::exception_ptr> errors(workers.size());
   auto worker = [&](size_t w) {
     try {
-      const runtime::WorkerStream stream(workers.size() > 1 ? workers[w] : torch::Device(torch::kCPU));
-      const MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group,
-                                  &ood.at(workers[w].str()), options.deadline};
+      // A stacked group's workers keep the device's default stream.
+      const runtime::WorkerStream stream(workers.size() > 1 ? workers[w] : torch::Device(torch::kCPU), !stacked);
+      MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group,
+                            &ood.at(workers[w].str()), options.deadline};
+      if (stacked) {
+        context.stacked = groups[w / static_cast<size_t>(per_device)].get();
+        context.slot = static_cast<int64_t>(w % static_cast<size_t>(per_device));
+      }
       for (size_t i; (i = next++) < todo.size();) {
         if (options.deadline != nullptr && !options.deadline->allows_an_epoch()) {
           ++left;
@@ -475,11 +527,20 @@ int run(const config::Config& config, const RunOptions& options) {
     } else {
       const bool streams = runtime::has_worker_streams() && workers.front().is_cuda();
       spdlog::info("{} workers on {}: {} members at a time per device{}", workers.size(), fmt::join(names, ", "),
-                   per_device, streams ? ", each on its own CUDA stream" : "");
+                   per_device,
+                   stacked   ? ", their gradients evaluated as one stacked model (--member-design stacked)"
+                   : streams ? ", each on its own CUDA stream"
+                             : "");
     }
     std::vector<std::thread> threads;
     for (size_t w = 0; w < workers.size(); ++w) threads.emplace_back(worker, w);
     for (auto& t : threads) t.join();
+  }
+  for (size_t d = 0; d < groups.size(); ++d) {
+    const int64_t passes = groups[d]->rounds();
+    if (passes == 0) continue;
+    spdlog::info("{}: {} stacked passes, {:.2f} members in each on average", devices[d].str(), passes,
+                 static_cast<double>(groups[d]->evaluations()) / static_cast<double>(passes));
   }
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);

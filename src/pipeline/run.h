@@ -21,6 +21,12 @@
 
 namespace bnn::pipeline {
 
+// How the members trained at once on a device share it.
+enum class MemberDesign {
+  kStreams,  // each its own model, on its own CUDA stream (Note [Members per device])
+  kStacked,  // their gradients evaluated as one stacked model (Note [Stacked members in a run])
+};
+
 struct RunOptions {
   std::filesystem::path run_dir;
   std::vector<int64_t> members;  // empty = all of 0..M-1
@@ -37,6 +43,7 @@ struct RunOptions {
   // fit in 90% of its free memory by estimate_member_memory, at most
   // kMaxAutoMembersPerDevice; on the CPU auto_members_per_cpu.
   int64_t members_per_device = 1;
+  MemberDesign design = MemberDesign::kStreams;
   // `bnn run --resume`: the directory must hold this experiment already
   // (only the wording of the error differs).
   bool resume = false;
@@ -58,7 +65,10 @@ struct MemberMemory {
   int64_t state_bytes = 0;  // parameter-sized vectors and stored anchor gradients
   int64_t total_bytes = 0;  // state_bytes + kActivationAllowanceBytes
 };
-MemberMemory estimate_member_memory(const config::Config& config, const data_loaders::Dataset& data);
+// With the stacked design each member also has its slot of the group's
+// buffers: parameters, gradient and position table (16 bytes a parameter).
+MemberMemory estimate_member_memory(const config::Config& config, const data_loaders::Dataset& data,
+                                    MemberDesign design = MemberDesign::kStreams);
 
 // Members per GPU for `auto`: as many as fit in 90% of `device`'s free
 // memory, at least 1, at most kMaxAutoMembersPerDevice and members_to_run;
@@ -86,6 +96,9 @@ std::vector<std::string> parse_device_list(const std::string& text);
 
 // "auto" -> 0, "K" -> K >= 1. Throws ConfigError naming the text.
 int64_t parse_members_per_device(const std::string& text);
+
+// "streams" or "stacked". Throws ConfigError naming the text.
+MemberDesign parse_member_design(const std::string& text);
 
 // "540", "540s", "9m", "1.5h", "11h45m" -> seconds (> 0). Throws ConfigError naming the text.
 double parse_time_limit(const std::string& text);

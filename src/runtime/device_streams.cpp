@@ -19,20 +19,27 @@ namespace bnn::runtime {
 
 #if defined(BNN_HAVE_C10_CUDA)
 struct WorkerStream::Impl {
-  explicit Impl(c10::DeviceIndex index)
-      : guard(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index)) {}
+  Impl(c10::DeviceIndex index, bool own) {
+    if (own) {
+      stream.emplace(c10::cuda::getStreamFromPool(/*isHighPriority=*/false, index));
+    } else {
+      device.emplace(index);
+    }
+  }
   ~Impl() {
+    if (!stream) return;
     try {
-      guard.current_stream().synchronize();
+      stream->current_stream().synchronize();
     } catch (const std::exception&) {
       // A failed device: the member's own error has been reported already.
     }
   }
-  c10::cuda::CUDAStreamGuard guard;
+  std::optional<c10::cuda::CUDAStreamGuard> stream;
+  std::optional<c10::cuda::CUDAGuard> device;
 };
 
-WorkerStream::WorkerStream(torch::Device device) {
-  if (device.is_cuda()) impl_ = std::make_unique<Impl>(device.has_index() ? device.index() : 0);
+WorkerStream::WorkerStream(torch::Device device, bool own_stream) {
+  if (device.is_cuda()) impl_ = std::make_unique<Impl>(device.has_index() ? device.index() : 0, own_stream);
 }
 
 bool has_worker_streams() { return true; }
@@ -50,7 +57,7 @@ std::optional<DeviceMemory> device_memory(torch::Device device) {
 #else
 struct WorkerStream::Impl {};
 
-WorkerStream::WorkerStream(torch::Device) {}
+WorkerStream::WorkerStream(torch::Device, bool) {}
 
 bool has_worker_streams() { return false; }
 
@@ -59,7 +66,13 @@ std::optional<DeviceMemory> device_memory(torch::Device) { return std::nullopt; 
 
 WorkerStream::~WorkerStream() = default;
 
-bool WorkerStream::own_stream() const { return impl_ != nullptr; }
+bool WorkerStream::own_stream() const {
+#ifdef BNN_HAVE_C10_CUDA
+  return impl_ != nullptr && impl_->stream.has_value();
+#else
+  return false;
+#endif
+}
 
 void synchronize_device(torch::Device device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : -1);

@@ -36,7 +36,10 @@ namespace bnn::runtime {
 // the device's default stream, which is correct but serialises their kernels.
 class WorkerStream {
  public:
-  explicit WorkerStream(torch::Device device);
+  // With own_stream false the thread keeps the device's default stream
+  // (the members of a stacked group share it: Note [Stacked members in a
+  // run] in src/pipeline/stacked_group.h) and only makes `device` current.
+  explicit WorkerStream(torch::Device device, bool own_stream = true);
   ~WorkerStream();
   WorkerStream(const WorkerStream&) = delete;
   WorkerStream& operator=(const WorkerStream&) = delete;

@@ -69,9 +69,10 @@ class MembersPerDeviceScript(unittest.TestCase):
         write_executable(os.path.join(self.bin, "nvidia-smi"), FAKE_SMI.format(pids=self.pids))
         self.out = os.path.join(self.dir, "out")
 
-    def run_script(self, bnn, ks, processes="", path=None, cudnn_benchmark=""):
+    def run_script(self, bnn, ks, processes="", path=None, cudnn_benchmark="", stacked=""):
         env = dict(os.environ, BNN_BENCH_DEVICE="cpu", BNN_BENCH_CONFIG=os.path.join(ROOT, "configs", "tiny.yaml"),
                    BNN_BENCH_PROCESSES=processes, BNN_BENCH_CUDNN_BENCHMARK=cudnn_benchmark,
+                   BNN_BENCH_STACKED=stacked,
                    PATH=path or self.bin + os.pathsep + os.environ["PATH"])
         # Its own process group: on a timeout the script and all it started are stopped.
         p = subprocess.Popen(["/bin/bash", SCRIPT, bnn, self.out] + ks, stdout=subprocess.PIPE,
@@ -113,24 +114,26 @@ class MembersPerDeviceScript(unittest.TestCase):
         self.need_data()
         fake_bnn = os.path.join(self.bin, "bnn")
         write_executable(fake_bnn, LOGGING_BNN.format(bnn=BNN, calls=os.path.join(self.dir, "calls")))
-        r = self.run_script(fake_bnn, ["1", "2"], processes="2", cudnn_benchmark="2")
+        r = self.run_script(fake_bnn, ["1", "2"], processes="2", cudnn_benchmark="2", stacked="2")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = self.rows()
         self.assertEqual([(x["design"], x["members"], x["exit"]) for x in rows],
-                         [("streams", "1", "0"), ("streams", "2", "0"), ("processes", "2", "0"),
+                         [("streams", "1", "0"), ("streams", "2", "0"), ("stacked", "2", "0"), ("processes", "2", "0"),
                           ("streams+cudnn_benchmark", "2", "0")])
         # Peak 1200 MiB over the 500 MiB idle, shared by the members.
-        self.assertEqual([x["peak_gpu_mib"] for x in rows], ["1200"] * 4)
-        self.assertEqual([x["mib_per_member"] for x in rows], ["700", "350", "350", "350"])
+        self.assertEqual([x["peak_gpu_mib"] for x in rows], ["1200"] * 5)
+        self.assertEqual([x["mib_per_member"] for x in rows], ["700", "350", "350", "350", "350"])
         self.assert_rate_from_traces(rows[0], [os.path.join(self.out, "threads_k1")])
         self.assert_rate_from_traces(rows[1], [os.path.join(self.out, "threads_k2")])
+        self.assert_rate_from_traces(rows[2], [os.path.join(self.out, "stacked_k2")])
         processes = [os.path.join(self.out, f"processes_p2_{i}") for i in range(2)]
-        self.assert_rate_from_traces(rows[2], processes)
-        self.assert_rate_from_traces(rows[3], [os.path.join(self.out, "cudnn_benchmark_k2")])
-        # Only the last run asks for cuDNN's benchmark mode.
+        self.assert_rate_from_traces(rows[3], processes)
+        self.assert_rate_from_traces(rows[4], [os.path.join(self.out, "cudnn_benchmark_k2")])
+        # Only the last run asks for cuDNN's benchmark mode, only the third for stacked members.
         with open(os.path.join(self.dir, "calls")) as f:
             calls = f.read().splitlines()
-        self.assertEqual(["--cudnn-benchmark" in c.split() for c in calls], [False] * 4 + [True])
+        self.assertEqual(["--cudnn-benchmark" in c.split() for c in calls], [False] * 5 + [True])
+        self.assertEqual(["--member-design stacked" in c for c in calls], [False, False, True] + [False] * 3)
         # The side-by-side processes are different chains (--seed i).
         first_losses = [member_traces(run)[0][0]["loss"] for run in processes]
         self.assertNotEqual(first_losses[0], first_losses[1])
@@ -138,8 +141,8 @@ class MembersPerDeviceScript(unittest.TestCase):
         table = r.stdout.splitlines()
         self.assertIn("member-epochs/s", table[0])
         self.assertEqual(table[1].split()[:3] + table[1].split()[5:7], ["streams", "1", "0", "1.00", "-"])
-        self.assertEqual(len(table), 5)
-        self.assert_samplers_stopped(4)
+        self.assertEqual(len(table), 6)
+        self.assert_samplers_stopped(5)
 
     def test_a_failed_run_is_a_row_and_the_others_go_on(self):
         self.need_data()
@@ -163,6 +166,9 @@ class MembersPerDeviceScript(unittest.TestCase):
                 (["1"], "two", "members_per_device: 'two' is not a member count (a whole number >= 1)")]:
             r = self.run_script(BNN, ks, processes=processes)
             self.assertEqual((r.returncode, r.stderr.strip()), (2, message))
+        r = self.run_script(BNN, ["1"], stacked="1 x")
+        self.assertEqual((r.returncode, r.stderr.strip()),
+                         (2, "members_per_device: 'x' is not a member count (a whole number >= 1)"))
         r = self.run_script(os.path.join(self.dir, "no_bnn"), ["1"])
         self.assertEqual((r.returncode, r.stderr.strip()),
                          (2, f"members_per_device: '{os.path.join(self.dir, 'no_bnn')}' is not an executable bnn"))

@@ -1,5 +1,6 @@
 // `bnn run --devices`: members spread over several workers (one per device)
 // write the same results as one worker; bad device lists are clear errors.
+#include <cmath>
 #include <fstream>
 #include <thread>
 
@@ -81,6 +82,69 @@ TEST(Devices, MembersTrainedTogetherWriteWhatTheyWriteOneByOne) {
 // The same on one GPU, each member on its own CUDA stream: the members'
 // kernels now interleave on the device, so agreement is to float tolerance
 // (cuDNN and atomics do not promise the last bits anyway).
+// The largest difference between the probabilities runs `a` and `b` wrote.
+double largest_difference(const std::filesystem::path& a, const std::filesystem::path& b) {
+  const torch::Tensor x = bnn::data_loaders::read_npy(a).to(torch::kDouble);
+  const torch::Tensor y = bnn::data_loaders::read_npy(b).to(torch::kDouble);
+  if (x.sizes() != y.sizes()) return INFINITY;
+  return (x - y).abs().max().item<double>();
+}
+
+// Note [Stacked members in a run]: members whose gradients one stacked
+// model evaluates compute what they compute one by one, to float rounding
+// (the grouped products sum in another order), BatchNorm included.
+TEST(Devices, StackedMembersAgreeWithOneByOneToFloatRounding) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto work = bnn::testing::unique_temp_dir("bnn_stacked_members_test");
+  const std::string common = "--set run.members=3 --set model.batch_norm=true ";
+  auto r = run_tiny(work, "one", common + "--members-per-device 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_tiny(work, "stacked", common + "--members-per-device 2 --member-design stacked");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 members at a time per device, their gradients evaluated as one stacked model"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("cpu: "), std::string::npos);
+  EXPECT_NE(r.output.find(" stacked passes, "), std::string::npos) << r.output;
+  for (const std::string m : {"member_000", "member_001", "member_002"}) {
+    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
+      EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), 1e-4) << m << "/" << f;
+    }
+  }
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+// A stacked run killed in the middle of sampling and resumed stacked writes
+// the bits of the run that was never interrupted: a member's arithmetic in
+// the group depends on its own inputs alone.
+TEST(Devices, StackedRunKilledAndResumedIsBitIdentical) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto work = bnn::testing::unique_temp_dir("bnn_stacked_resume_test");
+  const std::string flags = "--set run.members=3 --set model.batch_norm=true --members-per-device 2 "
+                            "--member-design stacked";
+  auto r = run_tiny(work, "full", flags);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work / "cut").string() + " --threads 1 " +
+                                flags,
+                            work / "cut.txt", "BNN_KILL_AT_SAMPLER_STEP=25");
+  ASSERT_EQ(r.code, 128 + 9) << "expected death by SIGKILL\n" << r.output;
+  r = bnn::testing::run_bnn("run --resume " + (work / "cut").string() +
+                                " --threads 1 --members-per-device 2 --member-design stacked",
+                            work / "resume.txt");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
+  expect_same_member_files(work / "full", work / "cut", {"member_000", "member_001", "member_002"},
+                           {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy", "swa_weights.npy"});
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+TEST(Devices, MemberDesignIsStreamsOrStacked) {
+  EXPECT_EQ(bnn::pipeline::parse_member_design("streams"), bnn::pipeline::MemberDesign::kStreams);
+  EXPECT_EQ(bnn::pipeline::parse_member_design("stacked"), bnn::pipeline::MemberDesign::kStacked);
+  EXPECT_EQ(bnn::testing::error_of([] { bnn::pipeline::parse_member_design("grouped"); }),
+            "--member-design: 'grouped' is not streams or stacked");
+}
+
 TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the members-per-device test did not run";
   BNN_SKIP_WITHOUT_FASHION_MNIST();
@@ -100,6 +164,32 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
       const torch::Tensor b = bnn::data_loaders::read_npy(three / m / f).to(torch::kDouble);
       ASSERT_EQ(a.sizes(), b.sizes()) << m << "/" << f;
       EXPECT_LT((a - b).abs().max().item<double>(), 1e-3) << m << "/" << f;
+    }
+  }
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+// Note [Stacked members in a run] on a GPU: three fmnist_cnn members whose
+// gradients one stacked model evaluates (grouped convolutions in cuDNN, on
+// the device's default stream), against the same members one by one. cuDNN
+// picks other algorithms for grouped convolutions and rounds their inputs
+// to TF32, so the bound is loose; a member given another's slice, batch or
+// statistics is off by far more.
+TEST(CudaRun, StackedMembersOnOneGpuAgreeWithOneByOne) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the stacked members test did not run";
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto work = bnn::testing::unique_temp_dir("bnn_cuda_stacked_members_test");
+  const std::string common = "--device cuda --set run.members=3 --set model.name=fmnist_cnn ";
+  auto r = run_tiny(work, "one", common + "--members-per-device 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_tiny(work, "stacked", common + "--members-per-device 3 --member-design stacked");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 members at a time per device, their gradients evaluated as one stacked model"),
+            std::string::npos)
+      << r.output;
+  for (const std::string m : {"member_000", "member_001", "member_002"}) {
+    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
+      EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), 2e-2) << m << "/" << f;
     }
   }
   if (!HasFailure()) std::filesystem::remove_all(work);
@@ -237,6 +327,9 @@ TEST(Devices, MemberMemoryCountsStateAndStoredAnchors) {
   config.sampler.anchor_gradients = "recomputed";
   m = bnn::pipeline::estimate_member_memory(config, data);
   EXPECT_EQ(m.state_bytes, d * (4 * 9 + 8));
+  // A stacked member's slot: parameters and gradient (float) and its row of positions (int64).
+  m = bnn::pipeline::estimate_member_memory(config, data, bnn::pipeline::MemberDesign::kStacked);
+  EXPECT_EQ(m.state_bytes, d * (4 * 9 + 8) + d * 16);
 }
 
 // Mean accuracy of `method` at ensemble size `size` in a run's metrics.json.
