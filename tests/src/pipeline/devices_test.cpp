@@ -171,10 +171,14 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
 
 // Note [Stacked members in a run] on a GPU: three fmnist_cnn members whose
 // gradients one stacked model evaluates (grouped convolutions in cuDNN, on
-// the device's default stream), against the same members one by one. cuDNN
-// picks other algorithms for grouped convolutions and rounds their inputs
-// to TF32, so the bound is loose; a member given another's slice, batch or
-// statistics is off by far more.
+// the device's default stream), against the same members one by one. Adam's
+// first steps move every coordinate by about lr whatever the gradient's
+// size, so rounding differences in small gradients grow to about 1e-2 in the
+// probabilities within an epoch: on the CPU, this config one by one with 1
+// thread against 2 threads differs by up to 0.015, stacked against one by
+// one by up to 0.03, while two different members differ by 0.9. The bound
+// of 0.1 lets rounding through and catches a member given another's slice,
+// batch or statistics.
 TEST(CudaRun, StackedMembersOnOneGpuAgreeWithOneByOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the stacked members test did not run";
   BNN_SKIP_WITHOUT_FASHION_MNIST();
@@ -189,7 +193,7 @@ TEST(CudaRun, StackedMembersOnOneGpuAgreeWithOneByOne) {
       << r.output;
   for (const std::string m : {"member_000", "member_001", "member_002"}) {
     for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
-      EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), 2e-2) << m << "/" << f;
+      EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), 0.1) << m << "/" << f;
     }
   }
   if (!HasFailure()) std::filesystem::remove_all(work);
