@@ -90,28 +90,35 @@ double largest_difference(const std::filesystem::path& a, const std::filesystem:
   return (x - y).abs().max().item<double>();
 }
 
+// tiny.yaml with `flags`, three members one by one and `k` at a time
+// stacked: the stacked run says so, and every probability file of each
+// member is within `bound` of its one-by-one twin.
+void expect_stacked_as_one_by_one(const std::string& name, const std::string& flags, int64_t k, double bound) {
+  const auto work = bnn::testing::unique_temp_dir(name);
+  const std::string common = "--set run.members=3 " + flags + " ";
+  auto r = run_tiny(work, "one", common + "--members-per-device 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = run_tiny(work, "stacked", common + fmt::format("--members-per-device {} --member-design stacked", k));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("{} members at a time per device, their gradients evaluated as one stacked "
+                                      "model", k)),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(" stacked passes, "), std::string::npos) << r.output;
+  for (const std::string m : {"member_000", "member_001", "member_002"}) {
+    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
+      EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), bound) << m << "/" << f;
+    }
+  }
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
+}
+
 // Note [Stacked members in a run]: members whose gradients one stacked
 // model evaluates compute what they compute one by one, to float rounding
 // (the grouped products sum in another order), BatchNorm included.
 TEST(Devices, StackedMembersAgreeWithOneByOneToFloatRounding) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto work = bnn::testing::unique_temp_dir("bnn_stacked_members_test");
-  const std::string common = "--set run.members=3 --set model.batch_norm=true ";
-  auto r = run_tiny(work, "one", common + "--members-per-device 1");
-  ASSERT_EQ(r.code, 0) << r.output;
-  r = run_tiny(work, "stacked", common + "--members-per-device 2 --member-design stacked");
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("2 members at a time per device, their gradients evaluated as one stacked model"),
-            std::string::npos)
-      << r.output;
-  EXPECT_NE(r.output.find("cpu: "), std::string::npos);
-  EXPECT_NE(r.output.find(" stacked passes, "), std::string::npos) << r.output;
-  for (const std::string m : {"member_000", "member_001", "member_002"}) {
-    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
-      EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), 1e-4) << m << "/" << f;
-    }
-  }
-  if (!HasFailure()) std::filesystem::remove_all(work);
+  expect_stacked_as_one_by_one("bnn_stacked_members_test", "--set model.batch_norm=true", 2, 1e-4);
 }
 
 // A stacked run killed in the middle of sampling and resumed stacked writes
@@ -182,21 +189,7 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
 TEST(CudaRun, StackedMembersOnOneGpuAgreeWithOneByOne) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the stacked members test did not run";
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto work = bnn::testing::unique_temp_dir("bnn_cuda_stacked_members_test");
-  const std::string common = "--device cuda --set run.members=3 --set model.name=fmnist_cnn ";
-  auto r = run_tiny(work, "one", common + "--members-per-device 1");
-  ASSERT_EQ(r.code, 0) << r.output;
-  r = run_tiny(work, "stacked", common + "--members-per-device 3 --member-design stacked");
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("3 members at a time per device, their gradients evaluated as one stacked model"),
-            std::string::npos)
-      << r.output;
-  for (const std::string m : {"member_000", "member_001", "member_002"}) {
-    for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
-      EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), 0.1) << m << "/" << f;
-    }
-  }
-  if (!HasFailure()) std::filesystem::remove_all(work);
+  expect_stacked_as_one_by_one("bnn_cuda_stacked_members_test", "--device cuda --set model.name=fmnist_cnn", 3, 0.1);
 }
 
 // Note [Member locks]: two `bnn run` processes started together into one run

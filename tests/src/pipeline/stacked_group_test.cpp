@@ -113,17 +113,33 @@ TEST(StackedGroup, MembersLeaveWhenTheyFinishAndSlotsMayStayFree) {
   expect_members_as_alone(spec, {5, 2, 4}, /*slots=*/4);
 }
 
+// Two small mlp members, batches of 8 and `batch_b`, in a group of two slots.
+struct TwoMlpMembers {
+  explicit TwoMlpMembers(int64_t batch_b = 8)
+      : spec(small_mlp()), train(random_split(spec, 40, 5)), group(templates(spec, 2)), a(spec, train, 8, 1),
+        b(spec, train, batch_b, 2), oracle_a(group.join(0, *a.model, a.flat, a.partition)),
+        oracle_b(group.join(1, *b.model, b.flat, b.partition)) {}
+  static models::ModelSpec small_mlp() {
+    models::ModelSpec spec = models::default_spec("mlp");
+    spec.hidden = {8};
+    return spec;
+  }
+  models::ModelSpec spec;
+  data_loaders::Split train;
+  StackedGroup group;
+  TestMember a, b;
+  std::unique_ptr<StackedOracle> oracle_a, oracle_b;  // declared last: they leave the group first
+};
+
 // A member enters the passes at its first evaluation and leaves them when
 // it says so (a member that has sampled its last step): one that has not
 // yet evaluated, or has left, holds nobody up.
 TEST(StackedGroup, MembersEnterAtTheirFirstEvaluationAndLeaveWhenDone) {
-  models::ModelSpec spec = models::default_spec("mlp");
-  spec.hidden = {8};
-  const auto train = random_split(spec, 40, 5);
-  StackedGroup group(templates(spec, 2));
-  TestMember a(spec, train, /*batch=*/8, 1), b(spec, train, /*batch=*/8, 2);
-  auto oracle_a = group.join(0, *a.model, a.flat, a.partition);
-  auto oracle_b = group.join(1, *b.model, b.flat, b.partition);
+  TwoMlpMembers two;
+  auto& group = two.group;
+  auto& b = two.b;
+  auto& oracle_a = two.oracle_a;
+  auto& oracle_b = two.oracle_b;
   oracle_a->evaluate(0);  // b has not evaluated: a's pass is a's alone
   oracle_a->evaluate(1);
   EXPECT_EQ(group.rounds(), 2);
@@ -138,13 +154,10 @@ TEST(StackedGroup, MembersEnterAtTheirFirstEvaluationAndLeaveWhenDone) {
 }
 
 TEST(StackedGroup, ARoundThatFailsFailsForEachOfItsMembers) {
-  models::ModelSpec spec = models::default_spec("mlp");
-  spec.hidden = {8};
-  const auto train = random_split(spec, 40, 5);
-  StackedGroup group(templates(spec, 2));
-  TestMember a(spec, train, /*batch=*/8, 1), b(spec, train, /*batch=*/10, 2);
-  auto oracle_a = group.join(0, *a.model, a.flat, a.partition);
-  auto oracle_b = group.join(1, *b.model, b.flat, b.partition);
+  TwoMlpMembers two(/*batch_b=*/10);
+  auto& group = two.group;
+  auto& oracle_a = two.oracle_a;
+  auto& oracle_b = two.oracle_b;
   oracle_a->enter_group();
   oracle_b->enter_group();
   std::string error_a, error_b;
@@ -164,7 +177,7 @@ TEST(StackedGroup, ARoundThatFailsFailsForEachOfItsMembers) {
   EXPECT_NE(error_a.find("cannot be evaluated together"), std::string::npos) << error_a;
   EXPECT_EQ(error_a.substr(0, 200), error_b.substr(0, 200));
 
-  TestMember c(spec, train, 8, 3);
+  TestMember c(two.spec, two.train, 8, 3);
   try {
     group.join(1, *c.model, c.flat, c.partition);
     ADD_FAILURE() << "a taken slot was given twice";
