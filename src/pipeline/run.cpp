@@ -246,7 +246,8 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
     const int64_t threads = torch::get_num_threads();
     if (device_entries > 1 || threads <= 1 || members_to_run <= 1) return 1;
     const auto available = runtime::host_available_memory();
-    const int64_t k = auto_members_per_cpu(estimate_member_memory(config, data, design), threads, available, members_to_run);
+    const int64_t k =
+        auto_members_per_cpu(estimate_member_memory(config, data, design), threads, available, members_to_run);
     spdlog::info("cpu: {} threads, {}: {} member(s) at a time (--members-per-device 1 trains them one by one, "
                  "with the same results)",
                  threads,

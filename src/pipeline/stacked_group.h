@@ -2,8 +2,8 @@
 //
 // Note [Stacked members in a run]: `bnn run --member-design stacked` runs
 // the K members that train at once on a device (Note [Members per device]
-// in src/runtime/device_streams.h) through one StackedMembers model (Note
-// [Stacked members] in models/stacked_members.h): every gradient evaluation
+// in src/runtime/device_streams.h) through one StackedMembers model
+// (Note [Stacked members] in models/stacked_members.h): every gradient evaluation
 // of those members is one grouped forward and backward pass for all K, so
 // the device sees one set of kernels per step instead of K.
 //
@@ -69,8 +69,8 @@ class StackedGroup {
 
   // A member takes `slot` (0 <= slot < slots(), free) with its model, flat
   // parameters and batches, all of which must outlive the oracle. The model's
-  // BatchNorm running statistics are moved into one flat buffer (Note
-  // [Stacked flat buffers]). The oracle frees the slot when destroyed.
+  // BatchNorm running statistics are moved into one flat buffer
+  // (Note [Stacked flat buffers]). The oracle frees the slot when destroyed.
   std::unique_ptr<StackedOracle> join(int64_t slot, models::Classifier& model, models::FlatParameters& flat,
                                       const data_loaders::Partition& partition);
 

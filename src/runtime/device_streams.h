@@ -15,8 +15,11 @@
 // it: bit-identical on the CPU (tests/src/pipeline/devices_test.cpp), and on a GPU up
 // to the run-to-run nondeterminism that cuDNN and atomics have anyway.
 //
-// The measurements that chose this design, against separate processes per
-// member, are in docs/performance.md.
+// `--member-design stacked` is the other way to share a device: the K
+// members' gradients evaluated by one stacked model, its workers on the
+// device's default stream (Note [Stacked members in a run] in
+// src/pipeline/stacked_group.h). The measurements to choose between them, and against
+// separate processes per member, are in docs/performance.md.
 #pragma once
 
 #include <cstdint>
