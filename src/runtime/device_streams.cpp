@@ -1,5 +1,7 @@
 #include "src/runtime/device_streams.h"
 
+#include "src/runtime/cgroups.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -87,78 +89,12 @@ std::optional<int64_t> parse_mem_available(const std::string& text) {
   return std::nullopt;
 }
 
-namespace {
-
-// The first whitespace-separated number in `path`, or nullopt (no file, "max").
-std::optional<int64_t> read_number(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  std::string word;
-  if (!(in >> word)) return std::nullopt;
-  try {
-    size_t used = 0;
-    const long long value = std::stoll(word, &used);
-    if (used == word.size()) return static_cast<int64_t>(value);
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
-}
-
-// `key`'s value in a memory.stat file ("inactive_file 12345" lines), or 0.
-int64_t stat_value(const std::filesystem::path& path, const std::string& key) {
-  std::ifstream in(path);
-  std::string name;
-  long long value = 0;
-  while (in >> name >> value) {
-    if (name == key) return static_cast<int64_t>(value);
-  }
-  return 0;
-}
-
-// What the memory cgroups this process is in leave it: the smallest of
-// limit - usage over its cgroup and the cgroup's ancestors (cgroup v2:
-// memory.max - (memory.current - inactive_file), so that reclaimable page
-// cache counts as free; v1: memory.limit_in_bytes - memory.usage_in_bytes
-// of its cgroup). nullopt where no limit applies or none can be read.
-std::optional<int64_t> cgroup_memory_left() {
-  std::ifstream self("/proc/self/cgroup");
-  std::optional<int64_t> left;
-  const auto take = [&](std::optional<int64_t> limit, int64_t usage) {
-    if (!limit || *limit <= 0 || *limit >= (int64_t{1} << 60)) return;  // v1 writes "no limit" as a huge number
-    const int64_t l = std::max<int64_t>(0, *limit - usage);
-    if (!left || l < *left) left = l;
-  };
-  for (std::string line; std::getline(self, line);) {
-    const auto first = line.find(':'), second = line.find(':', first + 1);
-    if (first == std::string::npos || second == std::string::npos) continue;
-    const std::string controllers = line.substr(first + 1, second - first - 1);
-    const std::filesystem::path path = line.substr(second + 1);
-    if (controllers.empty()) {  // v2: 0::/path
-      for (std::filesystem::path dir = std::filesystem::path("/sys/fs/cgroup") / path.relative_path();;
-           dir = dir.parent_path()) {
-        if (const auto current = read_number(dir / "memory.current")) {
-          take(read_number(dir / "memory.max"), *current - stat_value(dir / "memory.stat", "inactive_file"));
-        }
-        if (dir == "/sys/fs/cgroup" || dir == dir.parent_path()) break;
-      }
-    } else if (("," + controllers + ",").find(",memory,") != std::string::npos) {  // v1
-      std::filesystem::path dir = std::filesystem::path("/sys/fs/cgroup/memory") / path.relative_path();
-      if (!std::filesystem::exists(dir / "memory.limit_in_bytes")) dir = "/sys/fs/cgroup/memory";  // a namespace
-      if (const auto usage = read_number(dir / "memory.usage_in_bytes")) {
-        take(read_number(dir / "memory.limit_in_bytes"),
-             *usage - stat_value(dir / "memory.stat", "total_inactive_file"));
-      }
-    }
-  }
-  return left;
-}
-
-}  // namespace
-
 std::optional<int64_t> host_available_memory() {
   std::ifstream meminfo("/proc/meminfo");
   std::optional<int64_t> available =
       meminfo ? parse_mem_available(std::string(std::istreambuf_iterator<char>(meminfo), {})) : std::nullopt;
-  if (const auto left = cgroup_memory_left(); left && (!available || *left < *available)) available = left;
+  const auto left = cgroup_memory_left(read_self_cgroup());
+  if (left && (!available || *left < *available)) available = left;
   return available;
 }
 

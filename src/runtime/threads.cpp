@@ -1,5 +1,6 @@
 #include "src/runtime/threads.h"
 
+#include "src/runtime/cgroups.h"
 #include "src/runtime/company_watch.h"
 
 #include <dlfcn.h>
@@ -20,22 +21,6 @@ namespace bnn::runtime {
 namespace {
 
 constexpr const char* kDefaultMarker = "BNN_DEFAULT_GOMP_SPINCOUNT";
-
-// ceil(quota / period) of the cgroup this process is in, or 0 without a quota.
-int cgroup_cpu_limit() {
-  double quota = 0, period = 0;
-  std::ifstream v2("/sys/fs/cgroup/cpu.max");  // "max 100000" or "200000 100000"
-  std::string q;
-  if (v2 >> q >> period) {
-    if (q == "max") return 0;
-    quota = std::atof(q.c_str());
-  } else {
-    std::ifstream v1q("/sys/fs/cgroup/cpu/cpu.cfs_quota_us"), v1p("/sys/fs/cgroup/cpu/cpu.cfs_period_us");
-    if (!(v1q >> quota) || !(v1p >> period) || quota <= 0) return 0;
-  }
-  if (quota <= 0 || period <= 0) return 0;
-  return std::max(1, static_cast<int>(std::ceil(quota / period)));
-}
 
 }  // namespace
 
@@ -114,7 +99,7 @@ int available_cpus(std::string* why) {
       reason = "affinity mask";
     }
   }
-  if (const int quota = cgroup_cpu_limit(); quota > 0 && quota < n) {
+  if (const int quota = cgroup_cpu_limit(read_self_cgroup()); quota > 0 && quota < n) {
     n = quota;
     reason = "cgroup CPU quota";
   }

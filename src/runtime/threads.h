@@ -64,8 +64,8 @@ void set_openmp_wait_default(int argc, char** argv, char** envp);
 // "GOMP_SPINCOUNT=3000 (bnn's default)" or "OMP_WAIT_POLICY=passive (environment)".
 std::string openmp_wait_setting();
 
-// CPUs this process may use: the smallest of its affinity mask, its cgroup
-// CPU quota (cgroup v2 cpu.max or v1 cpu.cfs_quota_us, rounded up), and
+// CPUs this process may use: the smallest of its affinity mask, its cgroups'
+// CPU quota (cgroup_cpu_limit in src/runtime/cgroups.h), and
 // SLURM_CPUS_PER_TASK; `why` says which limit applied.
 int available_cpus(std::string* why = nullptr);
 
