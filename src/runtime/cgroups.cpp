@@ -5,6 +5,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <sstream>
 
 namespace bnn::runtime {
@@ -35,10 +36,16 @@ int64_t stat_value(const std::filesystem::path& path, const std::string& key) {
   return 0;
 }
 
+bool path_exists(const std::filesystem::path& path) {
+  std::error_code error;  // a directory the process may not search: as if absent
+  return std::filesystem::exists(path, error);
+}
+
 // Calls `v2(dir)` for the process's v2 cgroup and each ancestor up to
 // `root`, and `v1(dir)` for its cgroup in the v1 hierarchy that has
-// `controller` (or that hierarchy's root where `file` is not in the
-// cgroup's directory: a cgroup namespace).
+// `controller` and each ancestor up to that hierarchy's root (only the root
+// where `file` is not in the cgroup's directory: a cgroup namespace). Limits
+// apply down the tree in both versions.
 void for_each_cgroup(const std::string& self_cgroup, const std::filesystem::path& root, const std::string& controller,
                      const std::string& file, const std::function<void(const std::filesystem::path&)>& v2,
                      const std::function<void(const std::filesystem::path&)>& v1) {
@@ -47,18 +54,24 @@ void for_each_cgroup(const std::string& self_cgroup, const std::filesystem::path
     const auto first = line.find(':'), second = line.find(':', first + 1);
     if (first == std::string::npos || second == std::string::npos) continue;
     const std::string controllers = line.substr(first + 1, second - first - 1);
-    std::filesystem::path path = std::filesystem::path(line.substr(second + 1)).lexically_normal();
-    if (path.relative_path().empty() || *path.relative_path().begin() == "..") path = "/";  // outside our view
-    if (controllers.empty()) {  // v2: 0::/path
-      for (std::filesystem::path rel = path.relative_path();; rel = rel.parent_path()) {
-        v2(rel.empty() ? root : root / rel);
-        if (rel.empty()) break;
+    std::filesystem::path path = line.substr(second + 1);
+    // A cgroup outside the namespace's view ("/../x") or not absolute: the root.
+    bool outside = !path.is_absolute();
+    for (const auto& part : path) outside = outside || part == "..";
+    const std::filesystem::path rel = outside ? std::filesystem::path() : path.lexically_normal().relative_path();
+    const auto walk = [](const std::filesystem::path& top, std::filesystem::path below,
+                         const std::function<void(const std::filesystem::path&)>& visit) {
+      for (;; below = below.parent_path()) {
+        visit(below.empty() ? top : top / below);
+        if (below.empty()) break;
       }
+    };
+    if (controllers.empty()) {  // v2: 0::/path
+      walk(root, rel, v2);
     } else if (("," + controllers + ",").find("," + controller + ",") != std::string::npos) {  // v1
       std::filesystem::path hierarchy = root / controllers;
-      if (!std::filesystem::exists(hierarchy)) hierarchy = root / controller;
-      const std::filesystem::path dir = hierarchy / path.relative_path();
-      v1(std::filesystem::exists(dir / file) ? dir : hierarchy);
+      if (!path_exists(hierarchy)) hierarchy = root / controller;
+      walk(hierarchy, path_exists(hierarchy / rel / file) ? rel : std::filesystem::path(), v1);
     }
   }
 }
@@ -98,7 +111,8 @@ int cgroup_cpu_limit(const std::string& self_cgroup, const std::filesystem::path
   int limit = 0;
   const auto take = [&](double quota, double period) {
     if (quota <= 0 || period <= 0) return;
-    const int cpus = std::max(1, static_cast<int>(std::ceil(quota / period)));
+    const double ratio = std::min(std::ceil(quota / period), static_cast<double>(std::numeric_limits<int>::max()));
+    const int cpus = std::max(1, static_cast<int>(ratio));
     if (limit == 0 || cpus < limit) limit = cpus;
   };
   for_each_cgroup(

@@ -42,9 +42,20 @@ TEST_F(Cgroups, V2LimitsOfTheCgroupAndItsAncestors) {
   // The root's own limit (a cgroup namespace's view) counts too.
   write("cpu.max", "100000 100000\n");
   EXPECT_EQ(cgroup_cpu_limit(self, root_), 1);
-  // A path outside the namespace's view ("/../x") is the root's.
+  // A path outside the namespace's view ("/../x"), or not absolute, is the
+  // root's, not that of a cgroup of the same name inside the view.
+  write("elsewhere/cpu.max", "50000 100000\n");
+  write("elsewhere/memory.current", "10\n");
+  write("elsewhere/memory.max", "20\n");
+  EXPECT_EQ(cgroup_cpu_limit("0::/elsewhere\n", root_), 1);  // 0.5 CPU: at least 1
+  EXPECT_EQ(cgroup_memory_left("0::/elsewhere\n", root_), 10);
   EXPECT_EQ(cgroup_cpu_limit("0::/../../elsewhere\n", root_), 1);
   EXPECT_EQ(cgroup_memory_left("0::/../../elsewhere\n", root_), std::nullopt);
+  EXPECT_EQ(cgroup_memory_left("0::elsewhere\n", root_), std::nullopt);
+  // Lines that are not cgroup entries are skipped; absurd quotas are capped.
+  EXPECT_EQ(cgroup_cpu_limit("garbage\n1:\n\n", root_), 0);
+  write("huge/cpu.max", "1e300 1\n");
+  EXPECT_EQ(cgroup_cpu_limit("0::/huge\n", root_), 1);  // the root's 1 is smaller
 }
 
 TEST_F(Cgroups, V1LimitsOfTheControllersHierarchy) {
@@ -56,6 +67,15 @@ TEST_F(Cgroups, V1LimitsOfTheControllersHierarchy) {
   write("memory/docker/abc/memory.stat", "cache 700\ntotal_inactive_file 500\n");
   EXPECT_EQ(cgroup_cpu_limit(self, root_), 3);
   EXPECT_EQ(cgroup_memory_left(self, root_), 2000 - (1500 - 500));
+  // An ancestor's limits apply too (a service inside a slice).
+  write("cpu,cpuacct/docker/cpu.cfs_quota_us", "200000\n");
+  write("cpu,cpuacct/docker/cpu.cfs_period_us", "100000\n");
+  write("memory/docker/memory.limit_in_bytes", "1800\n");
+  write("memory/docker/memory.usage_in_bytes", "1600\n");
+  EXPECT_EQ(cgroup_cpu_limit(self, root_), 2);
+  EXPECT_EQ(cgroup_memory_left(self, root_), 200);
+  std::filesystem::remove_all(root_ / "cpu,cpuacct" / "docker" / "cpu.cfs_quota_us");
+  std::filesystem::remove_all(root_ / "memory" / "docker" / "memory.limit_in_bytes");
   // No limit: v1 writes -1 for the quota and a huge number for memory.
   write("cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "-1\n");
   write("memory/docker/abc/memory.limit_in_bytes", "9223372036854771712\n");
