@@ -12,6 +12,7 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -26,6 +27,17 @@ std::filesystem::path temporary_path(const std::filesystem::path& path) {
 bool is_temporary_name(const std::string& filename) {
   static const std::regex temporary(R"(.+\.tmp\.\d+(\.[0-9a-f]{16}\.\d+)?)");
   return std::regex_match(filename, temporary);
+}
+
+int64_t remove_temporary_files(const std::filesystem::path& dir) {
+  std::error_code error;
+  std::vector<std::filesystem::path> found;
+  for (std::filesystem::recursive_directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->is_regular_file(error) && is_temporary_name(it->path().filename().string())) found.push_back(it->path());
+  }
+  int64_t removed = 0;
+  for (const auto& path : found) removed += std::filesystem::remove(path, error) ? 1 : 0;
+  return removed;
 }
 
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {

@@ -9,9 +9,13 @@
 // its container's pid 1), and threads share theirs; two writers of one path
 // would then write one temporary file, and one of them would lose its rename or
 // publish the other's half-written bytes. The hex digits are drawn once per
-// process; n counts the process's writes.
+// process; n counts the process's writes. A writer killed between its
+// temporary file and the rename leaves the temporary behind; `bnn run`
+// removes those in a member's folder when it next locks the member
+// (remove_temporary_files); elsewhere they stay, harmless.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -28,6 +32,13 @@ std::filesystem::path temporary_path(const std::filesystem::path& path);
 // Whether a file name is that of an atomic write in flight (or cut off):
 // "<name>.tmp.<pid>.<16 hex>.<n>", or "<name>.tmp.<pid>" as bnn wrote before.
 bool is_temporary_name(const std::string& filename);
+
+// Removes the files under `dir` (and its subfolders) whose names are those
+// of atomic writes (is_temporary_name): what a writer killed between its
+// temporary file and the rename leaves behind. Only for a folder no other
+// process can be writing in (a member's, with its lock held). Returns how
+// many it removed; files it cannot remove are left.
+int64_t remove_temporary_files(const std::filesystem::path& dir);
 
 // Reads a whole file. Throws std::runtime_error naming the path if it cannot.
 std::string read_file(const std::filesystem::path& path);

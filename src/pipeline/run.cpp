@@ -232,6 +232,12 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
     spdlog::info("member {} already finished in {}; skipping", index, dir.string());
     return std::nullopt;
   }
+  // Note [Atomic writes]: a writer killed between its temporary file and the
+  // rename leaves the temporary behind. With the member's lock held nobody
+  // else writes in its folder, so any found there now are such leftovers.
+  if (const int64_t removed = io::remove_temporary_files(member); removed > 0) {
+    spdlog::info("member {}: removed {} temporary file(s) left by an interrupted write", index, removed);
+  }
   return lock;
 }
 

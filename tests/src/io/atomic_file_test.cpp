@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -84,6 +85,24 @@ TEST(AtomicFile, TemporaryNamesAreKnownAndNeverRepeat) {
   for (const char* name : {"bnn.json", "notes.tmp.txt", "a.tmp.", "a.tmp.12.zz.3", ".tmp.12"}) {
     EXPECT_FALSE(is_temporary_name(name)) << name;
   }
+}
+
+// What a writer killed before its rename leaves: removed, and nothing else.
+TEST(AtomicFile, RemoveTemporaryFilesTakesOnlyTheLeftovers) {
+  const auto dir = bnn::testing::unique_temp_dir("bnn_atomic_sweep");
+  std::filesystem::create_directories(dir / "samples");
+  const std::vector<std::string> kept = {"status.json", "samples/step_00000020.npy", "notes.tmp.txt", "lock"};
+  const std::vector<std::string> leftovers = {"checkpoint.pt.tmp.12.0123456789abcdef.3",
+                                              "samples/step_00000030.npy.tmp.7.fedcba9876543210.0",
+                                              "trace.csv.tmp.4242"};
+  for (const auto& name : kept) write_file_atomically(dir / name, "x");
+  for (const auto& name : leftovers) std::ofstream(dir / name) << "half";
+  EXPECT_EQ(remove_temporary_files(dir), 3);
+  for (const auto& name : kept) EXPECT_TRUE(std::filesystem::exists(dir / name)) << name;
+  for (const auto& name : leftovers) EXPECT_FALSE(std::filesystem::exists(dir / name)) << name;
+  EXPECT_EQ(remove_temporary_files(dir), 0);
+  EXPECT_EQ(remove_temporary_files(dir / "no_such_folder"), 0);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
