@@ -255,9 +255,10 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
     const int64_t k =
         auto_members_per_cpu(estimate_member_memory(config, data, design), threads, available, members_to_run);
     spdlog::info("cpu: {} threads, {}: {} member(s) at a time (--members-per-device 1 trains them one by one, "
-                 "with the same results)",
+                 "with the same results{})",
                  threads,
-                 available ? fmt::format("{:.1f} GiB available", *available / kGiB) : "available memory unknown", k);
+                 available ? fmt::format("{:.1f} GiB available", *available / kGiB) : "available memory unknown", k,
+                 design == MemberDesign::kStacked ? " to float rounding" : "");
     return k;
   }
   const auto memory = runtime::device_memory(device);

@@ -24,9 +24,20 @@ int64_t StackedGroup::evaluations() const {
 }
 
 std::unique_ptr<StackedOracle> StackedGroup::join(int64_t slot, models::Classifier& model,
-                                                             models::FlatParameters& flat,
-                                                             const data_loaders::Partition& partition) {
+                                                  models::FlatParameters& flat,
+                                                  const data_loaders::Partition& partition) {
   return std::make_unique<StackedOracle>(*this, slot, model, flat, partition);
+}
+
+void StackedGroup::take(int64_t slot) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slot < 0 || slot >= slots()) {
+    throw std::invalid_argument(fmt::format("stacked members: slot {} of {}", slot, slots()));
+  }
+  if (taken_[static_cast<size_t>(slot)]) {
+    throw std::invalid_argument(fmt::format("stacked members: slot {} is taken", slot));
+  }
+  taken_[static_cast<size_t>(slot)] = true;
 }
 
 void StackedGroup::enter(bool& joined) {
@@ -142,16 +153,14 @@ void StackedGroup::run_round(const std::vector<Request*>& round) {
 
 StackedOracle::StackedOracle(StackedGroup& group, int64_t slot, models::Classifier& model,
                              models::FlatParameters& flat, const data_loaders::Partition& partition)
-    : group_(group), slot_(slot), model_(model), flat_(flat), partition_(partition),
-      stats_(models::StackedMembers::flatten_running_stats(model)), own_(model, flat, partition) {
-  std::lock_guard<std::mutex> lock(group_.mutex_);
-  if (slot < 0 || slot >= group_.slots()) {
-    throw std::invalid_argument(fmt::format("stacked members: slot {} of {}", slot, group_.slots()));
+    : group_(group), slot_(slot), model_(model), partition_(partition), own_(model, flat, partition) {
+  group_.take(slot);
+  try {
+    stats_ = models::StackedMembers::flatten_running_stats(model);
+  } catch (...) {
+    group_.release(slot);
+    throw;
   }
-  if (group_.taken_[static_cast<size_t>(slot)]) {
-    throw std::invalid_argument(fmt::format("stacked members: slot {} is taken", slot));
-  }
-  group_.taken_[static_cast<size_t>(slot)] = true;
 }
 
 StackedOracle::~StackedOracle() {
@@ -164,8 +173,8 @@ torch::Tensor StackedOracle::evaluate(int64_t b) {
   model_.train();  // as ModelOracle leaves it
   StackedGroup::Request request;
   request.slot = slot_;
-  request.values = flat_.values();
-  request.grads = flat_.grads();
+  request.values = own_.parameters();
+  request.grads = own_.gradient();
   request.stats = stats_;
   request.inputs = batch.inputs();
   request.labels = batch.labels;

@@ -91,6 +91,8 @@ class StackedGroup {
   void enter(bool& joined);
   // Takes a joined member out of the rounds; nothing if it is not joined.
   void leave(int64_t slot, bool& joined);
+  // Reserves a free slot (throws std::invalid_argument naming it otherwise), and frees it.
+  void take(int64_t slot);
   void release(int64_t slot);
   // With the lock held and every member in pending_: runs the round
   // (releasing the lock meanwhile) and wakes its members.
@@ -141,7 +143,6 @@ class StackedOracle : public samplers::GradientOracle {
   int64_t slot_;
   bool joined_ = false;
   models::Classifier& model_;
-  models::FlatParameters& flat_;
   const data_loaders::Partition& partition_;
   torch::Tensor stats_;
   ModelOracle own_;
