@@ -311,6 +311,10 @@ namespace {
 // as one group. Throws ConfigError naming the layer that cannot be stacked.
 std::unique_ptr<StackedGroup> make_stacked_group(const config::Config& config, const data_loaders::Dataset& data,
                                                  torch::Device device, int64_t slots) {
+  if (config.model.name == "torchscript") {  // its layers are mirrors of a scripted graph, not torch::nn layers
+    throw config::ConfigError("--member-design stacked: model.name torchscript cannot be stacked (only bnn's own "
+                              "models can); use --member-design streams");
+  }
   std::vector<std::shared_ptr<models::Classifier>> templates;
   for (int64_t k = 0; k < slots; ++k) {
     templates.push_back(models::make_model(model_spec(config, data), /*seed=*/0));

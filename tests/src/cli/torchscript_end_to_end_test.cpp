@@ -100,6 +100,9 @@ TEST(TorchScriptEndToEnd, MistakesAreRefusedBeforeTheRunDirectoryIsMade) {
       {base + " --set model.name=mlp", "config key 'model.path': invalid value '" +
                                            module_file("mlp_scripted.pt").string() +
                                            "': only model.name torchscript reads it (model.name is mlp)"},
+      {base + " --member-design stacked --members-per-device 2",
+       "bnn: error: --member-design stacked: model.name torchscript cannot be stacked (only bnn's own models can); "
+       "use --member-design streams"},
   };
   for (const auto& c : cases) {
     const auto result = bnn::testing::run_bnn(c.args, work / "refused.txt");

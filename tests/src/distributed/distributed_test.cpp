@@ -301,6 +301,9 @@ TEST_F(DistributedRun, WhatItCannotHonourIsRefused) {
       {"--members-per-device 2",
        "bnn: error: --members-per-device: a distributed run trains one member at a time on each rank; drop the "
        "option"},
+      {"--member-design stacked",
+       "bnn: error: --member-design stacked: a distributed run trains one member at a time on each rank; drop the "
+       "option"},
       {"--time-limit 9m",
        "bnn: error: --time-limit: the ranks of a distributed run would stop at different epochs; drop the option"},
   };
