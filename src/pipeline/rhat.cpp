@@ -13,6 +13,7 @@
 #include "src/evaluation/figures.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/run.h"
+#include "src/pipeline/run_directory.h"
 #include "src/pipeline/sampling_phase.h"
 
 namespace bnn::pipeline {
@@ -130,8 +131,11 @@ nlohmann::json to_json(const RhatScore& s) {
           {"ess", json_number(s.ess)}};
 }
 
+// Written together at the end, so that a run that fails leaves the last
+// complete set (of the same experiment, Note [Run ownership]) as it was.
 void write_outputs(const config::Config& config, const RhatOptions& options, const RhatResult& result) {
   const auto& dir = options.out_dir;
+  io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
   std::string chains = "repeat,chain,epoch,loss\n", windows = "repeat,chain,window,last_step,loss\n";
   std::string rhat = "repeat,epoch,draws,rhat,split_rhat\n";
   nlohmann::json repeats = nlohmann::json::array();
@@ -216,8 +220,13 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   result.rho = options.rho.value_or(default_perturbation(config));
   result.burn_in = config.sampler.burn_in;
   const auto& dir = options.out_dir;
-  std::filesystem::create_directories(dir);
-  io::write_file_atomically(dir / "config.yaml", config::to_yaml(config));
+  // Note [Run ownership]: the folder is this experiment's alone, and only this
+  // process's until it returns.
+  const io::FileLock lock = claim_rhat_directory(dir, config,
+                                                 {{"rhat.chains", std::to_string(options.chains)},
+                                                  {"rhat.repeats", std::to_string(options.repeats)},
+                                                  {"rhat.rho", fmt::format("{}", result.rho)},
+                                                  {"rhat.loss_every", std::to_string(options.loss_every)}});
   const torch::Device device = resolve_device(config.run.device);
   const data_loaders::Dataset data = load_dataset(config, device);
   spdlog::info("bnn rhat: {} repeats x {} chains of {} from x* + {:g} N(0, I); {} training images on {}",

@@ -11,7 +11,12 @@
 // sampling epochs and 10 of burn-in, and finds R-hat close to 1.
 //
 // Outputs in the output directory, each written atomically:
-//   config.yaml        the resolved configuration
+//   bnn.json           written first: an rhat folder, its experiment and
+//                      rhat.chains, .repeats, .rho, .loss_every (Note [Run
+//                      ownership]: no other experiment, run or evaluation may
+//                      share the folder)
+//   rhat.lock          held while a `bnn rhat` writes the folder
+//   config.yaml        the resolved configuration (written with the results)
 //   member_NNN/        repeat r's Adam and SWA outputs, as in a run (run.h)
 //   chains.csv         repeat,chain,epoch,loss (every sampling epoch)
 //   chain_windows.csv  repeat,chain,window,last_step,loss (with loss_every > 0)

@@ -95,7 +95,7 @@ std::string identity_of(const Settings& settings) {
 }
 
 struct Manifest {
-  std::string kind;  // run | evaluation
+  std::string kind;  // run | evaluation | rhat
   std::string experiment;
   Settings settings;
 };
@@ -132,11 +132,13 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
     const auto j = nlohmann::json::parse(io::read_file(path));
     Manifest m{j.at("bnn").get<std::string>(), j.at("experiment").get<std::string>(),
                j.at("settings").get<Settings>()};
-    if (m.kind != "run" && m.kind != "evaluation") throw std::invalid_argument("unknown kind " + m.kind);
+    if (m.kind != "run" && m.kind != "evaluation" && m.kind != "rhat") {
+      throw std::invalid_argument("unknown kind " + m.kind);
+    }
     return m;
   } catch (const std::exception&) {
-    throw ConfigError(fmt::format("{} is not a bnn manifest (JSON with \"bnn\": run or evaluation, \"experiment\" "
-                                  "and \"settings\"); it says what the folder holds, so bnn will not write there: "
+    throw ConfigError(fmt::format("{} is not a bnn manifest (JSON with \"bnn\": run, evaluation or rhat, "
+                                  "\"experiment\" and \"settings\"); it says what the folder holds, so bnn will not write there: "
                                   "restore it or use another folder",
                                   path.string()));
   }
@@ -150,14 +152,23 @@ void write_manifest(const std::filesystem::path& dir, const nlohmann::json& mani
 // Empty, or holding only the temporary files of an atomic write in flight
 // (Note [Atomic writes]): a second `bnn run` started with the first sees the
 // first's bnn.json.tmp.* before its rename, and must not take the folder for a
-// user's (Note [Member locks]).
-bool empty_folder(const std::filesystem::path& dir) {
+// user's (Note [Member locks]). Likewise a file named `also_empty`: the lock
+// a second `bnn rhat` finds before the first has written its manifest.
+bool empty_folder(const std::filesystem::path& dir, const std::string& also_empty = "") {
   if (!std::filesystem::exists(dir)) return true;
   if (!std::filesystem::is_directory(dir)) return false;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    if (!io::is_temporary_name(entry.path().filename().string())) return false;
+    const std::string name = entry.path().filename().string();
+    if (!io::is_temporary_name(name) && name != also_empty) return false;
   }
   return true;
+}
+
+// What a folder of another kind holds, for refusals.
+std::string contents_of(const std::string& kind) {
+  if (kind == "run") return "the members of a bnn run";
+  if (kind == "evaluation") return "the tables of `bnn evaluate`";
+  return "the R-hat chains of `bnn rhat`";
 }
 
 bool has_members(const std::filesystem::path& dir) {
@@ -186,8 +197,8 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
   const auto manifest = read_manifest(dir);
   const auto config_path = dir / kConfigFile;
   if (manifest && manifest->kind != "run") {
-    throw ConfigError(fmt::format("{} holds the tables of `bnn evaluate`, not a run; give --out a new folder",
-                                  dir.string()));
+    throw ConfigError(fmt::format("{} holds {}, not a run; give --out a new folder", dir.string(),
+                                  contents_of(manifest->kind)));
   }
   if (!manifest && !std::filesystem::exists(config_path)) {
     throw ConfigError(fmt::format("{} is not empty and is not a bnn run directory (no {}): bnn would overwrite files "
@@ -235,7 +246,7 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
     return;
   }
   const auto existing = read_manifest(out);
-  if ((existing && existing->kind == "run") || std::filesystem::exists(out / kConfigFile)) {
+  if ((existing && existing->kind == "run") || (!existing && std::filesystem::exists(out / kConfigFile))) {
     throw ConfigError(fmt::format("--out {} is another bnn run directory: its metrics.json, report.md, ... describe "
                                   "its own members and would be overwritten; give --out a new folder",
                                   out.string()));
@@ -244,6 +255,10 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
     throw ConfigError(fmt::format("--out {} is not empty and is not a bnn evaluation folder (no {}); give --out a "
                                   "new or empty folder",
                                   out.string(), kManifestFile));
+  }
+  if (existing->kind != "evaluation") {
+    throw ConfigError(fmt::format("--out {} holds {}; give --out a new folder", out.string(),
+                                  contents_of(existing->kind)));
   }
   if (!differences_from(existing->settings, config).empty()) {
     throw ConfigError(fmt::format("--out {} holds the evaluation of another experiment; give --out a new folder",
@@ -275,6 +290,52 @@ std::vector<std::filesystem::path> finished_members(const std::filesystem::path&
   }
   std::sort(dirs.begin(), dirs.end());
   return dirs;
+}
+
+io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config::Config& config,
+                                  const std::map<std::string, std::string>& options) {
+  if (std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
+    throw ConfigError(fmt::format("--out {} is a file; give a folder", out.string()));
+  }
+  Settings settings = experiment_keys(config);
+  settings.insert(options.begin(), options.end());
+  if (!empty_folder(out, kRhatLockFile)) {
+    const auto existing = read_manifest(out);
+    if (!existing) {
+      throw ConfigError(fmt::format("--out {} is not empty and is not a bnn rhat folder (no {}): bnn rhat would "
+                                    "overwrite files there (config.yaml, chains.csv, member_000/, ...); give --out a "
+                                    "new or empty folder",
+                                    out.string(), kManifestFile));
+    }
+    if (existing->kind != "rhat") {
+      throw ConfigError(fmt::format("--out {} holds {}; bnn rhat would overwrite its config.yaml and members' files: "
+                                    "give --out a new folder",
+                                    out.string(), contents_of(existing->kind)));
+    }
+    std::vector<std::string> differences;
+    if (auto d = differences_from(existing->settings, config); !d.empty()) differences.push_back(std::move(d));
+    for (const auto& [key, value] : options) {
+      const auto it = existing->settings.find(key);
+      const std::string there = it == existing->settings.end() ? "none" : it->second;
+      if (there != value) differences.push_back(fmt::format("{}: {} there, {} now", key, there, value));
+    }
+    if (!differences.empty()) {
+      throw ConfigError(fmt::format("--out {} holds the R-hat chains of another experiment ({}); give --out a new "
+                                    "folder",
+                                    out.string(), fmt::join(differences, "; ")));
+    }
+  }
+  std::filesystem::create_directories(out);
+  auto lock = io::FileLock::try_acquire(out / kRhatLockFile);
+  if (!lock) {
+    throw ConfigError(fmt::format("--out {}: another bnn rhat is writing there ({} is locked); wait for it to "
+                                  "finish, or give another --out",
+                                  out.string(), (out / kRhatLockFile).string()));
+  }
+  Settings named = non_default_settings(config);
+  named.insert(options.begin(), options.end());
+  write_manifest(out, {{"bnn", "rhat"}, {"format", 1}, {"experiment", identity_of(named)}, {"settings", settings}});
+  return std::move(*lock);
 }
 
 }  // namespace bnn::pipeline

@@ -44,10 +44,12 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "src/config/config.h"
+#include "src/io/file_lock.h"
 
 namespace bnn::pipeline {
 
@@ -61,6 +63,7 @@ inline constexpr const char* kStatusFile = "status.json";
 inline constexpr const char* kCheckpointFile = "checkpoint.pt";
 inline constexpr const char* kLockFile = "lock";
 inline constexpr const char* kEvaluateLockFile = "evaluate.lock";  // Note [Evaluation lock]
+inline constexpr const char* kRhatLockFile = "rhat.lock";          // held by the `bnn rhat` writing a folder
 inline constexpr const char* kBayesProbsFile = "bayes_probs.npy";
 inline constexpr const char* kSamplesDir = "samples";
 
@@ -88,7 +91,7 @@ bool same_experiment(const config::Config& a, const config::Config& b);
 
 // Note [Run ownership]
 // A folder bnn writes results into says what it is in bnn.json, written
-// (atomically) before anything else: {"bnn": "run" or "evaluation",
+// (atomically) before anything else: {"bnn": "run", "evaluation" or "rhat",
 // "format": 1, "experiment": 16 hex digits, "settings": {key: value}} with
 // every experiment key (same_experiment). Two experiments are the same when
 // every key agrees; a key the manifest lacks (added by a later bnn) agrees
@@ -104,7 +107,13 @@ bool same_experiment(const config::Config& a, const config::Config& b);
 //    claims a new directory, so a run that fails there leaves nothing
 //    behind to refuse the corrected config;
 //  - `bnn evaluate --out` onto anything but a new or empty folder, the one
-//    run it evaluates, or an evaluation folder of the same experiment.
+//    run it evaluates, or an evaluation folder of the same experiment;
+//  - `bnn rhat --out` onto anything but a new or empty folder or an rhat
+//    folder of the same experiment and the same --chains, --repeats, --rho
+//    and --loss-every (kept in its settings as rhat.chains, ...), and while
+//    another `bnn rhat` holds the folder's rhat.lock. An rhat folder holds
+//    config.yaml and member_NNN/ as a run does: `bnn rhat --out RUN` once
+//    overwrote a run's config.yaml and trace.csv.
 
 // Whether `bnn run` with `config` may use `dir` (resume: `bnn run --resume`,
 // for the wording of errors); throws ConfigError saying what to do instead.
@@ -117,6 +126,13 @@ void claim_run_directory(const std::filesystem::path& dir, const config::Config&
 // experiment is `config`); throws ConfigError if `out` holds anything else.
 void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
                                 const config::Config& config);
+
+// Prepares `out` for `bnn rhat` of `config` with `options` (its own settings,
+// "rhat.chains" -> "4", ...): throws ConfigError if `out` holds anything else
+// or another `bnn rhat` is writing there; otherwise creates `out`, takes its
+// rhat.lock and writes bnn.json. The lock is held until the result dies.
+io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config::Config& config,
+                                  const std::map<std::string, std::string>& options);
 
 // Whether the member directory's status.json says "done".
 bool member_finished(const std::filesystem::path& member);

@@ -207,9 +207,26 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures --out " +
                        rhat.string()).code, 0);
   for (const char* member : {"member_000", "member_001"}) {
-    EXPECT_TRUE(bnn::data_loaders::read_npy(rhat / member / "swa_weights.npy").equal(bnn::data_loaders::read_npy(run / member / "swa_weights.npy")))
+    EXPECT_TRUE(bnn::data_loaders::read_npy(rhat / member / "swa_weights.npy")
+                    .equal(bnn::data_loaders::read_npy(run / member / "swa_weights.npy")))
         << member;
   }
+  // Neither folder is the other's to overwrite (Note [Run ownership]).
+  const std::string run_config = bnn::io::read_file(run / "config.yaml");
+  const std::string run_trace = bnn::io::read_file(run / "member_000" / "trace.csv");
+  const std::string summary = bnn::io::read_file(rhat / "summary.json");
+  CommandResult refused = bnn(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures "
+                                  "--set sampler.step_size=2e-3 --out " + run.string());
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("holds the members of a bnn run; bnn rhat would overwrite"), std::string::npos)
+      << refused.output;
+  refused = bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --no-figures --out " +
+                       rhat.string());
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.output.find("(rhat.chains: 2 there, 3 now)"), std::string::npos) << refused.output;
+  EXPECT_EQ(bnn::io::read_file(run / "config.yaml"), run_config);
+  EXPECT_EQ(bnn::io::read_file(run / "member_000" / "trace.csv"), run_trace);
+  EXPECT_EQ(bnn::io::read_file(rhat / "summary.json"), summary);
   const std::string report = bnn::io::read_file(run / "report.md");
   EXPECT_NE(report.find("## R-hat against epoch"), std::string::npos) << report;
   EXPECT_NE(report.find("between-mode mixing"), std::string::npos) << report;

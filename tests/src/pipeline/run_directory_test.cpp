@@ -2,6 +2,7 @@
 #include "src/pipeline/run_directory.h"
 
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -124,6 +125,61 @@ TEST(RunOwnership, EvaluationFoldersHoldOneExperiment) {
                       "holds the evaluation of another experiment");
   expect_config_error([&] { claim_evaluation_directory(other, {run}, tiny()); }, "is another bnn run directory");
   expect_config_error([&] { claim_run_directory(out, tiny(), false); }, "holds the tables of `bnn evaluate`");
+}
+
+// `bnn rhat --out` writes config.yaml and member_NNN/ as a run does; it once
+// overwrote a run's. An rhat folder now holds one experiment with one set of
+// rhat options, written by one process at a time, and nothing else takes it.
+TEST(RunOwnership, RhatFoldersHoldOneExperimentAndOneWriter) {
+  const auto root = testing::unique_temp_dir("bnn_own");
+  const auto run = root / "run", rhat = root / "rhat", eval = root / "eval";
+  const std::map<std::string, std::string> chains4 = {{"rhat.chains", "4"}, {"rhat.repeats", "16"}};
+  claim_run_directory(run, tiny(), false);
+  claim_evaluation_directory(eval, {run}, tiny());
+  {
+    const io::FileLock lock = claim_rhat_directory(rhat, tiny(), chains4);
+    const auto m = manifest(rhat);
+    EXPECT_EQ(m["bnn"], "rhat");
+    EXPECT_EQ(m["settings"]["rhat.chains"], "4");
+    EXPECT_EQ(m["settings"]["model.hidden"], "[32]");
+    EXPECT_NE(m["experiment"], manifest(run)["experiment"]);  // the rhat options name it too
+    expect_config_error([&] { claim_rhat_directory(rhat, tiny(), chains4); },
+                        "--out " + rhat.string() + ": another bnn rhat is writing there (" +
+                            (rhat / kRhatLockFile).string() + " is locked); wait for it to finish, or give another "
+                            "--out");
+  }
+  EXPECT_NO_THROW(claim_rhat_directory(rhat, tiny({"run.threads=2"}), chains4));  // the writer has gone
+  expect_config_error([&] { claim_rhat_directory(rhat, tiny(), {{"rhat.chains", "8"}, {"rhat.repeats", "16"}}); },
+                      "holds the R-hat chains of another experiment (rhat.chains: 4 there, 8 now); give --out a new "
+                      "folder");
+  expect_config_error([&] { claim_rhat_directory(rhat, tiny({"run.seed=8"}), chains4); }, "run.seed: 7 there, 8 now");
+
+  // Nothing else goes into an rhat folder, and rhat goes into nothing else.
+  expect_config_error([&] { claim_run_directory(rhat, tiny(), false); },
+                      "holds the R-hat chains of `bnn rhat`, not a run; give --out a new folder");
+  expect_config_error([&] { claim_evaluation_directory(rhat, {run}, tiny()); },
+                      "holds the R-hat chains of `bnn rhat`; give --out a new folder");
+  const std::string run_config = io::read_file(run / kConfigFile);
+  expect_config_error([&] { claim_rhat_directory(run, tiny(), chains4); },
+                      "holds the members of a bnn run; bnn rhat would overwrite its config.yaml and members' files");
+  expect_config_error([&] { claim_rhat_directory(eval, tiny(), chains4); }, "holds the tables of `bnn evaluate`");
+  EXPECT_EQ(manifest(run)["bnn"], "run");
+  EXPECT_EQ(io::read_file(run / kConfigFile), run_config);
+  EXPECT_FALSE(fs::exists(run / kRhatLockFile));
+  const auto user = root / "user";
+  fs::create_directories(user);
+  std::ofstream(user / "chains.csv") << "mine\n";
+  expect_config_error([&] { claim_rhat_directory(user, tiny(), chains4); },
+                      "is not empty and is not a bnn rhat folder (no bnn.json)");
+  EXPECT_FALSE(fs::exists(user / kManifestFile));
+  std::ofstream(root / "file") << "x";
+  expect_config_error([&] { claim_rhat_directory(root / "file", tiny(), chains4); }, "is a file; give a folder");
+  // A second rhat may find only the first's lock, before its manifest.
+  const auto starting = root / "starting";
+  fs::create_directories(starting);
+  std::ofstream(starting / kRhatLockFile).flush();
+  EXPECT_NO_THROW(claim_rhat_directory(starting, tiny(), chains4));
+  fs::remove_all(root);
 }
 
 }  // namespace
