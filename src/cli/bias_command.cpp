@@ -78,11 +78,12 @@ int cmd_bias(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     throw config::ConfigError(e.what());
   }
+  const std::string out = args["out"].as<std::string>();
+  experiments::check_bias_csv_path(out);
   runtime::configure_threads(args["threads"].as<int>());
   const auto rows = experiments::run_bias(o, [](const experiments::BiasRow& r) {
     fmt::print(stderr, "bias: {} h={:g} W1={:.4g}\n", r.sampler, r.h, r.w1);
   });
-  const std::string out = args["out"].as<std::string>();
   experiments::write_bias_csv(rows, out);
   fmt::print("{}", experiments::bias_table(rows));
   fmt::print("wrote {}\n", out);
@@ -131,12 +132,13 @@ int cmd_coupled_bias(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     throw config::ConfigError(e.what());
   }
+  const std::string out = args["out"].as<std::string>();
+  experiments::check_coupled_bias_csv_path(out);
   runtime::configure_threads(static_cast<int>(config.run.threads));
   const torch::Device device = pipeline::resolve_device(config.run.device);
   const data_loaders::Dataset data = pipeline::load_dataset(config, device);
   const auto rows = experiments::run_coupled_bias(config, data, device, o,
                                                   [](const std::string& line) { spdlog::info("{}", line); });
-  const std::string out = args["out"].as<std::string>();
   experiments::write_coupled_bias_csv(rows, out);
   fmt::print("{}", experiments::coupled_bias_table(rows));
   fmt::print("wrote {}\n", out);

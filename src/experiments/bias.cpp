@@ -12,6 +12,7 @@
 #include "samplers/random.h"
 #include "samplers/registry.h"
 #include "src/io/atomic_file.h"
+#include "src/pipeline/run_directory.h"
 
 namespace bnn::experiments {
 namespace {
@@ -179,8 +180,16 @@ double fitted_slope(const std::vector<BiasRow>& rows, const std::string& sampler
   return (n * sxy - sx * sy) / (n * sxx - sx * sx);
 }
 
+namespace {
+constexpr const char* kBiasCsvHeader = "sampler,h,w1\n";
+}  // namespace
+
+void check_bias_csv_path(const std::filesystem::path& path) {
+  pipeline::check_output_file(path, "bnn bias", kBiasCsvHeader);
+}
+
 void write_bias_csv(const std::vector<BiasRow>& rows, const std::filesystem::path& path) {
-  std::string text = "sampler,h,w1\n";
+  std::string text = kBiasCsvHeader;
   for (const auto& r : rows) {
     text += fmt::format("{},{:.17g},{}\n", r.sampler, r.h, std::isfinite(r.w1) ? fmt::format("{:.17g}", r.w1) : "inf");
   }

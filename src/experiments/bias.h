@@ -76,6 +76,9 @@ double fitted_slope(const std::vector<BiasRow>& rows, const std::string& sampler
 // "sampler,h,w1" then one line per row (17 significant digits; inf if
 // diverged), written atomically.
 void write_bias_csv(const std::vector<BiasRow>& rows, const std::filesystem::path& path);
+// Throws ConfigError unless `path` is new or an earlier write_bias_csv
+// (Note [Output files] in src/pipeline/run_directory.h).
+void check_bias_csv_path(const std::filesystem::path& path);
 
 // The table printed by the command: one line per sampler, W1 per step size,
 // and the fitted slope.

@@ -17,6 +17,7 @@
 #include "src/pipeline/map_estimate.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/model_oracle.h"
+#include "src/pipeline/run_directory.h"
 
 namespace bnn::experiments {
 namespace {
@@ -272,10 +273,16 @@ std::vector<CoupledBiasRow> run_coupled_bias(const config::Config& config, const
 
 namespace {
 std::string number(double v) { return std::isfinite(v) ? fmt::format("{:.17g}", v) : "nan"; }
+constexpr const char* kCoupledBiasCsvHeader =
+    "sampler,h,h_fine,epochs,samples,mean_abs_diff,mean_abs_diff_se,bias,bias_se\n";
 }  // namespace
 
+void check_coupled_bias_csv_path(const std::filesystem::path& path) {
+  pipeline::check_output_file(path, "bnn coupled-bias", kCoupledBiasCsvHeader);
+}
+
 void write_coupled_bias_csv(const std::vector<CoupledBiasRow>& rows, const std::filesystem::path& path) {
-  std::string text = "sampler,h,h_fine,epochs,samples,mean_abs_diff,mean_abs_diff_se,bias,bias_se\n";
+  std::string text = kCoupledBiasCsvHeader;
   for (const auto& r : rows) {
     text += fmt::format("{},{},{},{},{},{},{},{},{}\n", r.sampler, number(r.h), number(r.h_fine), r.epochs,
                         r.samples, number(r.mean_abs_diff), number(r.mean_abs_diff_se), number(r.bias),

@@ -113,6 +113,9 @@ std::vector<CoupledBiasRow> run_coupled_bias(const config::Config& config, const
 
 // CSV: sampler,h,h_fine,epochs,samples,mean_abs_diff,mean_abs_diff_se,bias,bias_se (atomic write).
 void write_coupled_bias_csv(const std::vector<CoupledBiasRow>& rows, const std::filesystem::path& path);
+// Throws ConfigError unless `path` is new or an earlier write_coupled_bias_csv
+// (Note [Output files] in src/pipeline/run_directory.h).
+void check_coupled_bias_csv_path(const std::filesystem::path& path);
 std::string coupled_bias_table(const std::vector<CoupledBiasRow>& rows);
 
 }  // namespace bnn::experiments

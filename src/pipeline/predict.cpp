@@ -229,8 +229,10 @@ Predictions predict_images(const PredictOptions& options) {
   return out;
 }
 
+constexpr const char* kCsvHeader = "image,method,predicted,class,entropy,mutual_information";
+
 std::string to_csv(const Predictions& p) {
-  std::string out = "image,method,predicted,class,entropy,mutual_information";
+  std::string out = kCsvHeader;
   const int64_t k = p.methods.empty() ? 0 : p.methods.front().probs.size(1);
   for (int64_t c = 0; c < k; ++c) out += fmt::format(",p_{}", c);
   out += "\n";
@@ -289,8 +291,10 @@ std::string to_table(const Predictions& p) {
 
 void check_predictions_path(const fs::path& path) {
   const std::string ext = path.extension().string();
-  if (ext == ".csv" || ext == ".json") return;
-  throw config::ConfigError(fmt::format("--out {}: the file name must end in .csv or .json", path.string()));
+  if (ext != ".csv" && ext != ".json") {
+    throw config::ConfigError(fmt::format("--out {}: the file name must end in .csv or .json", path.string()));
+  }
+  check_output_file(path, "bnn predict", kCsvHeader, {"run_members", "class_names", "images"});  // Note [Output files]
 }
 
 void write_predictions(const Predictions& predictions, const fs::path& path) {

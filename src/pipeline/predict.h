@@ -83,7 +83,8 @@ nlohmann::json to_json(const Predictions& predictions);
 // mutual information.
 std::string to_table(const Predictions& predictions);
 
-// Throws ConfigError unless `path` ends in .csv or .json.
+// Throws ConfigError unless `path` ends in .csv or .json and is new or an
+// earlier output of `bnn predict` (Note [Output files] in run_directory.h).
 void check_predictions_path(const std::filesystem::path& path);
 
 // Writes to_csv (a .csv path) or to_json (a .json path) atomically

@@ -338,4 +338,32 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
   return std::move(*lock);
 }
 
+void check_output_file(const std::filesystem::path& path, const std::string& command, const std::string& csv_header,
+                       const std::vector<std::string>& json_keys) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) return;
+  if (std::filesystem::is_directory(status)) {
+    throw ConfigError(fmt::format("{} --out {} is a folder; give a file name", command, path.string()));
+  }
+  bool ours = false;
+  try {
+    if (!json_keys.empty() && path.extension() == ".json") {
+      const auto j = nlohmann::json::parse(io::read_file(path));
+      ours = j.is_object() && std::all_of(json_keys.begin(), json_keys.end(),
+                                          [&](const std::string& key) { return j.contains(key); });
+    } else {
+      const std::string text = io::read_file(path);
+      ours = text.compare(0, csv_header.size(), csv_header) == 0;
+    }
+  } catch (const std::exception&) {
+    ours = false;  // unreadable or not JSON: not ours either
+  }
+  if (!ours) {
+    throw ConfigError(fmt::format("{} --out {}: the file exists and is not an earlier output of {}, so it is not "
+                                  "overwritten; give another file name, or move it away first",
+                                  command, path.string(), command));
+  }
+}
+
 }  // namespace bnn::pipeline

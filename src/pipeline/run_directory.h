@@ -134,6 +134,15 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
 io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config::Config& config,
                                   const std::map<std::string, std::string>& options);
 
+// Note [Output files]: `bnn predict`, `bias` and `coupled-bias` write one
+// file (--out FILE). They overwrite a file only if it is their own earlier
+// output: a CSV whose first line begins with `csv_header`, or with a .json
+// path and `json_keys` given, a JSON object holding each of those keys.
+// Anything else (a run's metrics.csv, a user's notes, a folder) is refused
+// with a ConfigError naming the file and `command`, before any work starts.
+void check_output_file(const std::filesystem::path& path, const std::string& command, const std::string& csv_header,
+                       const std::vector<std::string>& json_keys = {});
+
 // Whether the member directory's status.json says "done".
 bool member_finished(const std::filesystem::path& member);
 

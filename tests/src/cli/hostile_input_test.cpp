@@ -328,6 +328,29 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
                 (kWork / "cases" / "bias.csv").string();
        },
        0, "sms_ubu"},
+      {"9: ... and writes over its own earlier output",
+       [] {
+         return "bias --samplers sms_ubu --step-sizes 0.5 --chains 50 --time 20 --burn-in 2 --bins 100 --threads 1 "
+                "--out " +
+                (kWork / "cases" / "bias.csv").string();
+       },
+       0, "wrote " + (kWork / "cases" / "bias.csv").string()},
+      // Note [Output files], Note [Run ownership]: A's files stay as they were.
+      {"bias --out onto a run's file",
+       [] { return "bias --chains 50 --time 20 --burn-in 2 --bins 100 --out " + a() + "/metrics.csv"; }, 2,
+       "bnn bias --out " + a() + "/metrics.csv: the file exists and is not an earlier output of bnn bias, so it is "
+       "not overwritten; give another file name, or move it away first"},
+      {"predict --out onto a run's file",
+       [] {
+         return "predict --run " + a() + " --images " + (kWork / "cases" / "none.npy").string() + " --out " + a() +
+                "/metrics.json";
+       },
+       2, "bnn predict --out " + a() + "/metrics.json: the file exists and is not an earlier output of bnn predict"},
+      {"rhat --out onto a run",
+       [] {
+         return "rhat --config " + kTinyConfig + " --set sampler.epochs=5 --set sampler.burn_in=0 --out " + a();
+       },
+       2, "--out " + a() + " holds the members of a bnn run; bnn rhat would overwrite its config.yaml"},
   });
 }
 

@@ -139,6 +139,13 @@ TEST(LogisticEndToEnd, CoupledBiasWritesOneRowPerSamplerAndLevel) {
   const auto bad = bnn_cli("coupled-bias --config " + kConfig + " --samplers nogin");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.output.find("sampler 'nogin' has no synchronous coupling"), std::string::npos) << bad.output;
+  // Note [Output files]: a file it did not write is refused before any work.
+  io::write_file_atomically(kWork / "notes.csv", "mine\n");
+  const auto refused = bnn_cli("coupled-bias --config " + kConfig + " --out " + (kWork / "notes.csv").string());
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.output.find("the file exists and is not an earlier output of bnn coupled-bias"), std::string::npos)
+      << refused.output;
+  EXPECT_EQ(io::read_file(kWork / "notes.csv"), "mine\n");
 }
 
 }  // namespace

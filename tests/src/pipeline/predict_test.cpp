@@ -219,6 +219,20 @@ TEST_F(Predict, CsvAndTableOutputs) {
             "image,method,predicted,class,entropy,mutual_information,p_0,p_1,p_2,p_3,p_4,p_5,p_6,p_7,p_8,p_9");
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 3);  // header and two bayes rows
   EXPECT_NE(text.find((work_ / "png" / "img_01.png").string() + ",bayes,"), std::string::npos) << text;
+  // Its own earlier output is written over; a run's table is not (Note [Output files]).
+  c = bnn("predict --run " + r.string() + " --images " + (work_ / "png" / "img_00.png").string() +
+          " --method bayes --members 1 --out " + csv.string() + " --threads 1");
+  ASSERT_EQ(c.code, 0) << c.output;
+  const std::string again = bnn::io::read_file(csv);
+  EXPECT_EQ(std::count(again.begin(), again.end(), '\n'), 2);  // header and one bayes row
+  EXPECT_EQ(again, text.substr(0, text.find((work_ / "png" / "img_01.png").string())));
+  const std::string metrics = bnn::io::read_file(r / "metrics.csv");
+  c = bnn("predict --run " + r.string() + " --images " + (work_ / "png").string() + " --out " +
+          (r / "metrics.csv").string() + " --threads 1");
+  EXPECT_EQ(c.code, 2) << c.output;
+  EXPECT_NE(c.output.find("the file exists and is not an earlier output of bnn predict"), std::string::npos)
+      << c.output;
+  EXPECT_EQ(bnn::io::read_file(r / "metrics.csv"), metrics);
 
   c = bnn("predict --run " + r.string() + " --images " + (work_ / "png").string() + " --threads 1");
   ASSERT_EQ(c.code, 0) << c.output;
@@ -261,6 +275,8 @@ TEST_F(Predict, BadInputsAreClearErrors) {
   bnn::io::write_npy(bad / "rgb.npy", torch::zeros({2, 3, kSide, kSide}, torch::kByte));
   bnn::io::write_npy(bad / "float.npy", torch::zeros({2, kSide, kSide}));
   fs::create_directories(bad / "empty");
+  fs::create_directories(bad / "folder.csv");
+  bnn::io::write_file_atomically(bad / "other.json", "{\"images\": []}\n");  // not all of predict's keys
 
   const std::vector<std::pair<std::string, std::string>> cases = {
       {run_dir + " --images " + (bad / "wide.png").string(),
@@ -277,6 +293,10 @@ TEST_F(Predict, BadInputsAreClearErrors) {
       {run_dir + " --images " + (bad / "wide.png").string() + " --method all", "--method 'all': valid: swa, bayes"},
       {run_dir + " --images " + (bad / "wide.png").string() + " --members 4", "selects members outside 0-1"},
       {run_dir + " --images " + (work_ / "png").string() + " --out p.txt", "must end in .csv or .json"},
+      {run_dir + " --images " + (work_ / "png").string() + " --out " + (bad / "folder.csv").string(),
+       "bnn predict --out " + (bad / "folder.csv").string() + " is a folder; give a file name"},
+      {run_dir + " --images " + (work_ / "png").string() + " --out " + (bad / "other.json").string(),
+       "--out " + (bad / "other.json").string() + ": the file exists and is not an earlier output of bnn predict"},
   };
   for (const auto& [args, text] : cases) {
     const std::string output = error_of(args);

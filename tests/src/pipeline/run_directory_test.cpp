@@ -182,5 +182,35 @@ TEST(RunOwnership, RhatFoldersHoldOneExperimentAndOneWriter) {
   fs::remove_all(root);
 }
 
+// Note [Output files]: a one-file output is overwritten only when it is the
+// same command's earlier output.
+TEST(OutputFiles, OnlyTheCommandsOwnEarlierOutputIsOverwritten) {
+  const auto dir = testing::unique_temp_dir("bnn_output_files");
+  const std::vector<std::string> keys = {"images", "run_members"};
+  EXPECT_NO_THROW(check_output_file(dir / "new.csv", "bnn x", "a,b\n"));
+  io::write_file_atomically(dir / "ours.csv", "a,b\n1,2\n");
+  EXPECT_NO_THROW(check_output_file(dir / "ours.csv", "bnn x", "a,b\n"));
+  io::write_file_atomically(dir / "theirs.csv", "a,bc\n1,2\n");
+  expect_config_error([&] { check_output_file(dir / "theirs.csv", "bnn x", "a,b\n"); },
+                      "bnn x --out " + (dir / "theirs.csv").string() + ": the file exists and is not an earlier output "
+                      "of bnn x, so it is not overwritten; give another file name, or move it away first");
+  io::write_file_atomically(dir / "short.csv", "a,");
+  expect_config_error([&] { check_output_file(dir / "short.csv", "bnn x", "a,b\n"); }, "not an earlier output");
+  io::write_file_atomically(dir / "ours.json", R"({"images": [], "run_members": 2, "more": 1})");
+  EXPECT_NO_THROW(check_output_file(dir / "ours.json", "bnn x", "a,b\n", keys));
+  io::write_file_atomically(dir / "partial.json", R"({"images": []})");
+  expect_config_error([&] { check_output_file(dir / "partial.json", "bnn x", "a,b\n", keys); },
+                      "not an earlier output");
+  io::write_file_atomically(dir / "broken.json", R"({"images": [)");
+  expect_config_error([&] { check_output_file(dir / "broken.json", "bnn x", "a,b\n", keys); },
+                      "not an earlier output");
+  io::write_file_atomically(dir / "array.json", R"(["images", "run_members"])");
+  expect_config_error([&] { check_output_file(dir / "array.json", "bnn x", "a,b\n", keys); },
+                      "not an earlier output");
+  expect_config_error([&] { check_output_file(dir, "bnn x", "a,b\n"); }, "is a folder; give a file name");
+  EXPECT_EQ(io::read_file(dir / "theirs.csv"), "a,bc\n1,2\n");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace bnn::pipeline
