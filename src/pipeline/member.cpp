@@ -16,6 +16,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/optimiser_phases.h"
 #include "src/pipeline/sampling_phase.h"
+#include "src/pipeline/stacked_group.h"
 #include "src/pipeline/stored_weights.h"
 
 namespace bnn::pipeline {
@@ -282,6 +283,10 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
   MemberOutcome outcome{index, false, ""};
   nlohmann::json status = {{"member", index}};
   if (context.group != nullptr) status["data_parallel_ranks"] = context.group->world_size();
+  // How the last process that ran it trained it (a resume may differ: Note
+  // [Stacked members in a run] says what that changes).
+  status["device"] = context.device.str();
+  if (context.stacked != nullptr) status["stacked_slots"] = context.stacked->slots();
   try {
     Member member(context, index);
     status["seed"] = member.seed();

@@ -138,8 +138,8 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
     return m;
   } catch (const std::exception&) {
     throw ConfigError(fmt::format("{} is not a bnn manifest (JSON with \"bnn\": run, evaluation or rhat, "
-                                  "\"experiment\" and \"settings\"); it says what the folder holds, so bnn will not write there: "
-                                  "restore it or use another folder",
+                                  "\"experiment\" and \"settings\"); it says what the folder holds, so bnn will "
+                                  "not write there: restore it or use another folder",
                                   path.string()));
   }
 }

@@ -34,7 +34,9 @@
 //     lock                     held by the process training the member (Note
 //                              [Member locks] in src/io/file_lock.h)
 //     status.json              written last: done or failed, with the seed,
-//                              samples, batches_per_epoch and thin_steps
+//                              samples, batches_per_epoch and thin_steps, and
+//                              how it was trained: device, stacked_slots (with
+//                              --member-design stacked), data_parallel_ranks
 //     hessian.json             written by `bnn hessian`
 //   <run>/metrics.json, metrics.csv, metrics.txt, metrics_ood.csv, uncertainty.json, report.md, report.html,
 //   <run>/figures/             outputs of `bnn evaluate` (src/pipeline/evaluate.h)

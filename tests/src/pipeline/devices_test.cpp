@@ -109,6 +109,12 @@ void expect_stacked_as_one_by_one(const std::string& name, const std::string& fl
     for (const std::string f : {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy"}) {
       EXPECT_LT(largest_difference(work / "one" / m / f, work / "stacked" / m / f), bound) << m << "/" << f;
     }
+    // status.json says how the member was trained.
+    const auto one = nlohmann::json::parse(bnn::io::read_file(work / "one" / m / "status.json"));
+    const auto stacked = nlohmann::json::parse(bnn::io::read_file(work / "stacked" / m / "status.json"));
+    EXPECT_FALSE(one.contains("stacked_slots")) << one;
+    EXPECT_EQ(stacked.value("stacked_slots", 0), k) << stacked;
+    EXPECT_EQ(stacked.value("device", ""), one.value("device", "-")) << stacked;
   }
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }
