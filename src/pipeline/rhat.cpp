@@ -131,8 +131,9 @@ nlohmann::json to_json(const RhatScore& s) {
           {"ess", json_number(s.ess)}};
 }
 
-// Written together at the end, so that a run that fails leaves the last
-// complete set (of the same experiment, Note [Run ownership]) as it was.
+// The tables, written together at the end: a run that fails before them
+// leaves the last complete tables of the folder's experiment as they were
+// (its member_NNN/ files and figure are rewritten as the run goes).
 void write_outputs(const config::Config& config, const RhatOptions& options, const RhatResult& result) {
   const auto& dir = options.out_dir;
   io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
@@ -143,7 +144,8 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
     for (size_t c = 0; c < r.chains.size(); ++c) {
       const ChainLosses& losses = r.chains[c];
       for (size_t e = 0; e < losses.epoch_loss.size(); ++e) {
-        fmt::format_to(std::back_inserter(chains), "{},{},{},{}\n", r.repeat, c, e + 1, csv_number(losses.epoch_loss[e]));
+        fmt::format_to(std::back_inserter(chains), "{},{},{},{}\n", r.repeat, c, e + 1,
+                       csv_number(losses.epoch_loss[e]));
       }
       for (size_t w = 0; w < losses.window_loss.size(); ++w) {
         fmt::format_to(std::back_inserter(windows), "{},{},{},{},{}\n", r.repeat, c, w + 1,
@@ -220,15 +222,16 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   result.rho = options.rho.value_or(default_perturbation(config));
   result.burn_in = config.sampler.burn_in;
   const auto& dir = options.out_dir;
+  const torch::Device device = resolve_device(config.run.device);
+  const data_loaders::Dataset data = load_dataset(config, device);
   // Note [Run ownership]: the folder is this experiment's alone, and only this
-  // process's until it returns.
+  // process's until it returns; claimed once the data has loaded, so that a
+  // wrong data.dir leaves nothing behind to refuse the corrected config.
   const io::FileLock lock = claim_rhat_directory(dir, config,
                                                  {{"rhat.chains", std::to_string(options.chains)},
                                                   {"rhat.repeats", std::to_string(options.repeats)},
                                                   {"rhat.rho", fmt::format("{}", result.rho)},
                                                   {"rhat.loss_every", std::to_string(options.loss_every)}});
-  const torch::Device device = resolve_device(config.run.device);
-  const data_loaders::Dataset data = load_dataset(config, device);
   spdlog::info("bnn rhat: {} repeats x {} chains of {} from x* + {:g} N(0, I); {} training images on {}",
                options.repeats, options.chains, config.sampler.name, result.rho, data.train.size(), device.str());
   const MemberContext context{config, data, device, dir};

@@ -292,39 +292,77 @@ std::vector<std::filesystem::path> finished_members(const std::filesystem::path&
   return dirs;
 }
 
+namespace {
+
+constexpr const char* kRhatSummaryFile = "summary.json";  // written last by `bnn rhat` (rhat.h)
+
+// The settings of an rhat folder written by a bnn before rhat manifests
+// (config.yaml, chains.csv and summary.json, no bnn.json), as its manifest
+// would hold them; nullopt if `out` does not look like one.
+std::optional<Settings> older_rhat_settings(const std::filesystem::path& out) {
+  if (!std::filesystem::exists(out / kConfigFile) || !std::filesystem::exists(out / kRhatSummaryFile) ||
+      !std::filesystem::exists(out / "chains.csv")) {
+    return std::nullopt;
+  }
+  try {
+    Settings settings = experiment_keys(config::load_config(out / kConfigFile, {}));
+    const auto summary = nlohmann::json::parse(io::read_file(out / kRhatSummaryFile));
+    settings["rhat.chains"] = std::to_string(summary.at("chains").get<int64_t>());
+    settings["rhat.repeats"] = std::to_string(summary.at("repeats").get<int64_t>());
+    settings["rhat.rho"] = fmt::format("{}", summary.at("rho").get<double>());
+    settings["rhat.loss_every"] = std::to_string(summary.at("loss_every").get<int64_t>());
+    return settings;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Why `bnn rhat` of `config` with `options` may not write into `out`, or ""
+// if it may (Note [Run ownership]).
+std::string rhat_refusal(const std::filesystem::path& out, const config::Config& config, const Settings& options) {
+  if (empty_folder(out, kRhatLockFile)) return "";
+  const auto existing = read_manifest(out);
+  Settings theirs;
+  if (existing) {
+    if (existing->kind != "rhat") {
+      return fmt::format("--out {} holds {}; bnn rhat would write its own config.yaml and member_NNN/ there: give "
+                         "--out a new folder",
+                         out.string(), contents_of(existing->kind));
+    }
+    theirs = existing->settings;
+  } else if (auto older = older_rhat_settings(out)) {
+    theirs = std::move(*older);
+  } else {
+    return fmt::format("--out {} is not empty and is not a bnn rhat folder (no {}): bnn rhat would overwrite files "
+                       "there (config.yaml, chains.csv, member_000/, ...); give --out a new or empty folder",
+                       out.string(), kManifestFile);
+  }
+  // A folder whose bnn rhat failed or was stopped holds no result to keep.
+  if (!std::filesystem::exists(out / kRhatSummaryFile)) return "";
+  if (const std::string d = differences_from(theirs, config); !d.empty()) {
+    return fmt::format("--out {} holds the R-hat chains of another experiment ({}); give --out a new folder",
+                       out.string(), d);
+  }
+  std::vector<std::string> differences;
+  for (const auto& [key, value] : options) {
+    const auto it = theirs.find(key);
+    const std::string there = it == theirs.end() ? "none" : it->second;
+    if (there != value) differences.push_back(fmt::format("{}: {} there, {} now", key, there, value));
+  }
+  if (differences.empty()) return "";
+  return fmt::format("--out {} holds R-hat chains of this experiment with other options ({}); give --out a new "
+                     "folder to keep both",
+                     out.string(), fmt::join(differences, "; "));
+}
+
+}  // namespace
+
 io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config::Config& config,
                                   const std::map<std::string, std::string>& options) {
   if (std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
     throw ConfigError(fmt::format("--out {} is a file; give a folder", out.string()));
   }
-  Settings settings = experiment_keys(config);
-  settings.insert(options.begin(), options.end());
-  if (!empty_folder(out, kRhatLockFile)) {
-    const auto existing = read_manifest(out);
-    if (!existing) {
-      throw ConfigError(fmt::format("--out {} is not empty and is not a bnn rhat folder (no {}): bnn rhat would "
-                                    "overwrite files there (config.yaml, chains.csv, member_000/, ...); give --out a "
-                                    "new or empty folder",
-                                    out.string(), kManifestFile));
-    }
-    if (existing->kind != "rhat") {
-      throw ConfigError(fmt::format("--out {} holds {}; bnn rhat would overwrite its config.yaml and members' files: "
-                                    "give --out a new folder",
-                                    out.string(), contents_of(existing->kind)));
-    }
-    std::vector<std::string> differences;
-    if (auto d = differences_from(existing->settings, config); !d.empty()) differences.push_back(std::move(d));
-    for (const auto& [key, value] : options) {
-      const auto it = existing->settings.find(key);
-      const std::string there = it == existing->settings.end() ? "none" : it->second;
-      if (there != value) differences.push_back(fmt::format("{}: {} there, {} now", key, there, value));
-    }
-    if (!differences.empty()) {
-      throw ConfigError(fmt::format("--out {} holds the R-hat chains of another experiment ({}); give --out a new "
-                                    "folder",
-                                    out.string(), fmt::join(differences, "; ")));
-    }
-  }
+  if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
   std::filesystem::create_directories(out);
   auto lock = io::FileLock::try_acquire(out / kRhatLockFile);
   if (!lock) {
@@ -332,7 +370,11 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
                                   "finish, or give another --out",
                                   out.string(), (out / kRhatLockFile).string()));
   }
-  Settings named = non_default_settings(config);
+  // Again under the lock: another bnn rhat may have claimed the folder, and
+  // finished, between the first look and the lock.
+  if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
+  Settings settings = experiment_keys(config), named = non_default_settings(config);
+  settings.insert(options.begin(), options.end());
   named.insert(options.begin(), options.end());
   write_manifest(out, {{"bnn", "rhat"}, {"format", 1}, {"experiment", identity_of(named)}, {"settings", settings}});
   return std::move(*lock);
@@ -345,6 +387,9 @@ void check_output_file(const std::filesystem::path& path, const std::string& com
   if (!std::filesystem::exists(status)) return;
   if (std::filesystem::is_directory(status)) {
     throw ConfigError(fmt::format("{} --out {} is a folder; give a file name", command, path.string()));
+  }
+  if (std::filesystem::is_regular_file(status) && std::filesystem::file_size(path, ec) == 0 && !ec) {
+    return;  // an empty file (mktemp's, say) holds nothing to keep
   }
   bool ours = false;
   try {

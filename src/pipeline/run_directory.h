@@ -36,7 +36,9 @@
 //     status.json              written last: done or failed, with the seed,
 //                              samples, batches_per_epoch and thin_steps, and
 //                              how it was trained: device, stacked_slots (with
-//                              --member-design stacked), data_parallel_ranks
+//                              --member-design stacked), data_parallel_ranks of
+//                              the process that finished it, and every
+//                              arithmetic it ran under (Note [Member checkpoints])
 //     hessian.json             written by `bnn hessian`
 //   <run>/metrics.json, metrics.csv, metrics.txt, metrics_ood.csv, uncertainty.json, report.md, report.html,
 //   <run>/figures/             outputs of `bnn evaluate` (src/pipeline/evaluate.h)
@@ -110,12 +112,21 @@ bool same_experiment(const config::Config& a, const config::Config& b);
 //    behind to refuse the corrected config;
 //  - `bnn evaluate --out` onto anything but a new or empty folder, the one
 //    run it evaluates, or an evaluation folder of the same experiment;
-//  - `bnn rhat --out` onto anything but a new or empty folder or an rhat
-//    folder of the same experiment and the same --chains, --repeats, --rho
-//    and --loss-every (kept in its settings as rhat.chains, ...), and while
-//    another `bnn rhat` holds the folder's rhat.lock. An rhat folder holds
-//    config.yaml and member_NNN/ as a run does: `bnn rhat --out RUN` once
-//    overwrote a run's config.yaml and trace.csv.
+//  - `bnn rhat --out` onto anything but a new or empty folder, an rhat
+//    folder whose `bnn rhat` failed or was stopped (no summary.json), or an
+//    rhat folder of the same experiment and the same --chains, --repeats,
+//    --rho and --loss-every (kept in its settings as rhat.chains, ...); an
+//    rhat folder of a bnn before manifests is read from its config.yaml and
+//    summary.json. Also while another `bnn rhat` holds the folder's
+//    rhat.lock (the folder is checked again under the lock). An rhat folder
+//    holds config.yaml and member_NNN/ as a run does: `bnn rhat --out RUN`
+//    once overwrote a run's config.yaml and trace.csv. `bnn rhat` loads the
+//    data set before it claims a folder, as `bnn run` does.
+//  Left open: `bnn run` and `bnn rhat` started at the same instant on one
+//  new folder may both find it empty; each writes its bnn.json by rename,
+//  the last one stays, and both go on. Nothing short of an exclusive create
+//  of the first manifest would close that, and neither is a way to share a
+//  folder that anyone uses.
 
 // Whether `bnn run` with `config` may use `dir` (resume: `bnn run --resume`,
 // for the wording of errors); throws ConfigError saying what to do instead.

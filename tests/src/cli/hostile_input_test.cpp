@@ -269,7 +269,8 @@ TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
        2, "config key 'sampler.step_size': invalid value '1e-50'", {}, no_output},
       {"10: a step size in float range that cannot move the chain",
        [&] { return run_tiny(out(), " --set sampler.step_size=1e-9"); }, 2,
-       "a step moves a weight by about h sqrt(T') = 1e-09 (T' = max(T, 1)), below float32's resolution at 1", {}, no_output},
+       "a step moves a weight by about h sqrt(T') = 1e-09 (T' = max(T, 1)), below float32's resolution at 1", {},
+       no_output},
       {"10: sgld's step below resolution",
        [&] { return run_tiny(out(), " --set sampler.name=sgld --set sampler.step_size=1e-16"); }, 2,
        "sqrt(2 h T')", {}, no_output},
@@ -330,6 +331,7 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
        0, "sms_ubu"},
       {"9: ... and writes over its own earlier output",
        [] {
+         EXPECT_TRUE(fs::exists(kWork / "cases" / "bias.csv"));
          return "bias --samplers sms_ubu --step-sizes 0.5 --chains 50 --time 20 --burn-in 2 --bins 100 --threads 1 "
                 "--out " +
                 (kWork / "cases" / "bias.csv").string();
@@ -350,7 +352,7 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
        [] {
          return "rhat --config " + kTinyConfig + " --set sampler.epochs=5 --set sampler.burn_in=0 --out " + a();
        },
-       2, "--out " + a() + " holds the members of a bnn run; bnn rhat would overwrite its config.yaml"},
+       2, "--out " + a() + " holds the members of a bnn run; bnn rhat would write its own config.yaml"},
   });
 }
 

@@ -233,6 +233,12 @@ TEST_F(Predict, CsvAndTableOutputs) {
   EXPECT_NE(c.output.find("the file exists and is not an earlier output of bnn predict"), std::string::npos)
       << c.output;
   EXPECT_EQ(bnn::io::read_file(r / "metrics.csv"), metrics);
+  const fs::path json = work_ / "predictions_twice.json";
+  for (int i = 0; i < 2; ++i) {
+    c = bnn("predict --run " + r.string() + " --images " + (work_ / "png" / "img_00.png").string() + " --out " +
+            json.string() + " --threads 1");
+    ASSERT_EQ(c.code, 0) << c.output;
+  }
 
   c = bnn("predict --run " + r.string() + " --images " + (work_ / "png").string() + " --threads 1");
   ASSERT_EQ(c.code, 0) << c.output;
@@ -247,7 +253,8 @@ TEST_F(Predict, Float16WeightsEveryOtherSample) {
   for (const char* member : {"member_000", "member_001"}) {
     EXPECT_FALSE(fs::exists(r / member / "samples" / "weights_00000016.npy"));
     EXPECT_EQ(bnn::data_loaders::read_npy(r / member / "samples" / "weights_00000024.npy").scalar_type(), torch::kHalf);
-    EXPECT_EQ(bnn::data_loaders::read_npy(r / member / "samples" / "buffers_00000024.npy").scalar_type(), torch::kFloat);
+    EXPECT_EQ(bnn::data_loaders::read_npy(r / member / "samples" / "buffers_00000024.npy").scalar_type(),
+              torch::kFloat);
   }
   const auto p = predict_json("--run " + r.string() + " --images " + (work_ / "png").string() + " --method bayes");
   EXPECT_EQ(p["draws"]["bayes"], 2);

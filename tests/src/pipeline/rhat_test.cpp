@@ -101,8 +101,8 @@ void expect_figure(const fs::path& base) {
 TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
   const Experiment s = make_experiment("outputs");
   const auto out = s.dir / "out";
-  const CommandResult r = bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --out " +
-                                     out.string());
+  const CommandResult r =
+      bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("split R-hat"), std::string::npos) << r.output;
 
@@ -218,7 +218,8 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   CommandResult refused = bnn(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures "
                                   "--set sampler.step_size=2e-3 --out " + run.string());
   EXPECT_EQ(refused.code, 2) << refused.output;
-  EXPECT_NE(refused.output.find("holds the members of a bnn run; bnn rhat would overwrite"), std::string::npos)
+  EXPECT_NE(refused.output.find("holds the members of a bnn run; bnn rhat would write its own config.yaml"),
+            std::string::npos)
       << refused.output;
   refused = bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --no-figures --out " +
                        rhat.string());
@@ -227,6 +228,13 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   EXPECT_EQ(bnn::io::read_file(run / "config.yaml"), run_config);
   EXPECT_EQ(bnn::io::read_file(run / "member_000" / "trace.csv"), run_trace);
   EXPECT_EQ(bnn::io::read_file(rhat / "summary.json"), summary);
+  // Without its summary (as after a failed bnn rhat) the folder holds no result, and other options may take it.
+  fs::remove(rhat / "summary.json");
+  refused = bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 1 --no-figures --out " +
+                       rhat.string());
+  EXPECT_EQ(refused.code, 0) << refused.output;
+  EXPECT_EQ(nlohmann::json::parse(bnn::io::read_file(rhat / "bnn.json"))["settings"]["rhat.chains"], "3");
+  EXPECT_EQ(nlohmann::json::parse(bnn::io::read_file(rhat / "summary.json"))["chains"], 3);
   const std::string report = bnn::io::read_file(run / "report.md");
   EXPECT_NE(report.find("## R-hat against epoch"), std::string::npos) << report;
   EXPECT_NE(report.find("between-mode mixing"), std::string::npos) << report;

@@ -149,10 +149,17 @@ TEST(RunOwnership, RhatFoldersHoldOneExperimentAndOneWriter) {
                             "--out");
   }
   EXPECT_NO_THROW(claim_rhat_directory(rhat, tiny({"run.threads=2"}), chains4));  // the writer has gone
+  // Without a result (its bnn rhat failed) another experiment may take the folder over ...
+  EXPECT_NO_THROW(claim_rhat_directory(rhat, tiny({"run.seed=8"}), chains4));
+  EXPECT_NO_THROW(claim_rhat_directory(rhat, tiny(), chains4));
+  // ... with one, only the same experiment and options.
+  io::write_file_atomically(rhat / "summary.json", "{}\n");
   expect_config_error([&] { claim_rhat_directory(rhat, tiny(), {{"rhat.chains", "8"}, {"rhat.repeats", "16"}}); },
-                      "holds the R-hat chains of another experiment (rhat.chains: 4 there, 8 now); give --out a new "
-                      "folder");
-  expect_config_error([&] { claim_rhat_directory(rhat, tiny({"run.seed=8"}), chains4); }, "run.seed: 7 there, 8 now");
+                      "holds R-hat chains of this experiment with other options (rhat.chains: 4 there, 8 now); give "
+                      "--out a new folder to keep both");
+  expect_config_error([&] { claim_rhat_directory(rhat, tiny({"run.seed=8"}), chains4); },
+                      "holds the R-hat chains of another experiment (run.seed: 7 there, 8 now)");
+  EXPECT_NO_THROW(claim_rhat_directory(rhat, tiny(), chains4));
 
   // Nothing else goes into an rhat folder, and rhat goes into nothing else.
   expect_config_error([&] { claim_run_directory(rhat, tiny(), false); },
@@ -161,7 +168,8 @@ TEST(RunOwnership, RhatFoldersHoldOneExperimentAndOneWriter) {
                       "holds the R-hat chains of `bnn rhat`; give --out a new folder");
   const std::string run_config = io::read_file(run / kConfigFile);
   expect_config_error([&] { claim_rhat_directory(run, tiny(), chains4); },
-                      "holds the members of a bnn run; bnn rhat would overwrite its config.yaml and members' files");
+                      "holds the members of a bnn run; bnn rhat would write its own config.yaml and member_NNN/ "
+                      "there: give --out a new folder");
   expect_config_error([&] { claim_rhat_directory(eval, tiny(), chains4); }, "holds the tables of `bnn evaluate`");
   EXPECT_EQ(manifest(run)["bnn"], "run");
   EXPECT_EQ(io::read_file(run / kConfigFile), run_config);
@@ -174,11 +182,28 @@ TEST(RunOwnership, RhatFoldersHoldOneExperimentAndOneWriter) {
   EXPECT_FALSE(fs::exists(user / kManifestFile));
   std::ofstream(root / "file") << "x";
   expect_config_error([&] { claim_rhat_directory(root / "file", tiny(), chains4); }, "is a file; give a folder");
-  // A second rhat may find only the first's lock, before its manifest.
+  // A second rhat may find only the first's lock, before its manifest: it
+  // waits for nothing and is refused by the lock.
   const auto starting = root / "starting";
   fs::create_directories(starting);
-  std::ofstream(starting / kRhatLockFile).flush();
-  EXPECT_NO_THROW(claim_rhat_directory(starting, tiny(), chains4));
+  {
+    const io::FileLock first = io::FileLock::acquire(starting / kRhatLockFile);
+    expect_config_error([&] { claim_rhat_directory(starting, tiny(), chains4); }, "another bnn rhat is writing there");
+  }
+  EXPECT_FALSE(fs::exists(starting / kManifestFile));
+  EXPECT_NO_THROW(claim_rhat_directory(starting, tiny(), chains4));  // a lock file nobody holds
+  // The folder of a bnn rhat before manifests: its config.yaml and summary.json say what it holds.
+  const auto older = root / "older";
+  fs::create_directories(older);
+  io::write_file_atomically(older / kConfigFile, config::to_yaml(tiny()));
+  io::write_file_atomically(older / "chains.csv", "repeat,chain,epoch,loss\n");
+  io::write_file_atomically(older / "summary.json",
+                            R"({"chains": 4, "repeats": 16, "rho": 0.5, "loss_every": 0, "per_repeat": []})");
+  expect_config_error([&] { claim_rhat_directory(older, tiny(), {{"rhat.chains", "2"}}); },
+                      "(rhat.chains: 4 there, 2 now)");
+  expect_config_error([&] { claim_rhat_directory(older, tiny({"run.seed=8"}), chains4); }, "run.seed: 7 there, 8 now");
+  EXPECT_NO_THROW(claim_rhat_directory(older, tiny(), {{"rhat.chains", "4"}, {"rhat.rho", "0.5"}}));
+  EXPECT_EQ(manifest(older)["bnn"], "rhat");
   fs::remove_all(root);
 }
 
@@ -188,6 +213,8 @@ TEST(OutputFiles, OnlyTheCommandsOwnEarlierOutputIsOverwritten) {
   const auto dir = testing::unique_temp_dir("bnn_output_files");
   const std::vector<std::string> keys = {"images", "run_members"};
   EXPECT_NO_THROW(check_output_file(dir / "new.csv", "bnn x", "a,b\n"));
+  io::write_file_atomically(dir / "empty.csv", "");  // mktemp's: nothing to keep
+  EXPECT_NO_THROW(check_output_file(dir / "empty.csv", "bnn x", "a,b\n"));
   io::write_file_atomically(dir / "ours.csv", "a,b\n1,2\n");
   EXPECT_NO_THROW(check_output_file(dir / "ours.csv", "bnn x", "a,b\n"));
   io::write_file_atomically(dir / "theirs.csv", "a,bc\n1,2\n");
