@@ -72,9 +72,22 @@ Member::Member(const MemberContext& ctx, int64_t index)
   if (writer_) {
     std::filesystem::create_directories(dir_ / kSamplesDir);
     if (ctx.ood != nullptr) {
-      for (const OodSet& set : *ctx.ood) std::filesystem::create_directories(ood_member_dir(dir_, set.name) / kSamplesDir);
+      for (const OodSet& set : *ctx.ood) {
+        std::filesystem::create_directories(ood_member_dir(dir_, set.name) / kSamplesDir);
+      }
     }
   }
+}
+
+std::string Member::arithmetic_now() const {
+  std::string out = ctx_.device.str();
+  if (ctx_.device.is_cpu()) {
+    const int threads = torch::get_num_threads();
+    out += fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s");
+  }
+  if (ctx_.group != nullptr) out += fmt::format(", data-parallel over {} ranks", ctx_.group->world_size());
+  if (ctx_.stacked != nullptr) return out + fmt::format(", stacked in {} slots", ctx_.stacked->slots());
+  return out + ", own model";
 }
 
 void Member::run() {
@@ -98,14 +111,21 @@ Position Member::train_anchor(bool resume) {
   };
   Position at{cfg_.map.optimizer == "lbfgs" ? Phase::kMap : Phase::kAdam, 0};
   if (resume && std::filesystem::exists(checkpoint_path())) {
-    at = restore_member_checkpoint(checkpoint_path(), ctx_.device, seed_, state_, flat_->values(), *model_, adam_in, [this] {
-      return make_sampler(state_.anchor, samplers::derive_seed(seed_, kSamplerStream));
-    });
+    at = restore_member_checkpoint(
+        checkpoint_path(), ctx_.device, seed_, state_, flat_->values(), *model_, adam_in,
+        [this] { return make_sampler(state_.anchor, samplers::derive_seed(seed_, kSamplerStream)); });
     spdlog::info("member {}: resuming from {} after {} epoch(s) of {}", index_, checkpoint_path().string(),
                  at.epochs_done, phase_name(at.phase));
   } else {
     save_npy(point_weights_path(dir_, "init"), flat_->values());
   }
+  const std::string now = arithmetic_now();
+  if (!state_.arithmetic.empty() && state_.arithmetic.back() != now) {
+    spdlog::warn("member {}: resumed under other arithmetic (checkpoint: {}; now: {}): it goes on, but agrees "
+                 "with an uninterrupted run to float rounding, not bit for bit",
+                 index_, state_.arithmetic.back(), now);
+  }
+  if (state_.arithmetic.empty() || state_.arithmetic.back() != now) state_.arithmetic.push_back(now);
   if (!adam) adam_in(/*flat_layout=*/true);
   check_ranks_agree(fmt::format("the start of {}", phase_name(at.phase)));
   OptimiserPhases phases(cfg_, index_, *oracle_, *flat_, partition_, state_.order_gen, *this);
@@ -297,6 +317,7 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     // What `bnn evaluate --burn-in/--thin` needs to select stored samples.
     status["batches_per_epoch"] = member.batches_per_epoch();
     status["thin_steps"] = member.thin_steps();
+    status["arithmetic"] = member.arithmetic();
     if (const auto d = member.divergence()) {
       outcome.diverged = true;
       spdlog::error("member {} diverged: {}", index, d->reason);

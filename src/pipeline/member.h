@@ -144,6 +144,8 @@ class Member : private PhaseHooks {
   std::optional<Divergence> divergence() const;
   int64_t batches_per_epoch() const { return partition_.num_batches(); }
   int64_t thin_steps() const;
+  // MemberState::arithmetic: what decided its rounding, oldest first.
+  const std::vector<std::string>& arithmetic() const { return state_.arithmetic; }
   const config::Config& config() const { return cfg_; }
   const data_loaders::Partition& partition() const { return partition_; }
   models::FlatParameters& flat() { return *flat_; }
@@ -153,6 +155,9 @@ class Member : private PhaseHooks {
   void check_epoch(const std::string& phase, int64_t epoch, double loss) { check_finite(phase, epoch, loss); }
 
  private:
+  // Device, CPU threads, data-parallel ranks and design: what decides this
+  // process's rounding for the member (MemberState::arithmetic).
+  std::string arithmetic_now() const;
   // PhaseHooks
   void check_finite(const std::string& phase, int64_t epoch, double loss) override;
   void log_epoch(const std::string& phase, int64_t epoch, int64_t epochs, double loss, double accuracy, double rate,

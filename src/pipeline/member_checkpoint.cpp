@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "samplers/random.h"
 #include "src/io/atomic_file.h"
@@ -31,6 +32,7 @@ void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Po
   a.write("member.phase", torch::tensor(static_cast<int64_t>(at.phase), torch::kLong));
   a.write("member.epochs_done", torch::tensor(at.epochs_done, torch::kLong));
   a.write("member.trace", c10::IValue(state.trace));
+  a.write("member.arithmetic", c10::IValue(fmt::format("{}", fmt::join(state.arithmetic, "\n"))));
   a.write("model.parameters", parameters);
   for (const auto& b : model.named_buffers()) a.write("model.buffer." + b.key(), b.value());
   samplers::write_generator(a, "member.optimiser_order", state.order_gen);
@@ -78,6 +80,14 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
   c10::IValue trace;
   a.read("member.trace", trace);
   state.trace = trace.toStringRef();
+  c10::IValue arithmetic;  // absent before 2026-11-25
+  state.arithmetic.clear();
+  if (a.try_read("member.arithmetic", arithmetic) && arithmetic.isString()) {
+    std::istringstream lines(arithmetic.toStringRef());
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.empty()) state.arithmetic.push_back(line);
+    }
+  }
   torch::NoGradGuard no_grad;
   samplers::read_into(a, "model.parameters", parameters);
   for (auto& b : model.named_buffers()) samplers::read_into(a, "model.buffer." + b.key(), b.value());

@@ -10,8 +10,12 @@
 // resumed member rewrites those after the checkpoint, identically).
 // Restoring rebuilds the sampler at x*, which recomputes the control
 // variate's anchor gradients, then loads its state, so a resumed member
-// continues bit-identically on the same device and thread count. The
-// checkpoint is removed once the member is done.
+// continues bit-identically on the same device, thread count and
+// --member-design. The checkpoint also keeps the member's arithmetic so far
+// (MemberState::arithmetic): a resume under other arithmetic says so in the
+// log, and status.json lists every arithmetic the member ran under, since
+// its numbers then agree with an uninterrupted run to float rounding, not
+// bit for bit. The checkpoint is removed once the member is done.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -49,6 +54,10 @@ struct MemberState {
   std::unique_ptr<samplers::Sampler> sampler;
   torch::Tensor prob_sum;   // sum of retained samples' test probabilities (double)
   int64_t samples = 0;
+  // What decides the member's rounding, oldest first, one entry per change
+  // ("cpu, 2 threads, own model", "cuda:0, stacked in 8 slots"); empty when
+  // restored from a checkpoint of a bnn before it.
+  std::vector<std::string> arithmetic;
 };
 
 // Whether `adam` is over one tensor: the flat layout of Note [Flat Adam]

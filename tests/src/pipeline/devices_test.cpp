@@ -148,6 +148,39 @@ TEST(Devices, StackedRunKilledAndResumedIsBitIdentical) {
   EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
   expect_same_member_files(work / "full", work / "cut", {"member_000", "member_001", "member_002"},
                            {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy", "swa_weights.npy"});
+  EXPECT_EQ(r.output.find("not bit for bit"), std::string::npos) << r.output;
+  const auto status = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_000" / "status.json"));
+  EXPECT_EQ(status["arithmetic"], nlohmann::json::array({"cpu, 1 thread, stacked in 2 slots"})) << status;
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+// Note [Member checkpoints]: a member resumed under other arithmetic (here
+// one thread, then two; one model per member, then stacked) goes on, says
+// so, and lists in status.json every arithmetic it ran under.
+TEST(Devices, AResumeUnderOtherArithmeticSaysSo) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto work = bnn::testing::unique_temp_dir("bnn_arithmetic_test");
+  const std::string flags = "--set run.members=2 --members-per-device 1";
+  auto r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work / "cut").string() +
+                                     " --threads 1 " + flags,
+                                 work / "cut.txt", "BNN_KILL_AT_SAMPLER_STEP=25");
+  ASSERT_EQ(r.code, 128 + 9) << "expected death by SIGKILL\n" << r.output;
+  r = bnn::testing::run_bnn("run --resume " + (work / "cut").string() +
+                                " --threads 2 --members-per-device 2 --member-design stacked",
+                            work / "resume.txt");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("member 0: resumed under other arithmetic (checkpoint: cpu, 1 thread, own model; now: "
+                          "cpu, 2 threads, stacked in 2 slots): it goes on, but agrees with an uninterrupted run to "
+                          "float rounding, not bit for bit"),
+            std::string::npos)
+      << r.output;
+  const auto first = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_000" / "status.json"));
+  EXPECT_EQ(first["arithmetic"], nlohmann::json::array({"cpu, 1 thread, own model",
+                                                        "cpu, 2 threads, stacked in 2 slots"}))
+      << first;
+  // Member 1 had not started when the first process died: one arithmetic.
+  const auto second = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_001" / "status.json"));
+  EXPECT_EQ(second["arithmetic"], nlohmann::json::array({"cpu, 2 threads, stacked in 2 slots"})) << second;
   if (!HasFailure()) std::filesystem::remove_all(work);
 }
 
@@ -316,7 +349,8 @@ TEST(Devices, HostAvailableMemoryIsMemAvailable) {
 // float and one double vector of that size, and the 300 stored anchor
 // gradients of the control variate unless they are recomputed.
 TEST(Devices, MemberMemoryCountsStateAndStoredAnchors) {
-  bnn::config::Config config = bnn::config::load_config(std::string(BNN_SOURCE_DIR) + "/configs/fashion_mnist_paper.yaml", {});
+  bnn::config::Config config =
+      bnn::config::load_config(std::string(BNN_SOURCE_DIR) + "/configs/fashion_mnist_paper.yaml", {});
   bnn::data_loaders::Dataset data;
   data.input_shape = {1, 28, 28};
   data.num_classes = 10;
@@ -401,7 +435,8 @@ TEST(Devices, BadListsNameTheEntry) {
   if (!torch::cuda::is_available() && bnn::runtime::cuda_linkage().torch_cuda.empty()) {
     const std::string why = "this bnn is built against a CPU build of LibTorch (bnn version); build it against a "
                             "CUDA LibTorch (README.md, Building by hand: scripts/build-pip-torch.sh)";
-    EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("all"); }), "--devices all: no CUDA device is visible: " + why);
+    EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("all"); }),
+              "--devices all: no CUDA device is visible: " + why);
     EXPECT_EQ(bnn::testing::error_of([] { parse_device_list("cpu,cuda:1"); }),
               "device 'cuda:1' requested but CUDA is not available: " + why);
   }
