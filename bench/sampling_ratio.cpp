@@ -182,8 +182,9 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
     fmt::print("  {:<24} epoch {:8.3f}s  ratio {:.3f}   own work (no gradient) {:.3f}s = {:5.1f}% of SGD\n", labels[i],
                sample[i] / repeats, sample[i] / sgd, own_t[i] / repeats, 100 * own_t[i] / sgd);
   }
-  fmt::print("  SMS-UBU overhead per epoch: noise draws {:.3f}s ({:.1f}% of SGD), UBU vector updates {:.3f}s ({:.1f}%)\n",
-             noise_t, 100 * noise_t / (sgd / repeats), update_t, 100 * update_t / (sgd / repeats));
+  fmt::print(
+      "  SMS-UBU overhead per epoch: noise draws {:.3f}s ({:.1f}% of SGD), UBU vector updates {:.3f}s ({:.1f}%)\n",
+      noise_t, 100 * noise_t / (sgd / repeats), update_t, 100 * update_t / (sgd / repeats));
   fmt::print("  the same noise from LibTorch's normal_ on the whole buffer: {:.3f}s ({:.2f}x bnn's ChunkedNormal)\n",
              libtorch_noise_t, libtorch_noise_t / noise_t);
   std::fflush(stdout);  // a long run killed later keeps this model's numbers
@@ -224,8 +225,10 @@ int bench_main(int argc, char** argv) {
     if (flag == "--device") g_device = bnn::pipeline::resolve_device(argv[i + 1]);
   }
   bnn::runtime::configure_threads(threads);
-  fmt::print("device {}, threads {}, batch 200, control variate with stored anchors, bounces; obabo with one MH test per epoch\n",
-             g_device.str(), torch::get_num_threads());
+  fmt::print(
+      "device {}, threads {}, batch 200, control variate with stored anchors, bounces; obabo with one MH test per "
+      "epoch\n",
+      g_device.str(), torch::get_num_threads());
   for (const auto& m : models) bench_model(m, m == "mlp" ? batches * 5 : batches, repeats, samplers);
   return 0;
 }

@@ -72,7 +72,8 @@ Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, 
   const torch::Tensor negative = a.y.lt(0).nonzero();
   if (negative.size(0) > 0) {
     const int64_t i = negative[0][0].item<int64_t>();
-    throw error(a.y_path, fmt::format("label {} at index {} is negative; labels are 0 .. K-1", a.y[i].item<int64_t>(), i));
+    throw error(a.y_path,
+                fmt::format("label {} at index {} is negative; labels are 0 .. K-1", a.y[i].item<int64_t>(), i));
   }
   if (features) {
     const torch::Tensor bad = torch::isfinite(a.x).logical_not().nonzero();
@@ -93,7 +94,9 @@ std::vector<std::string> read_class_names(const fs::path& path) {
   std::string line;
   while (std::getline(in, line)) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.empty()) throw error(path, fmt::format("line {} is empty; give one class name per line", names.size() + 1));
+    if (line.empty()) {
+      throw error(path, fmt::format("line {} is empty; give one class name per line", names.size() + 1));
+    }
     names.push_back(line);
   }
   if (names.size() < 2) throw error(path, fmt::format("names {} classes; a classifier needs at least 2", names.size()));
@@ -183,7 +186,9 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
   } else {
     data.features = true;
     data.pixel_stats = stats_of(shape_of.x, false);
-    if (train) data.train = Split{standardize_features(train->x, data.pixel_stats).to(device), train->y.to(device), {}, {}};
+    if (train) {
+      data.train = Split{standardize_features(train->x, data.pixel_stats).to(device), train->y.to(device), {}, {}};
+    }
     data.test = Split{standardize_features(test.x, data.pixel_stats).to(device), test.y.to(device), {}, {}};
   }
   data.input_shape = data.test.images.sizes().slice(1).vec();

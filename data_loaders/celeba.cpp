@@ -26,7 +26,8 @@ constexpr int kTestPartition = 2;
 void check_present(const fs::path& dir) {
   std::error_code ec;
   const bool images = fs::is_directory(dir / kImageFolder, ec);
-  for (const std::string& name : {std::string(kImageFolder) + "/", std::string(kAttributeFile), std::string(kPartitionFile)}) {
+  for (const std::string& name :
+       {std::string(kImageFolder) + "/", std::string(kAttributeFile), std::string(kPartitionFile)}) {
     const bool present = name.back() == '/' ? images : fs::is_regular_file(dir / name, ec);
     if (present) continue;
     throw std::runtime_error(fmt::format("{}: missing CelebA file {}; the directory needs {}/, {} and {}", dir.string(),

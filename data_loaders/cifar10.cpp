@@ -122,7 +122,9 @@ Dataset load_cifar10(const LoadOptions& options, torch::Device device) {
   const ChannelStats stats = options.stats.value_or(pixel_stats());
   Dataset dataset;
   dataset.name = "cifar10";
-  if (!options.test_only) dataset.train = load_split(dir, train_files(), options.train_limit, "train_limit", stats, device);
+  if (!options.test_only) {
+    dataset.train = load_split(dir, train_files(), options.train_limit, "train_limit", stats, device);
+  }
   dataset.test = load_split(dir, test_files(), options.test_limit, "test_limit", stats, device);
   dataset.num_classes = kCifar10NumClasses;
   dataset.input_shape = {kCifar10Channels, kCifar10Side, kCifar10Side};

@@ -71,7 +71,8 @@ ChannelStats channel_stats(const torch::Tensor& images) {
 }
 
 Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats& stats, torch::Device device) {
-  TORCH_CHECK(images.dim() == 4 && images.scalar_type() == torch::kByte, "uint8_split needs N x C x H x W uint8 images");
+  TORCH_CHECK(images.dim() == 4 && images.scalar_type() == torch::kByte,
+              "uint8_split needs N x C x H x W uint8 images");
   const auto channels = static_cast<size_t>(images.size(1));
   TORCH_CHECK(stats.mean.size() == channels && stats.std.size() == channels, "uint8_split: ", channels,
               " channels but statistics for ", stats.mean.size());

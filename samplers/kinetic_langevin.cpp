@@ -13,13 +13,13 @@ constexpr uint64_t kOrderStream = 2;
 constexpr uint64_t kVelocityStream = 3;
 }  // namespace
 
-KineticLangevin::KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options,
-                                 uint64_t seed)
+KineticLangevin::KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed)
     : oracle_(oracle),
       options_(std::move(options)),
       gradient_(oracle, anchor, options_),
       x_(oracle.parameters()),
-      order_(options_.order().value_or(BatchOrderKind::kSymmetric), oracle.num_batches(), derive_seed(seed, kOrderStream)),
+      order_(options_.order().value_or(BatchOrderKind::kSymmetric), oracle.num_batches(),
+             derive_seed(seed, kOrderStream)),
       seed_(seed),
       noise_seed_(derive_seed(seed, kNoiseStream)) {
   torch::NoGradGuard no_grad;

@@ -39,10 +39,10 @@ class KineticLangevin : public Sampler {
   // (samplers/buffered_passes.h): where the sampler has a fused step and the
   // chain is float32 on the CPU, or on a GPU with bnn's CUDA kernels built,
   // each step runs it instead of the tensor operations, with the same results
-  // (on a GPU to float rounding: ATen does not promise how its CUDA kernels round). On by default; BNN_FUSED_STEPS=0 in the
-  // environment turns it off for every sampler, BNN_FUSED_STEPS=buffered runs
-  // the GPU's passes on the CPU too. It may be switched at any step. A noise
-  // hook turns it off.
+  // (on a GPU to float rounding: ATen does not promise how its CUDA kernels
+  // round). On by default; BNN_FUSED_STEPS=0 in the environment turns it off
+  // for every sampler, BNN_FUSED_STEPS=buffered runs the GPU's passes on the
+  // CPU too. It may be switched at any step. A noise hook turns it off.
   void set_fused_steps(bool on) { fused_on_ = on; }
   // Whether the next step runs the fused path.
   bool fused_steps() const { return fused_ != nullptr && fused_on_ && !noise_hook_; }

@@ -73,8 +73,8 @@ inline void normal_block(NormalLanes& g, float* out) {
     const float radius = __builtin_sqrtf(-2.0f * (e * 0.693147180559945309f + log_m));
 
     const uint32_t quadrant = lo[l] >> 30;
-    const float a =
-        ((static_cast<float>(static_cast<int32_t>(lo[l] & 0x3fffffffu)) + 0.5f) * 0x1p-30f - 0.5f) * 1.57079632679489662f;
+    const float a = ((static_cast<float>(static_cast<int32_t>(lo[l] & 0x3fffffffu)) + 0.5f) * 0x1p-30f - 0.5f) *
+                    1.57079632679489662f;
     const float a2 = a * a;
     const float sin_a =
         a * (1.0f + a2 * (-1.0f / 6.0f + a2 * (1.0f / 120.0f + a2 * (-1.0f / 5040.0f + a2 * (1.0f / 362880.0f)))));

@@ -29,7 +29,9 @@ ChunkedNormal::ChunkedNormal(const torch::Tensor& like, uint64_t seed)
   const int64_t chunks = on_cpu ? std::max<int64_t>(1, (numel_ + kChunk - 1) / kChunk) : 1;
   if (on_cpu && dtype_ == torch::kFloat) {
     lanes_.resize(static_cast<size_t>(chunks));
-    for (int64_t c = 0; c < chunks; ++c) detail::seed_normal_lanes(lanes_[static_cast<size_t>(c)], derive_seed(seed, c));
+    for (int64_t c = 0; c < chunks; ++c) {
+      detail::seed_normal_lanes(lanes_[static_cast<size_t>(c)], derive_seed(seed, c));
+    }
   } else {
     for (int64_t c = 0; c < chunks; ++c) gens_.push_back(make_generator(device_, derive_seed(seed, c)));
   }

@@ -38,7 +38,9 @@ std::vector<double> parse_step_sizes(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size()) throw config::ConfigError(fmt::format("bnn bias: --step-sizes: '{}' is not a number", item));
+    if (used != item.size()) {
+      throw config::ConfigError(fmt::format("bnn bias: --step-sizes: '{}' is not a number", item));
+    }
     out.push_back(h);
   }
   return out;
@@ -52,7 +54,8 @@ int cmd_bias(int argc, char** argv) {
                         "(section 3.4): two minibatches, target N(-0.8824, 0.4851^2).");
   experiments::BiasOptions defaults;
   opts.add_options()("samplers", "Comma-separated samplers (default: all that apply)", cxxopts::value<std::string>())(
-      "h,step-sizes", "Comma-separated step sizes", cxxopts::value<std::string>()->default_value("0.25,0.125,0.0625,0.03125"))(
+      "h,step-sizes", "Comma-separated step sizes",
+      cxxopts::value<std::string>()->default_value("0.25,0.125,0.0625,0.03125"))(
       "chains", "Chains simulated as one vector", cxxopts::value<int64_t>()->default_value("20000"))(
       "time", "Sampling time per run (steps = time / h)", cxxopts::value<double>()->default_value("200"))(
       "burn-in", "Burn-in time per run (steps = burn-in / h)", cxxopts::value<double>()->default_value("20"))(
@@ -60,7 +63,8 @@ int cmd_bias(int argc, char** argv) {
       "bins", "Histogram bins over mean +- 8 sd", cxxopts::value<int64_t>()->default_value("80000"))(
       "seed", "Seed", cxxopts::value<uint64_t>()->default_value("1"))(
       "o,out", "CSV file (sampler,h,w1)", cxxopts::value<std::string>()->default_value("bias.csv"))(
-      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int>()->default_value("0"))("help", "Show this help");
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int>()->default_value("0"))(
+      "help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
@@ -103,7 +107,8 @@ int cmd_coupled_bias(int argc, char** argv) {
                                                   fmt::format("{}", fmt::join(defaults.samplers, ","))))(
       "h0", "Largest step size; level l couples h0 2^-l with h0 2^-(l+1)",
       cxxopts::value<double>()->default_value(fmt::format("{}", defaults.h0)))(
-      "levels", "Number of coupled pairs", cxxopts::value<int64_t>()->default_value(fmt::format("{}", defaults.levels)))(
+      "levels", "Number of coupled pairs",
+      cxxopts::value<int64_t>()->default_value(fmt::format("{}", defaults.levels)))(
       "epochs", "Coarse-chain epochs at level 0 (x 2^l at level l)",
       cxxopts::value<int64_t>()->default_value(fmt::format("{}", defaults.epochs)))(
       "burn-in-fraction", "Fraction of each level's epochs discarded",
@@ -113,7 +118,8 @@ int cmd_coupled_bias(int argc, char** argv) {
       "seed", "Seed of the experiment (overrides run.seed)", cxxopts::value<uint64_t>())(
       "o,out", "CSV file", cxxopts::value<std::string>()->default_value("coupled_bias.csv"))(
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
-      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>())("h,help", "Show this help");
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>())(
+      "h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;

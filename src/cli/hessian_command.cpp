@@ -21,8 +21,8 @@ int cmd_hessian(int argc, char** argv) {
       cxxopts::value<double>()->default_value("1e-4"))(
       "seed", "Seed of the start vector and the perturbation", cxxopts::value<uint64_t>()->default_value("0"))(
       "device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))(
-      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>()->default_value("0"))("h,help",
-                                                                                                  "Show this help");
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>()->default_value("0"))(
+      "h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;

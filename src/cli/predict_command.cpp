@@ -23,8 +23,8 @@ int cmd_predict(int argc, char** argv) {
       "method", "swa, bayes or both (bayes needs evaluation.save_sample_weights: true in the run)",
       cxxopts::value<std::string>()->default_value("both"))(
       "device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))(
-      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>()->default_value("0"))("h,help",
-                                                                                                  "Show this help");
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>()->default_value("0"))(
+      "h,help", "Show this help");
   opts.parse_positional({"images"});
   opts.positional_help("--run RUN_DIR --images PATH [PATH...]").show_positional_help();
   const auto args = opts.parse(argc, argv);

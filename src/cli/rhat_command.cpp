@@ -25,7 +25,8 @@ int cmd_rhat(int argc, char** argv) {
       cxxopts::value<int64_t>()->default_value("0"))(
       "o,out", "Output directory (default runs/rhat_<config name>)", cxxopts::value<std::string>())(
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
-      "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)", cxxopts::value<int64_t>())(
+      "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)",
+      cxxopts::value<int64_t>())(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())(
       "no-figures", "Do not draw the figure (it needs gnuplot)")("h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);

@@ -61,29 +61,37 @@ int cmd_run(int argc, char** argv) {
   opts.add_options()("c,config", "YAML config file", cxxopts::value<std::string>())(
       "set", "Override a config key: key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
       "o,out", "Run directory (default runs/<config name>)", cxxopts::value<std::string>())(
-      "resume", "Continue the unfinished members of RUN_DIR with its config.yaml (members resume from their "
-                "checkpoints)", cxxopts::value<std::string>())(
-      "members", "Members to run: 3, 0-3, 0,2,5-7 (default all)", cxxopts::value<std::string>())(
+      "resume",
+      "Continue the unfinished members of RUN_DIR with its config.yaml (members resume from their "
+      "checkpoints)",
+      cxxopts::value<std::string>())("members", "Members to run: 3, 0-3, 0,2,5-7 (default all)",
+                                     cxxopts::value<std::string>())(
       "device", "auto, cpu, cuda or cuda:N (overrides run.device)", cxxopts::value<std::string>())(
       "devices", "Spread members over devices, one worker each: all (every GPU) or a list, e.g. cuda:0,cuda:1",
-      cxxopts::value<std::string>())(
-      "members-per-device", "Members trained at once on each device, each GPU member on its own CUDA stream: "
-                            "K, or auto (as many as fit in GPU memory, at most 8; on the CPU two with two "
-                            "threads or more, as memory allows)",
-      cxxopts::value<std::string>()->default_value("auto"))(
-      "member-design", "How the members trained at once on a device share it: streams (each its own model, and "
-                       "on a GPU its own CUDA stream; the same bits as one by one) or stacked (one stacked model "
-                       "evaluates all their gradients in one pass: grouped convolutions, batched products; the "
-                       "same arithmetic, not the same bits)",
+      cxxopts::value<std::string>())("members-per-device",
+                                     "Members trained at once on each device, each GPU member on its own CUDA stream: "
+                                     "K, or auto (as many as fit in GPU memory, at most 8; on the CPU two with two "
+                                     "threads or more, as memory allows)",
+                                     cxxopts::value<std::string>()->default_value("auto"))(
+      "member-design",
+      "How the members trained at once on a device share it: streams (each its own model, and "
+      "on a GPU its own CUDA stream; the same bits as one by one) or stacked (one stacked model "
+      "evaluates all their gradients in one pass: grouped convolutions, batched products; the "
+      "same arithmetic, not the same bits)",
       cxxopts::value<std::string>()->default_value("streams"))(
-      "cudnn-benchmark", "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
-                         "vary between runs in the last bits)")(
-      "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)", cxxopts::value<int64_t>())(
-      "time-limit", "Wall time for this command (540, 9m, 11h45m): no epoch starts that would end later, by the "
-                    "longest epoch so far; members keep their last checkpoint, the exit code is 75, and bnn run "
-                    "--resume continues them", cxxopts::value<std::string>())(
-      "distributed", "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
-                     "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
+      "cudnn-benchmark",
+      "Let cuDNN time its convolution algorithms and pick the fastest (GPU results then "
+      "vary between runs in the last bits)")(
+      "threads", "CPU threads (default: the CPUs this process may use; overrides run.threads)",
+      cxxopts::value<int64_t>())(
+      "time-limit",
+      "Wall time for this command (540, 9m, 11h45m): no epoch starts that would end later, by the "
+      "longest epoch so far; members keep their last checkpoint, the exit code is 75, and bnn run "
+      "--resume continues them",
+      cxxopts::value<std::string>())(
+      "distributed",
+      "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
+      "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv, config_help());
   if (!parsed) return 0;

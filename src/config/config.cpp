@@ -213,9 +213,13 @@ Field ood_sets(std::string key, std::vector<OodSetConfig>& target, std::string d
               const bool plain = std::all_of(set.name.begin(), set.name.end(), [](char ch) {
                 return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-';
               });
-              if (!plain) fail(fmt::format("name '{}' may hold only letters, digits, _ and - (it names files)", set.name));
+              if (!plain) {
+                fail(fmt::format("name '{}' may hold only letters, digits, _ and - (it names files)", set.name));
+              }
               for (const auto& other : sets) {
-                if (other.name == set.name) fail(fmt::format("two sets are named '{}'; give each a distinct name", set.name));
+                if (other.name == set.name) {
+                  fail(fmt::format("two sets are named '{}'; give each a distinct name", set.name));
+                }
               }
               sets.push_back(set);
             }
@@ -377,7 +381,8 @@ std::vector<Field> fields(Config& c) {
       integer("run.members", c.run.members, "4", 1, 4096, "M: ensemble members (independent chains)."),
       seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
       text("run.device", c.run.device, "auto", {}, "auto, cpu, cuda or cuda:N."),
-      integer("run.threads", c.run.threads, "0", 0, 1024, "Intra-op CPU threads; 0 = the CPUs this process may use (affinity mask, cgroup CPU quota, "
+      integer("run.threads", c.run.threads, "0", 0, 1024,
+              "Intra-op CPU threads; 0 = the CPUs this process may use (affinity mask, cgroup CPU quota, "
               "SLURM_CPUS_PER_TASK)."),
       boolean("run.checkpoint", c.run.checkpoint, "true",
               "Checkpoint every member at each epoch end (member_NNN/checkpoint.pt) so that an interrupted run "
@@ -583,13 +588,13 @@ void validate_and_resolve(Config& c) {
   const double move = kinetic ? s.step_size * std::sqrt(t) : std::sqrt(2 * s.step_size * t);
   constexpr double kFloatResolution = std::numeric_limits<float>::epsilon();
   if (move < kFloatResolution) {
-    throw ConfigError(fmt::format("config key 'sampler.step_size': invalid value '{}': a step moves a weight by about "
-                                  "{} = {:.3g} (T' = max(T, 1)), below float32's resolution at 1 ({:.3g}), so the chain "
-                                  "cannot move; "
-                                  "use a step size of at least {:.3g}",
-                                  s.step_size, kinetic ? "h sqrt(T')" : "sqrt(2 h T')", move, kFloatResolution,
-                                  kinetic ? kFloatResolution / std::sqrt(t)
-                                          : kFloatResolution * kFloatResolution / (2 * t)));
+    throw ConfigError(
+        fmt::format("config key 'sampler.step_size': invalid value '{}': a step moves a weight by about "
+                    "{} = {:.3g} (T' = max(T, 1)), below float32's resolution at 1 ({:.3g}), so the chain "
+                    "cannot move; "
+                    "use a step size of at least {:.3g}",
+                    s.step_size, kinetic ? "h sqrt(T')" : "sqrt(2 h T')", move, kFloatResolution,
+                    kinetic ? kFloatResolution / std::sqrt(t) : kFloatResolution * kFloatResolution / (2 * t)));
   }
   if (s.burn_in >= s.epochs) {
     throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "

@@ -160,7 +160,9 @@ std::string markdown_to_html(const std::string& markdown, const std::string& tit
       body += table_html(rows);
     } else if (starts_with(line, "- ")) {
       body += "<ul>\n";
-      while (i < lines.size() && starts_with(lines[i], "- ")) body += "<li>" + inline_html(lines[i++].substr(2)) + "</li>\n";
+      while (i < lines.size() && starts_with(lines[i], "- ")) {
+        body += "<li>" + inline_html(lines[i++].substr(2)) + "</li>\n";
+      }
       body += "</ul>\n";
     } else if (std::regex_match(line, m, image)) {
       body += fmt::format("<figure><img alt=\"{}\" src=\"{}\"></figure>\n", escape(m[1].str()),

@@ -16,8 +16,8 @@ struct Scored {
 };
 
 std::vector<double> checked_scores(const torch::Tensor& scores, const char* which) {
-  TORCH_CHECK(scores.defined() && scores.dim() == 1 && scores.numel() > 0, "OOD detection needs a non-empty 1-D tensor of ",
-              which, " scores");
+  TORCH_CHECK(scores.defined() && scores.dim() == 1 && scores.numel() > 0,
+              "OOD detection needs a non-empty 1-D tensor of ", which, " scores");
   const torch::Tensor s = scores.detach().to(torch::kCPU, torch::kDouble).contiguous();
   std::vector<double> out(s.data_ptr<double>(), s.data_ptr<double>() + s.numel());
   for (const double v : out) TORCH_CHECK(std::isfinite(v), "OOD detection: non-finite ", which, " score ", v);

@@ -210,7 +210,8 @@ std::vector<CoupledBiasRow> run_coupled_bias(const config::Config& config, const
       auto* coarse_kl = dynamic_cast<samplers::KineticLangevin*>(coarse_sampler.get());
       auto* fine_kl = dynamic_cast<samplers::KineticLangevin*>(fine_sampler.get());
       TORCH_CHECK(coarse_kl != nullptr && fine_kl != nullptr, "coupled-bias: ", name, " is not a Langevin sampler");
-      const NoiseCoupling coupling(*coarse_kl, *fine_kl, rule, gamma, h, samplers::derive_seed(level_seed, kCouplingStream));
+      const NoiseCoupling coupling(*coarse_kl, *fine_kl, rule, gamma, h,
+                                   samplers::derive_seed(level_seed, kCouplingStream));
 
       LevelDiff d;
       d.per_chunk = torch::zeros({options.chunks, data.test.size()}, torch::TensorOptions().dtype(torch::kDouble)

@@ -271,8 +271,8 @@ torch::Tensor read_reference_probs(const std::filesystem::path& path, int64_t n,
                            c10::toString(q.scalar_type()), fmt::join(q.sizes(), ", "), n, k));
   }
   if (q.size(0) != n || q.size(1) != k) {
-    throw fail(fmt::format("shape ({}), but the run's test set has {} examples of {} classes", fmt::join(q.sizes(), ", "),
-                           n, k));
+    throw fail(fmt::format("shape ({}), but the run's test set has {} examples of {} classes",
+                           fmt::join(q.sizes(), ", "), n, k));
   }
   q = q.to(torch::kDouble).contiguous();
   const double* p = q.data_ptr<double>();
@@ -493,8 +493,9 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   if (!ood_rows.empty()) metrics["ood"] = evaluation::to_json(ood_rows);
   io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
   io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
-  io::write_file_atomically(out_dir / "metrics.txt",
-                            evaluation::to_table(rows) + (ood_rows.empty() ? "" : "\n" + evaluation::ood_text_table(ood_rows)));
+  io::write_file_atomically(
+      out_dir / "metrics.txt",
+      evaluation::to_table(rows) + (ood_rows.empty() ? "" : "\n" + evaluation::ood_text_table(ood_rows)));
   if (!ood_rows.empty()) io::write_file_atomically(out_dir / "metrics_ood.csv", evaluation::ood_csv(ood_rows));
 
   const auto count = static_cast<int64_t>(members.size());
@@ -513,7 +514,9 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
         {"reference_probs", options.reference_probs.string()}}},
       {"class_names", class_names},
       {"methods", nlohmann::json::object()}};
-  for (const std::string& method : methods_of(config)) uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
+  for (const std::string& method : methods_of(config)) {
+    uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
+  }
   io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
 
   const auto rhat_curve = rhat_across_members(members, selection.burn_in.value_or(config.sampler.burn_in));
@@ -522,7 +525,9 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     evaluation::FigureInputs inputs;
     inputs.rows = rows;
     inputs.labels = labels;
-    for (const std::string& method : methods_of(config)) inputs.ensemble_probs.emplace_back(method, mix.at(method).mean());
+    for (const std::string& method : methods_of(config)) {
+      inputs.ensemble_probs.emplace_back(method, mix.at(method).mean());
+    }
     for (const MemberData& m : members) inputs.traces.push_back(m.trace);
     if (!rhat_curve.empty()) {
       inputs.rhat_curves = {{"members", rhat_curve}};
@@ -574,8 +579,9 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     return evaluation::data_uri(io::read_file(file), "image/png");
   };
   io::write_file_atomically(out_dir / "report.html",
-                            evaluation::markdown_to_html(markdown, fmt::format("bnn report: {} on {}, {}", config.model.name,
-                                                                               config.data.dataset, config.sampler.name),
+                            evaluation::markdown_to_html(markdown,
+                                                         fmt::format("bnn report: {} on {}, {}", config.model.name,
+                                                                     config.data.dataset, config.sampler.name),
                                                          embedded));
   return rows;
 }

@@ -78,7 +78,8 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   const torch::Tensor x_star = read_weights(dir, anchor, flat.numel(), config).to(device, torch::kFloat);
   auto noise_gen = samplers::make_generator(device, samplers::derive_seed(options.seed, kPerturbationStream));
   const double rho = std::isinf(config.sampler.rho) ? 0.0 : config.sampler.rho;
-  std::vector<std::pair<std::string, torch::Tensor>> points = {{"init", read_weights(dir, "init", flat.numel(), config)}};
+  std::vector<std::pair<std::string, torch::Tensor>> points = {
+      {"init", read_weights(dir, "init", flat.numel(), config)}};
   for (const std::string& point : point_estimates(config)) {
     points.emplace_back(point, point == anchor ? x_star : read_weights(dir, point, flat.numel(), config));
   }

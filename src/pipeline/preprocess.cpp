@@ -70,7 +70,8 @@ Preprocess read_preprocess(const std::filesystem::path& run_dir) {
     p.stats.std = pixels.at("std").get<std::vector<double>>();
     p.standardization = pixels.at("standardization").get<std::string>();
     if (p.model.input_shape.size() != 3 || p.stats.mean.size() != static_cast<size_t>(p.channels()) ||
-        p.stats.std.size() != p.stats.mean.size() || (p.standardization != "table" && p.standardization != "affine" && p.standardization != "features")) {
+        p.stats.std.size() != p.stats.mean.size() ||
+        (p.standardization != "table" && p.standardization != "affine" && p.standardization != "features")) {
       throw config::ConfigError("inconsistent input shape, statistics or standardization");
     }
     return p;

@@ -49,8 +49,8 @@ void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int
     const auto start = Clock::now();
     torch::Tensor last_probs;
     const double loss =
-        sampling_epoch(sampler, partition_, parameters.options(), fmt::format("member {} sample {}/{}", member_, e + 1, s.epochs),
-                       [&](const torch::Tensor&) {
+        sampling_epoch(sampler, partition_, parameters.options(),
+                       fmt::format("member {} sample {}/{}", member_, e + 1, s.epochs), [&](const torch::Tensor&) {
                          const int64_t done = sampler.steps_taken();
                          faults.after_sampler_step(done);  // Note [Fault injection]
                          if (!retention.retains(done)) return;

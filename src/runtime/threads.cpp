@@ -77,7 +77,8 @@ std::string openmp_wait_setting() {
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   if (spin != nullptr && std::getenv(kDefaultMarker) != nullptr && std::string(spin) == kGompSpinCount) {
-    return std::string("GOMP_SPINCOUNT=") + spin + " (bnn's choice: other processes were busy at start, or BNN_SHARE_CORES=1)";
+    return std::string("GOMP_SPINCOUNT=") + spin +
+           " (bnn's choice: other processes were busy at start, or BNN_SHARE_CORES=1)";
   }
   std::string out;
   if (policy != nullptr) out += std::string("OMP_WAIT_POLICY=") + policy + " ";

@@ -43,8 +43,9 @@
 // themselves with the variable set from an entry of their .preinit_array
 // (BNN_OPENMP_WAIT_DEFAULT below): the dynamic loader runs it after mapping
 // and relocating the libraries but before any library constructor, so the
-// restart costs about 0.1 s of loading, not LibTorch's initialisation. (setenv() there would not do: libc's own initialisation,
-// which comes later, resets the environment to the one the kernel passed.)
+// restart costs about 0.1 s of loading, not LibTorch's initialisation.
+// (setenv() there would not do: libc's own initialisation, which comes later,
+// resets the environment to the one the kernel passed.)
 #pragma once
 
 #include <string>

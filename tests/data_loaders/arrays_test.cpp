@@ -198,10 +198,11 @@ TEST(Arrays, RunAndPredictOnBothLayouts) {
 
   for (const auto& data : {features, images}) {
     const auto out = work / ("run_" + data.filename().string());
-    const std::string set = " --set data.dataset=arrays --set data.dir=" + data.string() +
-                            " --set model.name=mlp --set model.hidden=[16] --set data.batch_size=50"
-                            " --set data.train_limit=0 --set data.test_limit=0"
-                            " --set run.members=1 --set evaluation.bn_batches=1 --set evaluation.save_sample_weights=true";
+    const std::string set =
+        " --set data.dataset=arrays --set data.dir=" + data.string() +
+        " --set model.name=mlp --set model.hidden=[16] --set data.batch_size=50"
+        " --set data.train_limit=0 --set data.test_limit=0"
+        " --set run.members=1 --set evaluation.bn_batches=1 --set evaluation.save_sample_weights=true";
     const auto run = bnn::testing::run_bnn("run --config " + std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml --out " +
                                                out.string() + " --threads 1" + set,
                                            work / ("run_" + data.filename().string() + ".txt"));

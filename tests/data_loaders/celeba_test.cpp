@@ -89,8 +89,8 @@ TEST_F(Celeba, BadAttributeValueAndHeaderAreErrors) {
   std::string line = "000002.jpg";
   for (int a = 0; a < 40; ++a) line += a == 11 ? " yes" : " -1";
   replace_line("list_attr_celeba.txt", 4, line);
-  EXPECT_EQ(error_of([&] { load(); }),
-            (dir_ / "list_attr_celeba.txt").string() + ":4: attribute Brown_Hair of 000002.jpg is 'yes', expected 1 or -1");
+  EXPECT_EQ(error_of([&] { load(); }), (dir_ / "list_attr_celeba.txt").string() +
+                                           ":4: attribute Brown_Hair of 000002.jpg is 'yes', expected 1 or -1");
   bnn::testing::write_celeba_dir(dir_, kEntries);
   replace_line("list_attr_celeba.txt", 1, "many");
   EXPECT_EQ(error_of([&] { load(); }),
@@ -122,7 +122,9 @@ TEST_F(Celeba, CorruptImageIsAnErrorOrSkipped) {
 }
 
 TEST_F(Celeba, EmptySplitIsAnError) {
-  for (int line = 7; line <= 8; ++line) replace_line("list_eval_partition.txt", line, fmt::format("{:06d}.jpg 1", line));
+  for (int line = 7; line <= 8; ++line) {
+    replace_line("list_eval_partition.txt", line, fmt::format("{:06d}.jpg 1", line));
+  }
   EXPECT_EQ(error_of([&] { load(); }),
             dir_.string() + ": empty split: no blond or brown-haired images in partition 2");
 }

@@ -46,9 +46,11 @@ TEST(DatasetRegistry, ConfigChecksFollowTheTraits) {
                 std::string::npos);
     }
   }
-  EXPECT_NE(testing::error_of([] { dataset_entry("mnist"); })
-                .find("unknown data set 'mnist'; valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder, arrays"),
-            std::string::npos);
+  EXPECT_NE(
+      testing::error_of([] {
+        dataset_entry("mnist");
+      }).find("unknown data set 'mnist'; valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder, arrays"),
+      std::string::npos);
 }
 
 // `bnn predict` resizes the images of resizable data sets and crops CelebA's

@@ -50,7 +50,8 @@ TEST(Deploy, KubernetesIndexedJobRunsOneMemberPerIndex) {
   const std::string prefix = "--config /opt/bnn/";
   const auto at = command.find(prefix);
   ASSERT_NE(at, std::string::npos) << command;
-  const std::string config = command.substr(at + prefix.size(), command.find(' ', at + prefix.size()) - at - prefix.size());
+  const std::string config =
+      command.substr(at + prefix.size(), command.find(' ', at + prefix.size()) - at - prefix.size());
   EXPECT_TRUE(std::filesystem::exists(kSource / config)) << config;
 }
 

@@ -93,9 +93,10 @@ TEST(Models, UnknownNameListsValidNames) {
     make_model(spec, 0);
     FAIL();
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find(
-                  "unknown model 'resnet'; valid: mlp, logistic, fmnist_cnn, chest_xray_cnn, celeba_cnn, cifar10_wide_cnn"),
-              std::string::npos);
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "unknown model 'resnet'; valid: mlp, logistic, fmnist_cnn, chest_xray_cnn, celeba_cnn, cifar10_wide_cnn"),
+        std::string::npos);
   }
 }
 

@@ -363,7 +363,8 @@ TEST(StackedMembers, FlatBuffersCarryEachMembersVectorsInAndOut) {
 
 TEST(StackedMembers, BatchNormWithAMomentumBelowOneNeedsTheMembersStatistics) {
   StackedMembers s(two_of([] {
-    return torch::nn::Sequential(torch::nn::Flatten(), torch::nn::BatchNorm1d(torch::nn::BatchNormOptions(4).momentum(0.5)),
+    return torch::nn::Sequential(torch::nn::Flatten(),
+                                 torch::nn::BatchNorm1d(torch::nn::BatchNormOptions(4).momentum(0.5)),
                                  torch::nn::Linear(4, 2));
   }));
   EXPECT_FALSE(s.replaces_running_stats());

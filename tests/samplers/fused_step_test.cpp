@@ -228,8 +228,10 @@ TEST(FusedSteps, CheckpointsAreTheSameEitherWay) {
     if (path == Path::kBuffered) env = std::make_unique<ScopedFusedSteps>("buffered");
     return std::make_unique<Chain>(name, kEstimators[1], path != Path::kTensor);
   };
-  const std::pair<Path, Path> moves[] = {
-      {Path::kCpu, Path::kTensor}, {Path::kTensor, Path::kCpu}, {Path::kBuffered, Path::kCpu}, {Path::kTensor, Path::kBuffered}};
+  const std::pair<Path, Path> moves[] = {{Path::kCpu, Path::kTensor},
+                                         {Path::kTensor, Path::kCpu},
+                                         {Path::kBuffered, Path::kCpu},
+                                         {Path::kTensor, Path::kBuffered}};
   for (const char* name : {"sms_ubu", "sms_baoab", "sghmc"}) {
     for (const auto& [first, second] : moves) {
       SCOPED_TRACE(std::string(name) + ": path " + std::to_string(static_cast<int>(first)) + " then " +

@@ -48,7 +48,9 @@ Moments run_chains(const std::string& name, const LangevinOptions& options, int6
     }
   }
   const torch::Tensor mean = sum / n, second = sq / n;
-  auto half = [&](const torch::Tensor& t, int64_t start) { return t.narrow(0, start, kChains / 2).mean().item<double>(); };
+  auto half = [&](const torch::Tensor& t, int64_t start) {
+    return t.narrow(0, start, kChains / 2).mean().item<double>();
+  };
   const double m1 = half(mean, 0), m2 = half(mean, kChains / 2);
   return {m1, half(second, 0) - m1 * m1, m2, half(second, kChains / 2) - m2 * m2};
 }
@@ -202,7 +204,8 @@ TEST(Samplers, UnknownNameListsValidNames) {
     make_sampler("hmc", oracle, oracle.parameters().clone(), LangevinOptions(0.1), 1);
     FAIL();
   } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("unknown sampler 'hmc'; valid: sms_ubu, sg_ubu, ubu_rr, sms_baoab"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("unknown sampler 'hmc'; valid: sms_ubu, sg_ubu, ubu_rr, sms_baoab"),
+              std::string::npos);
   }
 }
 

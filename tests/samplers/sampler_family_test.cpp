@@ -329,8 +329,8 @@ TEST(SamplerFamily, RegistryKnowsWhichSamplersReadWhichOption) {
   EXPECT_FALSE(reads_option("sgld", SamplerOption::kFriction));
   auto oracle = make_oracle(10);
   const std::string error = testing::error_of([&] {
-    make_sampler("sms_ubu", oracle, anchor_for(oracle), LangevinOptions(0.1).noise_covariance(NoiseCovariance::kLowRank),
-                 1);
+    make_sampler("sms_ubu", oracle, anchor_for(oracle),
+                 LangevinOptions(0.1).noise_covariance(NoiseCovariance::kLowRank), 1);
   });
   EXPECT_NE(error.find("noise_covariance applies to nogin only"), std::string::npos) << error;
 }

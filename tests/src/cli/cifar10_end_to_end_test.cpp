@@ -64,7 +64,8 @@ TEST_F(Cifar10EndToEnd, SmokeConfigRunsOnGeneratedFiles) {
     }
   }
   EXPECT_EQ(bnn::data_loaders::read_npy(out / "labels.npy").numel(), 40);
-  EXPECT_EQ(bnn::data_loaders::read_npy(out / "member_000" / "bayes_probs.npy").sizes(), (std::vector<int64_t>{40, 10}));
+  EXPECT_EQ(bnn::data_loaders::read_npy(out / "member_000" / "bayes_probs.npy").sizes(),
+            (std::vector<int64_t>{40, 10}));
 }
 
 TEST_F(Cifar10EndToEnd, TruncatedFileIsOneClearLine) {

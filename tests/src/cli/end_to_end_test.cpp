@@ -142,7 +142,8 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
   const std::vector<Case> cases = {
       {"run --config " + kTinyConfig + " --set sampler.rho_max=0.01", "'sampler.rho_max': invalid value '0.01'"},
       {"run --config " + kTinyConfig + " --set model.name=vgg",
-       "'model.name': invalid value 'vgg': valid: mlp, logistic, fmnist_cnn, chest_xray_cnn, celeba_cnn, cifar10_wide_cnn"},
+       "'model.name': invalid value 'vgg': valid: mlp, logistic, fmnist_cnn, chest_xray_cnn, celeba_cnn, "
+       "cifar10_wide_cnn"},
       {"run --config /no/such.yaml", "config file /no/such.yaml does not exist"},
       {"run --config " + kTinyConfig + " --members 5", "--members: '5' selects members outside 0-1"},
       {"run --config " + kTinyConfig + " --set data.dir=/no/such/dir --out " + (kWork / "nodata").string(),

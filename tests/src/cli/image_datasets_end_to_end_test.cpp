@@ -105,7 +105,8 @@ TEST_F(ImageDatasetsEndToEnd, CorruptJpegIsOneClearLineOrSkipped) {
             std::string::npos)
       << r.output;
 
-  const Result skipped = smoke_run("chest_xray_smoke.yaml", work_ / "chest_xray", " --set data.skip_bad_images=true", "skipping");
+  const Result skipped =
+      smoke_run("chest_xray_smoke.yaml", work_ / "chest_xray", " --set data.skip_bad_images=true", "skipping");
   EXPECT_NE(skipped.output.find("chest_xray train: skipped 1 unreadable image file (data.skip_bad_images), the first " +
                                 bad.string()),
             std::string::npos)

@@ -96,7 +96,8 @@ TEST(TorchScriptEndToEnd, MistakesAreRefusedBeforeTheRunDirectoryIsMade) {
            ": forward returns shape [2, 5] for a batch of shape [2, 1, 6, 6]; bnn needs [2, 2]"},
       {run_args(data, work / "nothing.pt", work / "out"),
        "config key 'model.path': model file " + (work / "nothing.pt").string() + ": no such file"},
-      {base + " --set \"model.path=''\"", "config key 'model.path': model.name torchscript needs the file of your module"},
+      {base + " --set \"model.path=''\"",
+       "config key 'model.path': model.name torchscript needs the file of your module"},
       {base + " --set model.name=mlp", "config key 'model.path': invalid value '" +
                                            module_file("mlp_scripted.pt").string() +
                                            "': only model.name torchscript reads it (model.name is mlp)"},

@@ -64,7 +64,8 @@ TEST(Config, ErrorsNameTheKeyAndValue) {
   expect_error([] { load_config("", {"data.batch_size=abc"}); },
                "config key 'data.batch_size': invalid value 'abc': expected an integer");
   expect_error([] { load_config("", {"sampler.name=hmc"}); },
-               "config key 'sampler.name': invalid value 'hmc': valid: sms_ubu, sg_ubu, ubu_rr, sms_baoab, sg_baoab, baoab_rr, sghmc, "
+               "config key 'sampler.name': invalid value 'hmc': valid: sms_ubu, sg_ubu, ubu_rr, sms_baoab, sg_baoab, "
+               "baoab_rr, sghmc, "
                "sg_em, em_rr, sms_em, csghmc, sgld, sgnht, obabo, nogin");
   expect_error([] { load_config("", {"sampler.nogin_covariance=full"}); },
                "config key 'sampler.nogin_covariance': invalid value 'full': valid: diagonal, low_rank");
@@ -155,7 +156,8 @@ TEST(Config, FilesThatSayNothingOrTwiceAreRefused) {
   expect_error([] { load_config(std::filesystem::temp_directory_path(), {}); }, "is a directory; give a YAML file");
   // The same key in two sections is not a repeat.
   EXPECT_NO_THROW(load_config(write_temp("two_epochs", "adam:\n  epochs: 3\nswa:\n  epochs: 3\n"), {}));
-  expect_error([] { load_config("", {"model.name=mlp", "model.hidden=[]"}); }, "the mlp needs at least one hidden layer");
+  expect_error([] { load_config("", {"model.name=mlp", "model.hidden=[]"}); },
+               "the mlp needs at least one hidden layer");
   EXPECT_NO_THROW(load_config("", {"model.name=logistic", "model.hidden=[]"}));
 }
 

@@ -176,7 +176,8 @@ class DistributedRun : public DistributedGroup {
       script += fmt::format(
           "(env MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK={} WORLD_SIZE=2 {} timeout 300 {} {} --distributed "
           "> {} 2>&1; echo $? > {}.rc) {}",
-          port, rank, env, BNN_BINARY, bnn::testing::on_cpu_unless_named(args.at(rank)), log.string(), log.string(), rank == 1 ? "& " : "; wait");
+          port, rank, env, BNN_BINARY, bnn::testing::on_cpu_unless_named(args.at(rank)), log.string(), log.string(),
+          rank == 1 ? "& " : "; wait");
     }
     EXPECT_EQ(std::system(script.c_str()), 0);
     std::vector<bnn::testing::CommandResult> out;
@@ -284,7 +285,8 @@ TEST_F(DistributedRun, KilledRanksResumeBitIdentically) {
 }
 
 TEST_F(DistributedRun, MissingWorldSizeIsAClearError) {
-  const auto r = bnn(args(work_ / "run") + " --distributed", "-u WORLD_SIZE MASTER_ADDR=127.0.0.1 MASTER_PORT=1 RANK=0");
+  const auto r =
+      bnn(args(work_ / "run") + " --distributed", "-u WORLD_SIZE MASTER_ADDR=127.0.0.1 MASTER_PORT=1 RANK=0");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("bnn: error: bnn run --distributed: environment variable WORLD_SIZE is not set"),
             std::string::npos)

@@ -118,8 +118,9 @@ TEST(EnsembleGolden, ReferenceAgreementMatchesNumpy) {
   EXPECT_EQ(self[0].total_variation.mean, 0.0);
 
   const std::string csv = to_csv(rows);
-  EXPECT_NE(csv.substr(0, csv.find('\n')).find(",agreement_mean,agreement_std,total_variation_mean,total_variation_std"),
-            std::string::npos)
+  EXPECT_NE(
+      csv.substr(0, csv.find('\n')).find(",agreement_mean,agreement_std,total_variation_mean,total_variation_std"),
+      std::string::npos)
       << csv;
   EXPECT_EQ(to_json(rows).at("ensembles").at(0).at("agreement").at("mean").get<double>(), rows[0].agreement.mean);
   EXPECT_NE(to_table(rows).find("agree "), std::string::npos);

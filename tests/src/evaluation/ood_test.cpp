@@ -40,7 +40,8 @@ TEST(OodDetection, KnownAnswers) {
   EXPECT_DOUBLE_EQ(perfect.aupr, 1.0);
   EXPECT_DOUBLE_EQ(perfect.fpr95, 0.0);
   // in {0, 1}, out {1, 2}: pairs (1>0, 1=1, 2>0, 2>1) = 3.5 / 4.
-  const auto half = detection_metrics(torch::tensor({0.0, 1.0}, torch::kDouble), torch::tensor({1.0, 2.0}, torch::kDouble));
+  const auto half =
+      detection_metrics(torch::tensor({0.0, 1.0}, torch::kDouble), torch::tensor({1.0, 2.0}, torch::kDouble));
   EXPECT_DOUBLE_EQ(half.auroc, 0.875);
   // Thresholds 2 (P 1, R 1/2) and 1 (P 2/3, R 1): AP = 1/2 + 1/2 * 2/3.
   EXPECT_DOUBLE_EQ(half.aupr, 0.5 + 1.0 / 3.0);

@@ -68,7 +68,8 @@ TEST(Npy, TruncatedFileIsANamedError) {
     data_loaders::read_npy(dir / "short.npy");
     FAIL();
   } catch (const std::runtime_error& e) {
-    EXPECT_NE(std::string(e.what()).find("short.npy: not a valid .npy file: shape (10,) needs 40 data bytes, the file has 36 (cut short?)"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "short.npy: not a valid .npy file: shape (10,) needs 40 data bytes, the file has 36 (cut short?)"),
               std::string::npos)
         << e.what();
   }

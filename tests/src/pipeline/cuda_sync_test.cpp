@@ -68,7 +68,9 @@ class CudaSync : public ::testing::Test {
 #if !defined(BNN_HAVE_C10_CUDA)
     GTEST_SKIP() << "built without c10/cuda and CUDA toolkit headers: the host-synchronisation check did not run";
 #else
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
+    if (!torch::cuda::is_available()) {
+      GTEST_SKIP() << "no CUDA device visible: the host-synchronisation check did not run";
+    }
     gpu_ = std::make_unique<OnTheGpu>();
 #endif
   }

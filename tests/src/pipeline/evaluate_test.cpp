@@ -232,7 +232,8 @@ TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"halved.npy", "halved.npy: row 3 sums to 0.5, not 1"},
       {"short.npy", "short.npy: shape (10, 10), but the run's test set has 500 examples of 10 classes"},
-      {"ints.npy", "ints.npy: holds Long values of shape (500); give float32 or float64 probabilities of shape (500, 10)"},
+      {"ints.npy",
+       "ints.npy: holds Long values of shape (500); give float32 or float64 probabilities of shape (500, 10)"},
       {"negative.npy", "negative.npy: row 7 holds -0.5 for class 2"},
       {"missing.npy", "missing.npy"},
   };

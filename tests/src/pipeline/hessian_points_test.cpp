@@ -51,7 +51,8 @@ TEST(HessianCli, FourPointsOfATinyRun) {
     flat.values().copy_(bnn::data_loaders::read_npy(member / "swa_weights.npy"));
   }
   const torch::Tensor probs = bnn::models::predict_probabilities(*model, data.test.images);
-  EXPECT_TRUE(torch::allclose(probs, bnn::data_loaders::read_npy(member / "swa_probs.npy"), /*rtol=*/1e-5, /*atol=*/1e-6));
+  EXPECT_TRUE(
+      torch::allclose(probs, bnn::data_loaders::read_npy(member / "swa_probs.npy"), /*rtol=*/1e-5, /*atol=*/1e-6));
 
   const auto h = bnn_cli("hessian --checkpoint " + member.string() + " --examples 200 --iterations 30 --threads 1");
   ASSERT_EQ(h.code, 0) << h.output;

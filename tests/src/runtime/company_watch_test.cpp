@@ -91,7 +91,9 @@ TEST(OtherRunnableTasks, SeesABusyChildProcess) {
     for (;;) i = i + 1;
   }
   int seen = 0;
-  for (int i = 0; i < 10 && seen < 1; ++i) seen = bnn::runtime::other_runnable_tasks(3, bnn::runtime::own_running_tasks);
+  for (int i = 0; i < 10 && seen < 1; ++i) {
+    seen = bnn::runtime::other_runnable_tasks(3, bnn::runtime::own_running_tasks);
+  }
   ::kill(child, SIGKILL);
   ::waitpid(child, nullptr, 0);
   EXPECT_GE(seen, 1);

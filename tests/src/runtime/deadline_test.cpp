@@ -13,7 +13,9 @@ using std::chrono::milliseconds;
 TEST(Deadline, AnEpochStartsOnlyIfTheLongestEpochSoFarWouldEndInTime) {
   Deadline::Clock::time_point t{};
   const Deadline::Clock::time_point zero = t;
-  auto at = [&](double seconds) { t = zero + duration_cast<Deadline::Clock::duration>(milliseconds(static_cast<int64_t>(seconds * 1000))); };
+  auto at = [&](double seconds) {
+    t = zero + duration_cast<Deadline::Clock::duration>(milliseconds(static_cast<int64_t>(seconds * 1000)));
+  };
   Deadline d(10.0, [&] { return t; });
   EXPECT_EQ(d.seconds(), 10.0);
   // No epoch yet: an epoch may start until the limit itself.

@@ -88,8 +88,9 @@ TEST(WhyNoCuda, ThisProcessAgreesWithLibTorch) {
 bnn::testing::CommandResult bnn_with_fake_runtime(const std::string& args, const std::string& versions) {
   static const auto dir = bnn::testing::unique_temp_dir("bnn_linkage_test");
   static int calls = 0;
-  return bnn::testing::run_bnn(args, dir / (std::to_string(++calls) + ".txt"),
-                               "-u CUDA_VISIBLE_DEVICES LD_PRELOAD=" + std::string(BNN_FAKE_CUDART_LIB) + " " + versions);
+  return bnn::testing::run_bnn(
+      args, dir / (std::to_string(++calls) + ".txt"),
+      "-u CUDA_VISIBLE_DEVICES LD_PRELOAD=" + std::string(BNN_FAKE_CUDART_LIB) + " " + versions);
 }
 
 TEST(WhyNoCuda, VersionShowsTheRuntimeAndAnOlderDriver) {
