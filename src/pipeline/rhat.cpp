@@ -186,6 +186,12 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
       {"figure_error", result.figure_error},
       {"per_repeat", repeats}};
   io::write_file_atomically(dir / "summary.json", summary.dump(2) + "\n");
+  if (summary["figure"].is_null()) {  // an earlier run's figure would no longer match the tables
+    std::error_code ec;
+    for (const char* name : {"rhat_vs_epoch.png", "rhat_vs_epoch.svg"}) {
+      std::filesystem::remove(dir / "figures" / name, ec);
+    }
+  }
 }
 
 std::string fixed(double v, int decimals) { return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : "-"; }

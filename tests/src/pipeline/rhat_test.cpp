@@ -154,6 +154,16 @@ TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
   EXPECT_EQ(bnn::io::read_file(again / "rhat.csv"), bnn::io::read_file(out / "rhat.csv"));
   EXPECT_EQ(bnn::io::read_file(again / "chains.csv"), bnn::io::read_file(out / "chains.csv"));
   EXPECT_FALSE(fs::exists(again / "figures" / "rhat_vs_epoch.png"));
+  // Run again into its own folder: the same tables, and no figure left over
+  // from an earlier run (summary.json says there is none).
+  fs::create_directories(again / "figures");
+  bnn::io::write_file_atomically(again / "figures" / "rhat_vs_epoch.png", "an earlier run's figure");
+  const std::string rhat_csv = bnn::io::read_file(again / "rhat.csv");
+  ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --no-figures --out " +
+                       again.string()).code, 0);
+  EXPECT_EQ(bnn::io::read_file(again / "rhat.csv"), rhat_csv);
+  EXPECT_FALSE(fs::exists(again / "figures" / "rhat_vs_epoch.png"));
+  EXPECT_TRUE(nlohmann::json::parse(bnn::io::read_file(again / "summary.json"))["figure"].is_null());
   if (bnn::testing::has_gnuplot()) expect_figure(out / "figures" / "rhat_vs_epoch");
   if (!HasFailure()) fs::remove_all(s.dir);
   if (!bnn::testing::has_gnuplot()) GTEST_SKIP() << bnn::testing::kNoGnuplot << ": rhat_vs_epoch not checked";
