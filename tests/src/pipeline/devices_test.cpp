@@ -34,6 +34,18 @@ bnn::testing::CommandResult run_tiny(const std::filesystem::path& work, const st
       work / (name + ".txt"));
 }
 
+// A run of tiny.yaml with `flags` on one thread into work/cut, killed by
+// SIGKILL at sampler step 25, then `bnn run --resume` of it with
+// `resume_flags`: the resume's result.
+bnn::testing::CommandResult killed_and_resumed(const std::filesystem::path& work, const std::string& flags,
+                                               const std::string& resume_flags) {
+  const auto killed = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work / "cut").string() +
+                                                " --threads 1 " + flags,
+                                            work / "cut.txt", "BNN_KILL_AT_SAMPLER_STEP=25");
+  EXPECT_EQ(killed.code, 128 + 9) << "expected death by SIGKILL\n" << killed.output;
+  return bnn::testing::run_bnn("run --resume " + (work / "cut").string() + " " + resume_flags, work / "resume.txt");
+}
+
 // The members' outputs of runs `a` and `b`, byte for byte.
 void expect_same_member_files(const std::filesystem::path& a, const std::filesystem::path& b,
                               const std::vector<std::string>& members, const std::vector<std::string>& files) {
@@ -137,13 +149,7 @@ TEST(Devices, StackedRunKilledAndResumedIsBitIdentical) {
                             "--member-design stacked";
   auto r = run_tiny(work, "full", flags);
   ASSERT_EQ(r.code, 0) << r.output;
-  r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work / "cut").string() + " --threads 1 " +
-                                flags,
-                            work / "cut.txt", "BNN_KILL_AT_SAMPLER_STEP=25");
-  ASSERT_EQ(r.code, 128 + 9) << "expected death by SIGKILL\n" << r.output;
-  r = bnn::testing::run_bnn("run --resume " + (work / "cut").string() +
-                                " --threads 1 --members-per-device 2 --member-design stacked",
-                            work / "resume.txt");
+  r = killed_and_resumed(work, flags, "--threads 1 --members-per-device 2 --member-design stacked");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
   expect_same_member_files(work / "full", work / "cut", {"member_000", "member_001", "member_002"},
@@ -160,14 +166,8 @@ TEST(Devices, StackedRunKilledAndResumedIsBitIdentical) {
 TEST(Devices, AResumeUnderOtherArithmeticSaysSo) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_arithmetic_test");
-  const std::string flags = "--set run.members=2 --members-per-device 1";
-  auto r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work / "cut").string() +
-                                     " --threads 1 " + flags,
-                                 work / "cut.txt", "BNN_KILL_AT_SAMPLER_STEP=25");
-  ASSERT_EQ(r.code, 128 + 9) << "expected death by SIGKILL\n" << r.output;
-  r = bnn::testing::run_bnn("run --resume " + (work / "cut").string() +
-                                " --threads 2 --members-per-device 2 --member-design stacked",
-                            work / "resume.txt");
+  const auto r = killed_and_resumed(work, "--set run.members=2 --members-per-device 1",
+                                    "--threads 2 --members-per-device 2 --member-design stacked");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("member 0: resumed under other arithmetic (checkpoint: cpu, 1 thread, own model; now: "
                           "cpu, 2 threads, stacked in 2 slots): it goes on, but agrees with an uninterrupted run to "
