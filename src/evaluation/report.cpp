@@ -144,6 +144,21 @@ std::string render_report(const ReportInputs& in) {
                    "epoch(s); {} stored samples in all)\n",
                    in.run_burn_in, in.samples);
   }
+  if (!in.arithmetic.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [arithmetic, count] : in.arithmetic) {
+      parts.push_back(fmt::format("{} ({} member{})", arithmetic, count, count == 1 ? "" : "s"));
+    }
+    fmt::format_to(std::back_inserter(out), "- Arithmetic: {}", fmt::join(parts, "; "));
+    if (in.arithmetic_changed > 0) {
+      fmt::format_to(std::back_inserter(out),
+                     "; {} member{} changed arithmetic on a resume, and agree{} with an uninterrupted run to float "
+                     "rounding only",
+                     in.arithmetic_changed, in.arithmetic_changed == 1 ? "" : "s",
+                     in.arithmetic_changed == 1 ? "s" : "");
+    }
+    out += "\n";
+  }
   if (!in.warnings.empty()) {
     out += "\n## Warnings\n\n";
     for (const auto& w : in.warnings) out += fmt::format("- **{}**\n", w);

@@ -56,6 +56,12 @@ struct ReportInputs {
   std::vector<OodRow> ood_rows;
   // Shown first, e.g. members whose chain diverged (src/pipeline/divergence.h).
   std::vector<std::string> warnings;
+  // Each arithmetic the members ran under (status.json, Note [Member
+  // checkpoints] in src/pipeline/member_checkpoint.h) with how many members
+  // ran under it, and how many members changed arithmetic on a resume; empty
+  // when no member recorded it (an older bnn).
+  std::vector<std::pair<std::string, int64_t>> arithmetic;
+  int64_t arithmetic_changed = 0;
 };
 
 std::string render_report(const ReportInputs& in);

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -148,6 +149,7 @@ struct MemberData {
   int64_t samples = 0;
   evaluation::LossTrace trace;
   std::string diverged;  // status.json's reason, if the chain diverged
+  std::vector<std::string> arithmetic;  // status.json's (Note [Member checkpoints]); empty from an older bnn
 };
 
 struct Selection {
@@ -177,6 +179,11 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
     return status[key].get<int64_t>();
   };
   if (const auto d = check_member_divergence(dir, config)) m.diverged = d->reason;  // Note [Divergence check]
+  if (status.contains("arithmetic") && status["arithmetic"].is_array()) {
+    for (const auto& a : status["arithmetic"]) {
+      if (a.is_string()) m.arithmetic.push_back(a.get<std::string>());
+    }
+  }
   // A missing sample file would silently turn the Bayesian uncertainty into one over members.
   const int64_t listed = count("samples");
   if (config.evaluation.save_sample_probs && listed >= 0 && listed != static_cast<int64_t>(stored.size())) {
@@ -547,14 +554,20 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.point_estimates = point_estimates(config);
   report.methods = methods_of(config);
   report.members = selection.members;
+  std::map<std::string, int64_t> arithmetic;  // in the order of first appearance below
   for (const MemberData& m : members) {
     report.traces.push_back(m.trace);
     report.samples += m.samples;
+    for (const std::string& a : std::set<std::string>(m.arithmetic.begin(), m.arithmetic.end())) {
+      if (arithmetic[a]++ == 0) report.arithmetic.emplace_back(a, 0);
+    }
+    if (m.arithmetic.size() > 1) ++report.arithmetic_changed;
     if (!m.diverged.empty()) {
       report.warnings.push_back(fmt::format("{} diverged: {}", m.dir.filename().string(), m.diverged));
       spdlog::warn("{} diverged: {}", m.dir.string(), m.diverged);
     }
   }
+  for (auto& [a, count] : report.arithmetic) count = arithmetic.at(a);
   report.test_examples = members.front().bayes.size(0);
   report.recomputed = selection.recompute;
   report.burn_in = selection.burn_in.value_or(config.sampler.burn_in);

@@ -157,6 +157,9 @@ TEST(Devices, StackedRunKilledAndResumedIsBitIdentical) {
   EXPECT_EQ(r.output.find("not bit for bit"), std::string::npos) << r.output;
   const auto status = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_000" / "status.json"));
   EXPECT_EQ(status["arithmetic"], nlohmann::json::array({"cpu, 1 thread, stacked in 2 slots"})) << status;
+  const std::string report = bnn::io::read_file(work / "cut" / "report.md");
+  EXPECT_NE(report.find("\n- Arithmetic: cpu, 1 thread, stacked in 2 slots (3 members)\n"), std::string::npos)
+      << report;
   if (!HasFailure()) std::filesystem::remove_all(work);
 }
 
@@ -181,6 +184,13 @@ TEST(Devices, AResumeUnderOtherArithmeticSaysSo) {
   // Member 1 had not started when the first process died: one arithmetic.
   const auto second = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_001" / "status.json"));
   EXPECT_EQ(second["arithmetic"], nlohmann::json::array({"cpu, 2 threads, stacked in 2 slots"})) << second;
+  // The report says it too.
+  const std::string report = bnn::io::read_file(work / "cut" / "report.md");
+  EXPECT_NE(report.find("\n- Arithmetic: cpu, 1 thread, own model (1 member); cpu, 2 threads, stacked in 2 slots "
+                        "(2 members); 1 member changed arithmetic on a resume, and agrees with an uninterrupted run "
+                        "to float rounding only\n"),
+            std::string::npos)
+      << report;
   if (!HasFailure()) std::filesystem::remove_all(work);
 }
 
