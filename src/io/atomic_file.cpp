@@ -40,7 +40,11 @@ int64_t remove_temporary_files(const std::filesystem::path& dir) {
   return removed;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+namespace {
+
+// `contents` in a fresh temporary file of `path`, flushed to disk; its name.
+// Throws as write_file_atomically does, leaving no temporary behind.
+std::filesystem::path write_temporary(const std::filesystem::path& path, std::string_view contents) {
   std::filesystem::path tmp;
   int fd = -1;
   do {  // O_EXCL: a name another process happens to hold is passed over
@@ -65,11 +69,37 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   }
   if (err == 0 && ::fsync(fd) != 0) err = errno;
   if (::close(fd) != 0 && err == 0) err = errno;
-  if (err == 0 && ::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());
     throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
   }
+  return tmp;
+}
+
+}  // namespace
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  const std::filesystem::path tmp = write_temporary(path, contents);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+  }
+}
+
+bool create_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  const std::filesystem::path tmp = write_temporary(path, contents);
+  // link(2) publishes the whole file under `path` only if no file has that name.
+  int err = ::link(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
+  if (err == EPERM || err == ENOTSUP || err == EOPNOTSUPP || err == EXDEV) {
+    // No hard links on this filesystem: an atomic but not exclusive rename.
+    err = ::rename(tmp.c_str(), path.c_str()) == 0 ? 0 : errno;
+    if (err == 0) return true;
+  }
+  ::unlink(tmp.c_str());
+  if (err == EEXIST) return false;
+  if (err != 0) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+  return true;
 }
 
 std::string read_file(const std::filesystem::path& path) {

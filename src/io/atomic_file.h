@@ -26,6 +26,12 @@ namespace bnn::io {
 // path and the OS error on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
+// As write_file_atomically, but only if no file named `path` exists: returns
+// false, writing nothing, if one does (another process's, say). Exclusive
+// through link(2) of the temporary file; on a filesystem without hard links
+// (EPERM, ENOTSUP), atomic but not exclusive. Throws as write_file_atomically.
+bool create_file_atomically(const std::filesystem::path& path, std::string_view contents);
+
 // A fresh temporary name for an atomic write of `path`, in its directory.
 std::filesystem::path temporary_path(const std::filesystem::path& path);
 

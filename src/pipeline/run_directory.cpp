@@ -149,6 +149,23 @@ void write_manifest(const std::filesystem::path& dir, const nlohmann::json& mani
   io::write_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
 }
 
+// Writes `manifest` into `dir` after a check found the folder fit for it:
+// over the manifest the check read (`checked_one`), or, where the check
+// found none, only if still none is there (Note [Run ownership]: commands
+// that found the folder empty at the same moment). Returns false, writing
+// nothing, if another command's manifest appeared meanwhile: the caller
+// checks again against it.
+bool publish_manifest(const std::filesystem::path& dir, const nlohmann::json& manifest, bool checked_one) {
+  std::filesystem::create_directories(dir);
+  if (checked_one) {
+    io::write_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
+    return true;
+  }
+  return io::create_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
+}
+
+bool has_manifest(const std::filesystem::path& dir) { return std::filesystem::exists(dir / kManifestFile); }
+
 // Empty, or holding only the temporary files of an atomic write in flight
 // (Note [Atomic writes]): a second `bnn run` started with the first sees the
 // first's bnn.json.tmp.* before its rename, and must not take the folder for a
@@ -176,11 +193,6 @@ bool has_members(const std::filesystem::path& dir) {
     if (entry.path().filename().string().rfind("member_", 0) == 0) return true;
   }
   return false;
-}
-
-void write_run_files(const std::filesystem::path& dir, const config::Config& config) {
-  write_manifest(dir, manifest_json("run", config));
-  io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
 }
 
 }  // namespace
@@ -225,8 +237,10 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
 }
 
 void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
+  const bool had_manifest = has_manifest(dir);  // before the check: the manifest it may read
   check_run_directory(dir, config, resume);
-  write_run_files(dir, config);
+  if (!publish_manifest(dir, manifest_json("run", config), had_manifest)) check_run_directory(dir, config, resume);
+  io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
 }
 
 void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
@@ -242,7 +256,7 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
     throw ConfigError(fmt::format("--out {} is a file; give a folder", out.string()));
   }
   if (empty_folder(out)) {
-    write_manifest(out, manifest);
+    if (!publish_manifest(out, manifest, false)) claim_evaluation_directory(out, run_dirs, config);  // the new one's
     return;
   }
   const auto existing = read_manifest(out);
@@ -372,11 +386,17 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
   }
   // Again under the lock: another bnn rhat may have claimed the folder, and
   // finished, between the first look and the lock.
+  const bool had_manifest = has_manifest(out);
   if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
   Settings settings = experiment_keys(config), named = non_default_settings(config);
   settings.insert(options.begin(), options.end());
   named.insert(options.begin(), options.end());
-  write_manifest(out, {{"bnn", "rhat"}, {"format", 1}, {"experiment", identity_of(named)}, {"settings", settings}});
+  const nlohmann::json manifest = {
+      {"bnn", "rhat"}, {"format", 1}, {"experiment", identity_of(named)}, {"settings", settings}};
+  if (!publish_manifest(out, manifest, had_manifest)) {  // a `bnn run`'s, say
+    if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
+    write_manifest(out, manifest);
+  }
   return std::move(*lock);
 }
 

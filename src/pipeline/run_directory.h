@@ -122,11 +122,12 @@ bool same_experiment(const config::Config& a, const config::Config& b);
 //    holds config.yaml and member_NNN/ as a run does: `bnn rhat --out RUN`
 //    once overwrote a run's config.yaml and trace.csv. `bnn rhat` loads the
 //    data set before it claims a folder, as `bnn run` does.
-//  Left open: `bnn run` and `bnn rhat` started at the same instant on one
-//  new folder may both find it empty; each writes its bnn.json by rename,
-//  the last one stays, and both go on. Nothing short of an exclusive create
-//  of the first manifest would close that, and neither is a way to share a
-//  folder that anyone uses.
+// Commands started at the same moment on one new folder may all find it
+// empty. The first bnn.json is therefore created exclusively
+// (io::create_file_atomically, a link(2) of its temporary file): one
+// command's manifest stands, and the others check themselves against it,
+// so two `bnn run`s of one experiment share the folder while a `bnn run`
+// and a `bnn rhat` (or runs of two experiments) do not.
 
 // Whether `bnn run` with `config` may use `dir` (resume: `bnn run --resume`,
 // for the wording of errors); throws ConfigError saying what to do instead.

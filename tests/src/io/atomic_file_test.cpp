@@ -72,6 +72,37 @@ TEST(AtomicFile, WritersOfOnePathAtOnceEachLeaveAWholeFile) {
   EXPECT_TRUE(no_temp_files(dir));
 }
 
+// create_file_atomically: of writers that race to create one path, exactly
+// one succeeds and its whole file stands; an existing file is never replaced.
+TEST(AtomicFile, OnlyOneCreatorOfAPathWins) {
+  const auto dir = testing::unique_temp_dir("bnn_atomic_create");
+  EXPECT_TRUE(create_file_atomically(dir / "a.json", "first"));
+  EXPECT_FALSE(create_file_atomically(dir / "a.json", "second"));
+  EXPECT_EQ(read_file(dir / "a.json"), "first");
+  EXPECT_THROW(create_file_atomically(dir / "missing_dir" / "x.json", "x"), std::runtime_error);
+  constexpr int kRounds = 50, kWriters = 4;
+  for (int round = 0; round < kRounds; ++round) {
+    const auto path = dir / ("race_" + std::to_string(round) + ".json");
+    std::atomic<int> ready{0}, won{0}, winner{-1};
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWriters; ++w) {
+      threads.emplace_back([&, w] {
+        ++ready;
+        while (ready < kWriters) {
+        }
+        if (create_file_atomically(path, std::string(4096, static_cast<char>('a' + w)))) {
+          ++won;
+          winner = w;
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    ASSERT_EQ(won, 1) << "round " << round;
+    EXPECT_EQ(read_file(path), std::string(4096, static_cast<char>('a' + winner))) << "round " << round;
+  }
+  EXPECT_TRUE(no_temp_files(dir));
+}
+
 TEST(AtomicFile, TemporaryNamesAreKnownAndNeverRepeat) {
   const auto path = std::filesystem::path("/runs/r") / "bnn.json";
   const auto first = temporary_path(path), second = temporary_path(path);

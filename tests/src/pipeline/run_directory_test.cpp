@@ -1,9 +1,13 @@
 // Note [Run ownership]: what a run directory and an evaluation folder accept.
 #include "src/pipeline/run_directory.h"
 
+#include <atomic>
 #include <fstream>
+#include <functional>
 #include <map>
+#include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -204,6 +208,54 @@ TEST(RunOwnership, RhatFoldersHoldOneExperimentAndOneWriter) {
   expect_config_error([&] { claim_rhat_directory(older, tiny({"run.seed=8"}), chains4); }, "run.seed: 7 there, 8 now");
   EXPECT_NO_THROW(claim_rhat_directory(older, tiny(), {{"rhat.chains", "4"}, {"rhat.rho", "0.5"}}));
   EXPECT_EQ(manifest(older)["bnn"], "rhat");
+  fs::remove_all(root);
+}
+
+// Commands started together on one new folder may all find it empty; one
+// manifest stands and the others are checked against it (without the
+// exclusive create, both of two experiments' runs went on in one folder).
+TEST(RunOwnership, CommandsThatFindAFolderEmptyTogetherAgreeOnOneManifest) {
+  const auto root = testing::unique_temp_dir("bnn_own_race");
+  // Claims `commands` (each returns whether it claimed the folder) at the same moment; how many succeeded.
+  const auto together = [](const std::vector<std::function<bool()>>& commands) {
+    std::atomic<int> ready{0};
+    std::vector<int> won(commands.size(), 0);
+    std::vector<std::thread> threads;
+    for (size_t c = 0; c < commands.size(); ++c) {
+      threads.emplace_back([&, c] {
+        ++ready;
+        while (ready < static_cast<int>(commands.size())) {
+        }
+        try {
+          won[c] = commands[c]() ? 1 : 0;
+        } catch (const config::ConfigError&) {
+        }
+      });
+    }
+    for (auto& t : threads) t.join();
+    return won;
+  };
+  const auto run = [](const fs::path& dir, const config::Config& c) {
+    return [dir, c] { return claim_run_directory(dir, c, false), true; };
+  };
+  for (int round = 0; round < 20; ++round) {
+    // Two runs of one experiment share the folder.
+    const auto same = root / fmt::format("same_{}", round);
+    EXPECT_EQ(together({run(same, tiny()), run(same, tiny())}), (std::vector<int>{1, 1})) << round;
+    // Runs of two experiments, or a run and an rhat: one alone.
+    const auto two = root / fmt::format("two_{}", round);
+    const auto won = together({run(two, tiny()), run(two, tiny({"run.seed=8"}))});
+    EXPECT_EQ(won[0] + won[1], 1) << round;
+    EXPECT_EQ(manifest(two)["settings"]["run.seed"], won[0] == 1 ? "7" : "8") << round;
+    const auto mixed = root / fmt::format("mixed_{}", round);
+    const auto rhat = [&] {
+      const io::FileLock lock = claim_rhat_directory(mixed, tiny(), {{"rhat.chains", "4"}});
+      return true;
+    };
+    const auto kinds = together({run(mixed, tiny()), rhat});
+    EXPECT_EQ(kinds[0] + kinds[1], 1) << round;
+    EXPECT_EQ(manifest(mixed)["bnn"], kinds[0] == 1 ? "run" : "rhat") << round;
+  }
   fs::remove_all(root);
 }
 
