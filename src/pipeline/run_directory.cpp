@@ -209,8 +209,9 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
   const auto manifest = read_manifest(dir);
   const auto config_path = dir / kConfigFile;
   if (manifest && manifest->kind != "run") {
-    throw ConfigError(fmt::format("{} holds {}, not a run; give --out a new folder", dir.string(),
-                                  contents_of(manifest->kind)));
+    throw ConfigError(fmt::format("{}{} holds {}, not a run; {}", resume ? "bnn run --resume " : "", dir.string(),
+                                  contents_of(manifest->kind),
+                                  resume ? "give the run directory to resume" : "give --out a new folder"));
   }
   if (!manifest && !std::filesystem::exists(config_path)) {
     throw ConfigError(fmt::format("{} is not empty and is not a bnn run directory (no {}): bnn would overwrite files "

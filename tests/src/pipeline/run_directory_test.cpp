@@ -168,6 +168,9 @@ TEST(RunOwnership, RhatFoldersHoldOneExperimentAndOneWriter) {
   // Nothing else goes into an rhat folder, and rhat goes into nothing else.
   expect_config_error([&] { claim_run_directory(rhat, tiny(), false); },
                       "holds the R-hat chains of `bnn rhat`, not a run; give --out a new folder");
+  expect_config_error([&] { claim_run_directory(rhat, tiny(), true); },
+                      "bnn run --resume " + rhat.string() + " holds the R-hat chains of `bnn rhat`, not a run; give "
+                      "the run directory to resume");
   expect_config_error([&] { claim_evaluation_directory(rhat, {run}, tiny()); },
                       "holds the R-hat chains of `bnn rhat`; give --out a new folder");
   const std::string run_config = io::read_file(run / kConfigFile);
