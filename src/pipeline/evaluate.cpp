@@ -554,12 +554,17 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.point_estimates = point_estimates(config);
   report.methods = methods_of(config);
   report.members = selection.members;
-  std::map<std::string, int64_t> arithmetic;  // in the order of first appearance below
   for (const MemberData& m : members) {
     report.traces.push_back(m.trace);
     report.samples += m.samples;
     for (const std::string& a : std::set<std::string>(m.arithmetic.begin(), m.arithmetic.end())) {
-      if (arithmetic[a]++ == 0) report.arithmetic.emplace_back(a, 0);
+      const auto seen = std::find_if(report.arithmetic.begin(), report.arithmetic.end(),
+                                     [&](const auto& entry) { return entry.first == a; });
+      if (seen == report.arithmetic.end()) {
+        report.arithmetic.emplace_back(a, 1);
+      } else {
+        ++seen->second;
+      }
     }
     if (m.arithmetic.size() > 1) ++report.arithmetic_changed;
     if (!m.diverged.empty()) {
@@ -567,7 +572,6 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
       spdlog::warn("{} diverged: {}", m.dir.string(), m.diverged);
     }
   }
-  for (auto& [a, count] : report.arithmetic) count = arithmetic.at(a);
   report.test_examples = members.front().bayes.size(0);
   report.recomputed = selection.recompute;
   report.burn_in = selection.burn_in.value_or(config.sampler.burn_in);

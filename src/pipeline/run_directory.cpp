@@ -100,11 +100,13 @@ struct Manifest {
   Settings settings;
 };
 
-nlohmann::json manifest_json(const std::string& kind, const config::Config& config) {
-  return {{"bnn", kind},
-          {"format", 1},
-          {"experiment", identity_of(non_default_settings(config))},
-          {"settings", experiment_keys(config)}};
+// The manifest of a `kind` folder of `config`'s experiment; `extra` settings
+// (rhat.chains, ...) are part of both its identity and its settings.
+nlohmann::json manifest_json(const std::string& kind, const config::Config& config, const Settings& extra = {}) {
+  Settings settings = experiment_keys(config), named = non_default_settings(config);
+  settings.insert(extra.begin(), extra.end());
+  named.insert(extra.begin(), extra.end());
+  return {{"bnn", kind}, {"format", 1}, {"experiment", identity_of(named)}, {"settings", settings}};
 }
 
 // The keys where the experiment a manifest records (`stored`, every
@@ -389,11 +391,7 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
   // finished, between the first look and the lock.
   const bool had_manifest = has_manifest(out);
   if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
-  Settings settings = experiment_keys(config), named = non_default_settings(config);
-  settings.insert(options.begin(), options.end());
-  named.insert(options.begin(), options.end());
-  const nlohmann::json manifest = {
-      {"bnn", "rhat"}, {"format", 1}, {"experiment", identity_of(named)}, {"settings", settings}};
+  const nlohmann::json manifest = manifest_json("rhat", config, options);
   if (!publish_manifest(out, manifest, had_manifest)) {  // a `bnn run`'s, say
     if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
     write_manifest(out, manifest);
