@@ -28,6 +28,12 @@ int cmd_version(int, char**) {
   fmt::print("OpenMP wait: {}\n", runtime::openmp_wait_setting());
   fmt::print("fused sampler steps (float32): {}\n", samplers::fused_step_description());
   fmt::print("std::filesystem from: {}\n", runtime::filesystem_library());
+  // Note [Arithmetic platform]: what a member's arithmetic entry names beside its device and design.
+  fmt::print("arithmetic on cpu: {}\n", runtime::arithmetic_platform(torch::kCPU));
+  for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) {
+    const torch::Device device(torch::kCUDA, static_cast<c10::DeviceIndex>(i));
+    fmt::print("arithmetic on {}: {}\n", device.str(), runtime::arithmetic_platform(device));
+  }
   return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "src/pipeline/sampling_phase.h"
 #include "src/pipeline/stacked_group.h"
 #include "src/pipeline/stored_weights.h"
+#include "src/runtime/linkage.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -86,8 +87,8 @@ std::string Member::arithmetic_now() const {
     out += fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s");
   }
   if (ctx_.group != nullptr) out += fmt::format(", data-parallel over {} ranks", ctx_.group->world_size());
-  if (ctx_.stacked != nullptr) return out + fmt::format(", stacked in {} slots", ctx_.stacked->slots());
-  return out + ", own model";
+  out += ctx_.stacked != nullptr ? fmt::format(", stacked in {} slots", ctx_.stacked->slots()) : ", own model";
+  return fmt::format("{} [{}]", out, runtime::arithmetic_platform(ctx_.device));
 }
 
 void Member::run() {
@@ -120,12 +121,16 @@ Position Member::train_anchor(bool resume) {
     save_npy(point_weights_path(dir_, "init"), flat_->values());
   }
   const std::string now = arithmetic_now();
-  if (!state_.arithmetic.empty() && state_.arithmetic.back() != now) {
+  if (state_.arithmetic.empty()) {
+    state_.arithmetic.push_back(now);
+  } else if (!same_arithmetic(state_.arithmetic.back(), now)) {
     spdlog::warn("member {}: resumed under other arithmetic (checkpoint: {}; now: {}): it goes on, but agrees "
                  "with an uninterrupted run to float rounding, not bit for bit",
                  index_, state_.arithmetic.back(), now);
+    state_.arithmetic.push_back(now);
+  } else {
+    state_.arithmetic.back() = now;  // the same, or an older bnn's entry without its platform: completed
   }
-  if (state_.arithmetic.empty() || state_.arithmetic.back() != now) state_.arithmetic.push_back(now);
   if (!adam) adam_in(/*flat_layout=*/true);
   check_ranks_agree(fmt::format("the start of {}", phase_name(at.phase)));
   OptimiserPhases phases(cfg_, index_, *oracle_, *flat_, partition_, state_.order_gen, *this);

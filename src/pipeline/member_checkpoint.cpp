@@ -118,4 +118,9 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
   return at;
 }
 
+bool same_arithmetic(const std::string& recorded, const std::string& now) {
+  if (recorded.find(" [") != std::string::npos) return recorded == now;
+  return recorded == now.substr(0, now.find(" ["));
+}
+
 }  // namespace bnn::pipeline

@@ -15,7 +15,12 @@
 // (MemberState::arithmetic): a resume under other arithmetic says so in the
 // log, and status.json lists every arithmetic the member ran under, since
 // its numbers then agree with an uninterrupted run to float rounding, not
-// bit for bit. The checkpoint is removed once the member is done.
+// bit for bit. An entry names the device, threads and design, then in
+// brackets the platform beneath them (Note [Arithmetic platform] in
+// src/runtime/linkage.h): "cpu, 2 threads, own model [LibTorch 1.13.1,
+// x86-64 AVX2, OpenBLAS Haswell]". A resume on another machine or LibTorch
+// is thus a change of arithmetic too. The checkpoint is removed once the
+// member is done.
 #pragma once
 
 #include <cstdint>
@@ -55,10 +60,18 @@ struct MemberState {
   torch::Tensor prob_sum;   // sum of retained samples' test probabilities (double)
   int64_t samples = 0;
   // What decides the member's rounding, oldest first, one entry per change
-  // ("cpu, 2 threads, own model", "cuda:0, stacked in 8 slots"); empty when
-  // restored from a checkpoint of a bnn before it.
+  // ("cpu, 2 threads, own model [LibTorch 1.13.1, x86-64 AVX2, OpenBLAS
+  // Haswell]", "cuda:0, stacked in 8 slots [LibTorch 2.11.0, NVIDIA H100 80GB
+  // HBM3 (sm_90), CUDA 13.0]"); empty when restored from a checkpoint of a
+  // bnn before it.
   std::vector<std::string> arithmetic;
 };
+
+// Whether a member that ran under the arithmetic `recorded` (an entry of
+// MemberState::arithmetic) and goes on under `now` keeps its rounding. An
+// entry written before bnn recorded the platform has no "[...]": only its
+// device, threads and design are compared, as nothing more is known.
+bool same_arithmetic(const std::string& recorded, const std::string& now);
 
 // Whether `adam` is over one tensor: the flat layout of Note [Flat Adam]
 // (src/pipeline/optimiser_phases.h), which a checkpoint marks.

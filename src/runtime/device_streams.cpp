@@ -56,6 +56,17 @@ std::optional<DeviceMemory> device_memory(torch::Device device) {
   }
   return DeviceMemory{static_cast<int64_t>(free_bytes), static_cast<int64_t>(total_bytes)};
 }
+
+std::optional<std::string> device_model(torch::Device device) {
+  if (!device.is_cuda()) return std::nullopt;
+  cudaDeviceProp properties{};
+  if (cudaGetDeviceProperties(&properties, device.has_index() ? device.index() : 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  return std::string(properties.name) + " (sm_" + std::to_string(properties.major) +
+         std::to_string(properties.minor) + ")";
+}
 #else
 struct WorkerStream::Impl {};
 
@@ -64,6 +75,8 @@ WorkerStream::WorkerStream(torch::Device, bool) {}
 bool has_worker_streams() { return false; }
 
 std::optional<DeviceMemory> device_memory(torch::Device) { return std::nullopt; }
+
+std::optional<std::string> device_model(torch::Device) { return std::nullopt; }
 #endif
 
 WorkerStream::~WorkerStream() = default;

@@ -3,9 +3,12 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include <fmt/format.h>
+
+#include "src/runtime/device_streams.h"
 
 namespace bnn::runtime {
 namespace {
@@ -116,6 +119,42 @@ std::string why_no_cuda_device(const CudaLinkage& l, const char* visible_devices
   }
   return fmt::format("no GPU visible to CUDA runtime {} (driver for CUDA {}){}", runtime,
                      cuda_version_text(l.driver_version), hint);
+}
+
+std::string cpu_vector_unit() {
+  if (const char* capability = std::getenv("ATEN_CPU_CAPABILITY"); capability != nullptr && *capability != '\0') {
+    return fmt::format("ATEN_CPU_CAPABILITY={}", capability);
+  }
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  const bool fma = __builtin_cpu_supports("fma");
+  if (fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq")) {
+    return "x86-64 AVX-512";
+  }
+  if (fma && __builtin_cpu_supports("avx2")) return "x86-64 AVX2";
+  return "x86-64 without AVX2";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "an unknown architecture";
+#endif
+}
+
+std::string arithmetic_platform(torch::Device device) {
+  std::string out = fmt::format("LibTorch {}.{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
+  if (device.is_cuda()) {
+    const std::optional<std::string> model = device_model(device);
+    out += ", " + model.value_or("a GPU of unknown model");
+    const int runtime = cuda_linkage().runtime_version;
+    if (runtime > 0) out += ", CUDA " + cuda_version_text(runtime);
+    return out;
+  }
+  out += ", " + cpu_vector_unit();
+  using CoreName = char* (*)();
+  auto core = reinterpret_cast<CoreName>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  if (core != nullptr && core() != nullptr) out += fmt::format(", OpenBLAS {}", core());
+  return out;
 }
 
 }  // namespace bnn::runtime

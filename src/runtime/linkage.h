@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include <torch/torch.h>
+
 namespace bnn::runtime {
 
 // The path of the shared object whose std::filesystem::remove_all(const
@@ -42,5 +44,26 @@ std::string describe_cuda(const CudaLinkage& linkage);
 // The likeliest reason no CUDA device is visible, one clause for an error
 // line; visible_devices is CUDA_VISIBLE_DEVICES (nullptr when unset).
 std::string why_no_cuda_device(const CudaLinkage& linkage, const char* visible_devices);
+
+// Note [Arithmetic platform]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A member's bits depend on more than its device, threads and design
+// (Note [Member checkpoints]): on the kernels that do the arithmetic. Those
+// are chosen by the LibTorch version; on a CPU by the x86 vector extensions
+// ATen dispatches on (AVX-512 with VL, BW, DQ and FMA; else AVX2 with FMA;
+// else neither; ATEN_CPU_CAPABILITY overrides the choice) and by OpenBLAS,
+// which picks its kernels by the CPU's core type; on a GPU by the card's
+// model and compute capability (cuDNN and cuBLAS choose algorithms by it)
+// and the CUDA runtime. arithmetic_platform names them, e.g.
+// "LibTorch 1.13.1, x86-64 AVX-512, OpenBLAS SkylakeX" or
+// "LibTorch 2.11.0, NVIDIA H100 80GB HBM3 (sm_90), CUDA 13.0". Two equal
+// descriptions do not promise the same bits (a driver or a cuDNN wheel may
+// differ beneath them); two different ones say the rounding may differ.
+std::string arithmetic_platform(torch::Device device);
+
+// ATen's CPU kernel choice as arithmetic_platform names it: "x86-64 AVX-512",
+// "x86-64 AVX2", "x86-64 without AVX2", "ATEN_CPU_CAPABILITY=avx2" where that
+// variable is set, or the architecture's name elsewhere.
+std::string cpu_vector_unit();
 
 }  // namespace bnn::runtime

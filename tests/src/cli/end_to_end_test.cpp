@@ -172,6 +172,7 @@ TEST(EndToEnd, HelpVersionAndModels) {
   // Note [libstdc++ before LibTorch]: std::filesystem comes from libstdc++.
   EXPECT_NE(r.output.find("std::filesystem from: "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("libstdc++.so"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\narithmetic on cpu: LibTorch "), std::string::npos) << r.output;
   r = bnn("models");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("1265258"), std::string::npos) << r.output;

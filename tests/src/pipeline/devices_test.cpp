@@ -13,6 +13,7 @@
 #include "src/config/config.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "src/pipeline/member_checkpoint.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/device_streams.h"
 #include "src/runtime/linkage.h"
@@ -23,6 +24,10 @@
 
 namespace {
 using bnn::testing::kTinyConfig;
+
+// The platform part of this machine's CPU arithmetic entries (Note
+// [Arithmetic platform]).
+std::string cpu_platform() { return " [" + bnn::runtime::arithmetic_platform(torch::kCPU) + "]"; }
 
 
 // `bnn run` of configs/tiny.yaml into work/name with `flags`, logged to
@@ -155,11 +160,11 @@ TEST(Devices, StackedRunKilledAndResumedIsBitIdentical) {
   expect_same_member_files(work / "full", work / "cut", {"member_000", "member_001", "member_002"},
                            {"adam_probs.npy", "swa_probs.npy", "bayes_probs.npy", "swa_weights.npy"});
   EXPECT_EQ(r.output.find("not bit for bit"), std::string::npos) << r.output;
+  const std::string stacked = "cpu, 1 thread, stacked in 2 slots" + cpu_platform();
   const auto status = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_000" / "status.json"));
-  EXPECT_EQ(status["arithmetic"], nlohmann::json::array({"cpu, 1 thread, stacked in 2 slots"})) << status;
+  EXPECT_EQ(status["arithmetic"], nlohmann::json::array({stacked})) << status;
   const std::string report = bnn::io::read_file(work / "cut" / "report.md");
-  EXPECT_NE(report.find("\n- Arithmetic: cpu, 1 thread, stacked in 2 slots (3 members)\n"), std::string::npos)
-      << report;
+  EXPECT_NE(report.find("\n- Arithmetic: " + stacked + " (3 members)\n"), std::string::npos) << report;
   if (!HasFailure()) std::filesystem::remove_all(work);
 }
 
@@ -172,26 +177,41 @@ TEST(Devices, AResumeUnderOtherArithmeticSaysSo) {
   const auto r = killed_and_resumed(work, "--set run.members=2 --members-per-device 1",
                                     "--threads 2 --members-per-device 2 --member-design stacked");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("member 0: resumed under other arithmetic (checkpoint: cpu, 1 thread, own model; now: "
-                          "cpu, 2 threads, stacked in 2 slots): it goes on, but agrees with an uninterrupted run to "
-                          "float rounding, not bit for bit"),
+  const std::string before = "cpu, 1 thread, own model" + cpu_platform();
+  const std::string after = "cpu, 2 threads, stacked in 2 slots" + cpu_platform();
+  EXPECT_NE(r.output.find("member 0: resumed under other arithmetic (checkpoint: " + before + "; now: " + after +
+                          "): it goes on, but agrees with an uninterrupted run to float rounding, not bit for bit"),
             std::string::npos)
       << r.output;
   const auto first = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_000" / "status.json"));
-  EXPECT_EQ(first["arithmetic"], nlohmann::json::array({"cpu, 1 thread, own model",
-                                                        "cpu, 2 threads, stacked in 2 slots"}))
-      << first;
+  EXPECT_EQ(first["arithmetic"], nlohmann::json::array({before, after})) << first;
   // Member 1 had not started when the first process died: one arithmetic.
   const auto second = nlohmann::json::parse(bnn::io::read_file(work / "cut" / "member_001" / "status.json"));
-  EXPECT_EQ(second["arithmetic"], nlohmann::json::array({"cpu, 2 threads, stacked in 2 slots"})) << second;
+  EXPECT_EQ(second["arithmetic"], nlohmann::json::array({after})) << second;
   // The report says it too.
   const std::string report = bnn::io::read_file(work / "cut" / "report.md");
-  EXPECT_NE(report.find("\n- Arithmetic: cpu, 1 thread, own model (1 member); cpu, 2 threads, stacked in 2 slots "
-                        "(2 members); 1 member changed arithmetic on a resume, and agrees with an uninterrupted run "
+  EXPECT_NE(report.find("\n- Arithmetic: " + before + " (1 member); " + after +
+                        " (2 members); 1 member changed arithmetic on a resume, and agrees with an uninterrupted run "
                         "to float rounding only\n"),
             std::string::npos)
       << report;
   if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+// Note [Arithmetic platform]: the platform is part of the arithmetic, and
+// an entry of an older bnn, without one, is compared by what it names.
+TEST(Devices, ArithmeticComparesThePlatformWhereTheEntryHasOne) {
+  using bnn::pipeline::same_arithmetic;
+  const std::string here = "cpu, 2 threads, own model [LibTorch 1.13.1, x86-64 AVX2, OpenBLAS Haswell]";
+  EXPECT_TRUE(same_arithmetic(here, here));
+  EXPECT_FALSE(same_arithmetic("cpu, 2 threads, own model [LibTorch 1.13.1, x86-64 AVX-512, OpenBLAS SkylakeX]",
+                               here));
+  EXPECT_FALSE(same_arithmetic("cpu, 2 threads, own model [LibTorch 2.11.0, x86-64 AVX2, OpenBLAS Haswell]", here));
+  EXPECT_FALSE(same_arithmetic("cpu, 1 thread, own model [LibTorch 1.13.1, x86-64 AVX2, OpenBLAS Haswell]", here));
+  EXPECT_TRUE(same_arithmetic("cpu, 2 threads, own model", here));
+  EXPECT_FALSE(same_arithmetic("cpu, 1 thread, own model", here));
+  EXPECT_FALSE(same_arithmetic("cpu, 2 threads, stacked in 2 slots", here));
+  EXPECT_FALSE(same_arithmetic("cpu, 2 threads, own model", "cpu, 2 threads, data-parallel over 2 ranks, own model"));
 }
 
 TEST(Devices, MemberDesignIsStreamsOrStacked) {

@@ -4,12 +4,18 @@
 // with a stand-in CUDA runtime preloaded (tests/support/fake_cudart.cpp).
 #include "src/runtime/linkage.h"
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
+#include "src/runtime/threads.h"
 #include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
@@ -127,6 +133,59 @@ TEST(WhyNoCuda, RunOnCudaSaysWhyThereIsNone) {
   EXPECT_FALSE(std::filesystem::exists(out / "a"));
   EXPECT_FALSE(std::filesystem::exists(out / "b"));
   if (!HasFailure()) std::filesystem::remove_all(out);
+}
+
+// The CPU's flags as the kernel reports them (/proc/cpuinfo), a second
+// source beside the compiler's cpuid reading; empty where there is none.
+std::set<std::string> cpuinfo_flags() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("flags", 0) != 0) continue;
+    std::istringstream words(line.substr(line.find(':') + 1));
+    std::set<std::string> flags;
+    for (std::string w; words >> w;) flags.insert(w);
+    return flags;
+  }
+  return {};
+}
+
+// Note [Arithmetic platform]: the CPU's kernels are named by ATen's rule,
+// read here from the kernel's list of flags.
+TEST(ArithmeticPlatform, NamesLibTorchTheVectorUnitAndOpenBlas) {
+  const std::string platform = arithmetic_platform(torch::kCPU);
+  EXPECT_EQ(platform.rfind(fmt::format("LibTorch {}.{}.{}, ", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
+                                       TORCH_VERSION_PATCH),
+                           0),
+            0u)
+      << platform;
+  const auto flags = cpuinfo_flags();
+  if (getenv("ATEN_CPU_CAPABILITY") == nullptr && flags.count("sse2") > 0) {
+    const bool avx512 = flags.count("avx512f") && flags.count("avx512vl") && flags.count("avx512bw") &&
+                        flags.count("avx512dq") && flags.count("fma");
+    const bool avx2 = flags.count("avx2") && flags.count("fma");
+    const std::string unit = avx512 ? "x86-64 AVX-512" : avx2 ? "x86-64 AVX2" : "x86-64 without AVX2";
+    EXPECT_EQ(cpu_vector_unit(), unit);
+    EXPECT_NE(platform.find(", " + unit), std::string::npos) << platform;
+  }
+  // Debian's LibTorch does its products in OpenBLAS, which names its kernels.
+  if (blas_description().rfind("OpenBLAS", 0) == 0) {
+    const auto at = platform.find(", OpenBLAS ");
+    ASSERT_NE(at, std::string::npos) << platform;
+    EXPECT_GT(platform.size(), at + 11) << platform;
+  }
+}
+
+TEST(ArithmeticPlatform, AtenCpuCapabilityOverridesTheCpusOwn) {
+  const char* before = getenv("ATEN_CPU_CAPABILITY");
+  const std::string kept = before != nullptr ? before : "";
+  setenv("ATEN_CPU_CAPABILITY", "default", 1);
+  EXPECT_EQ(cpu_vector_unit(), "ATEN_CPU_CAPABILITY=default");
+  EXPECT_NE(arithmetic_platform(torch::kCPU).find(", ATEN_CPU_CAPABILITY=default"), std::string::npos);
+  if (before != nullptr) {
+    setenv("ATEN_CPU_CAPABILITY", kept.c_str(), 1);
+  } else {
+    unsetenv("ATEN_CPU_CAPABILITY");
+  }
 }
 
 }  // namespace
