@@ -12,8 +12,15 @@ OOD ?= [{dataset: arrays, dir: runs/digits, name: digits}]
 deps:
 	bash scripts/install-deps.sh
 
+# Ninja, which install-deps.sh installs, for a new build folder: it rebuilds
+# an object only when its own command or inputs change. CMake's Makefiles keep
+# every source's precompiled-header option in one flags file that all of a
+# target's objects depend on, so adding one test file rebuilt all of them. A
+# build folder keeps the generator it was made with.
+GENERATOR = $(if $(wildcard $(BUILD_DIR)/CMakeCache.txt),,$(if $(shell command -v ninja),-G Ninja))
+
 build: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(GENERATOR)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 demo: build

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  cmake g++ make pkg-config
+  cmake g++ make ninja-build pkg-config
   libtorch-dev libgloo-dev
   libcxxopts-dev libfmt-dev libspdlog-dev
   libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
