@@ -105,6 +105,11 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   nlohmann::json report = to_json(out);
   report["examples"] = n;
   report["localization"] = localization;
+  // What produced it, so that the file can be reproduced (same seed and options, same numbers).
+  report["seed"] = options.seed;
+  report["max_iterations"] = options.power.max_iterations;
+  report["tolerance"] = options.power.tolerance;
+  report["device"] = device.str();
   io::write_file_atomically(dir / "hessian.json", report.dump(2) + "\n");
   return out;
 }

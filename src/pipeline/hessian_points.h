@@ -9,7 +9,8 @@
 // potential of the sampler adds (1 / (2 rho^2)) ||x - x*||^2, whose Hessian is
 // I / rho^2: its eigenvalues are those of f shifted by 1 / rho^2, reported as
 // `localized` (the Rayleigh quotient plus 1 / rho^2).
-// Results go to MEMBER_DIR/hessian.json (atomically) and are returned.
+// Results go to MEMBER_DIR/hessian.json (atomically), with the options that
+// produced them (seed, max_iterations, tolerance, device), and are returned.
 #pragma once
 
 #include <cstdint>

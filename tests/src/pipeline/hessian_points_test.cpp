@@ -54,10 +54,15 @@ TEST(HessianCli, FourPointsOfATinyRun) {
   EXPECT_TRUE(
       torch::allclose(probs, bnn::data_loaders::read_npy(member / "swa_probs.npy"), /*rtol=*/1e-5, /*atol=*/1e-6));
 
-  const auto h = bnn_cli("hessian --checkpoint " + member.string() + " --examples 200 --iterations 30 --threads 1");
+  const auto h = bnn_cli("hessian --checkpoint " + member.string() +
+                         " --examples 200 --iterations 30 --seed 7 --tolerance 1e-3 --threads 1");
   ASSERT_EQ(h.code, 0) << h.output;
   const auto report = nlohmann::json::parse(bnn::io::read_file(member / "hessian.json"));
   EXPECT_EQ(report["examples"], 200);
+  EXPECT_EQ(report["seed"], 7);
+  EXPECT_EQ(report["max_iterations"], 30);
+  EXPECT_EQ(report["tolerance"], 1e-3);
+  EXPECT_EQ(report["device"], "cpu");
   EXPECT_NEAR(report["localization"].get<double>(), 50.0, 1e-9);  // 1 / rho^2, rho = 50^(-1/2)
   std::vector<std::string> names;
   for (const auto& p : report["points"]) {
