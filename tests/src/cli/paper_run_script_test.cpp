@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -83,6 +84,83 @@ TEST(PaperRunScript, RefusesAMissingBnnOrConfig) {
   EXPECT_NE(log.find("paper-run: no config file " + (work / "none.yaml").string()), std::string::npos) << log;
   EXPECT_FALSE(std::filesystem::exists(work / "out"));
   EXPECT_FALSE(std::filesystem::exists(work / "run"));
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
+}
+
+// scripts/pack-members.sh: members trained in two run folders that share no
+// filesystem (two lent machines, say) are packed, carried and unpacked into
+// one folder, whose evaluation is that of the members trained side by side.
+TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto work = bnn::testing::unique_temp_dir("bnn_pack_members");
+  using bnn::io::read_file;
+  const std::string script = std::string(BNN_SOURCE_DIR) + "/scripts/pack-members.sh ";
+  auto sh = [&](const std::string& cmd) {
+    const int code = WEXITSTATUS(std::system((cmd + " > " + (work / "log.txt").string() + " 2>&1").c_str()));
+    return std::make_pair(code, read_file(work / "log.txt"));
+  };
+  auto train = [&](const std::string& dir, const std::string& flags) {
+    return sh(std::string(BNN_BINARY) + " run --config " + BNN_SOURCE_DIR + "/configs/tiny.yaml --out " +
+              (work / dir).string() + " --device cpu --threads 1 " + flags);
+  };
+  for (const auto& [dir, flags] : std::vector<std::pair<std::string, std::string>>{
+           {"both", ""}, {"first", "--members 0"}, {"second", "--members 1"}, {"other", "--set run.seed=8"}}) {
+    const auto [code, log] = train(dir, flags);
+    ASSERT_EQ(code, 0) << dir << ": " << log;
+  }
+  // 100 KiB holds one tiny member with the run's files, not two: two archives.
+  auto [code, log] = sh(script + "pack " + (work / "both").string() + " " + (work / "packs" / "both").string() +
+                        " 100K");
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("both_01.tar: 1 member(s) (member_000)"), std::string::npos) << log;
+  EXPECT_NE(log.find("both_02.tar: 1 member(s) (member_001)"), std::string::npos) << log;
+  for (const std::string name : {"first", "second", "other"}) {
+    std::tie(code, log) = sh(script + "pack " + (work / name).string() + " " + (work / "packs" / name).string());
+    ASSERT_EQ(code, 0) << log;
+  }
+  // What stays behind: the weights.
+  std::tie(code, log) = sh("tar -tf " + (work / "packs" / "first_01.tar").string());
+  EXPECT_EQ(log.find("_weights.npy"), std::string::npos) << log;
+  EXPECT_NE(log.find("member_000/bayes_probs.npy"), std::string::npos) << log;
+
+  const auto merged = work / "merged";
+  std::tie(code, log) = sh(script + "unpack " + merged.string() + " " + (work / "packs" / "first_01.tar").string() +
+                           " " + (work / "packs" / "second_01.tar").string());
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("2 member(s) added, 0 already there"), std::string::npos) << log;
+  std::tie(code, log) = sh(std::string(BNN_BINARY) + " evaluate " + merged.string());
+  ASSERT_EQ(code, 0) << log;
+  for (const std::string file : {"metrics.json", "metrics.csv", "uncertainty.json"}) {
+    EXPECT_EQ(read_file(merged / file), read_file(work / "both" / file)) << file;
+  }
+  // The same archive again changes nothing.
+  std::tie(code, log) = sh(script + "unpack " + merged.string() + " " + (work / "packs" / "first_01.tar").string());
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("0 member(s) added, 1 already there"), std::string::npos) << log;
+
+  // Refused before anything changes: another experiment, and a member trained
+  // again (its status.json, with its wall time, differs).
+  std::tie(code, log) = sh(script + "unpack " + merged.string() + " " + (work / "packs" / "other_01.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("pack-members: " + (work / "packs" / "other_01.tar").string() +
+                     " holds members of another experiment than " + (merged / "bnn.json").string()),
+            std::string::npos)
+      << log;
+  std::tie(code, log) = sh(script + "unpack " + (work / "fresh").string() + " " +
+                           (work / "packs" / "second_01.tar").string() + " " +
+                           (work / "packs" / "both_02.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("member_001 in " + (work / "packs" / "both_02.tar").string() +
+                     " differs from the member_001 in an earlier archive"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(work / "fresh"));
+  std::tie(code, log) = sh(script + "pack " + (work / "packs").string() + " " + (work / "x").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("holds no bnn run (no bnn.json)"), std::string::npos) << log;
+  std::tie(code, log) = sh(script + "pack " + (work / "both").string() + " " + (work / "x").string() + " 2G");
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("MAX must be a whole number of MiB (15) or of KiB (500K), got '2G'"), std::string::npos) << log;
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }
 
