@@ -106,12 +106,14 @@ unpack() {
     [[ -f "$archive" ]] || die "no archive $archive"
     i=$((i + 1))
     mkdir "$staging/$i"
-    tar -xf "$archive" -C "$staging/$i" 2> "$staging/tar.err" || die "$archive is not a tar archive: $(head -1 "$staging/tar.err")"
+    tar -xf "$archive" -C "$staging/$i" 2> "$staging/tar.err" ||
+      die "$archive is not a tar archive: $(head -1 "$staging/tar.err")"
     [[ -f "$staging/$i/bnn.json" ]] || die "$archive is not an archive of pack-members.sh (no bnn.json)"
     local reference="$run/bnn.json"
     [[ -f "$reference" ]] || reference="$staging/1/bnn.json"
     cmp -s "$staging/$i/bnn.json" "$reference" ||
-      die "$archive holds members of another experiment than $reference (their bnn.json differ); unpack it into another folder"
+      die "$archive holds members of another experiment than $reference (their bnn.json differ);" \
+        "unpack it into another folder"
     local member
     for member in "$staging/$i"/member_*; do
       [[ -d "$member" ]] || continue

@@ -155,6 +155,11 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
             std::string::npos)
       << log;
   EXPECT_FALSE(std::filesystem::exists(work / "fresh"));
+  bnn::io::write_file_atomically(work / "garbage.tar", "not an archive\n");
+  std::tie(code, log) = sh(script + "unpack " + (work / "fresh").string() + " " + (work / "garbage.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find((work / "garbage.tar").string() + " is not a tar archive"), std::string::npos) << log;
+  EXPECT_FALSE(std::filesystem::exists(work / "fresh"));
   std::tie(code, log) = sh(script + "pack " + (work / "packs").string() + " " + (work / "x").string());
   EXPECT_EQ(code, 2);
   EXPECT_NE(log.find("holds no bnn run (no bnn.json)"), std::string::npos) << log;
