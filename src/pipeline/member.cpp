@@ -128,9 +128,9 @@ Position Member::train_anchor(bool resume) {
                  "with an uninterrupted run to float rounding, not bit for bit",
                  index_, state_.arithmetic.back(), now);
     state_.arithmetic.push_back(now);
-  } else {
-    state_.arithmetic.back() = now;  // the same, or an older bnn's entry without its platform: completed
   }
+  // The same: nothing to add. An older bnn's entry, without its platform,
+  // stays as it is: where its part of the run ran is not known.
   if (!adam) adam_in(/*flat_layout=*/true);
   check_ranks_agree(fmt::format("the start of {}", phase_name(at.phase)));
   OptimiserPhases phases(cfg_, index_, *oracle_, *flat_, partition_, state_.order_gen, *this);

@@ -70,7 +70,8 @@ struct MemberState {
 // Whether a member that ran under the arithmetic `recorded` (an entry of
 // MemberState::arithmetic) and goes on under `now` keeps its rounding. An
 // entry written before bnn recorded the platform has no "[...]": only its
-// device, threads and design are compared, as nothing more is known.
+// device, threads and design are compared, as nothing more is known (and
+// the entry is kept as it is, not completed with today's platform).
 bool same_arithmetic(const std::string& recorded, const std::string& now);
 
 // Whether `adam` is over one tensor: the flat layout of Note [Flat Adam]

@@ -12,6 +12,7 @@
 #include <torch/cuda.h>
 
 #if defined(BNN_HAVE_C10_CUDA)
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -60,7 +61,8 @@ std::optional<DeviceMemory> device_memory(torch::Device device) {
 std::optional<std::string> device_model(torch::Device device) {
   if (!device.is_cuda()) return std::nullopt;
   cudaDeviceProp properties{};
-  if (cudaGetDeviceProperties(&properties, device.has_index() ? device.index() : 0) != cudaSuccess) {
+  const int index = device.has_index() ? device.index() : c10::cuda::current_device();
+  if (cudaGetDeviceProperties(&properties, index) != cudaSuccess) {
     (void)cudaGetLastError();
     return std::nullopt;
   }

@@ -79,11 +79,12 @@ std::optional<int64_t> parse_mem_available(const std::string& text);
 
 // Waits until every stream of `device` has finished its queued work (for
 // data that the main thread put on the device before workers read it).
-// A CUDA device's model and compute capability, "NVIDIA H100 80GB HBM3
-// (sm_90)" (Note [Arithmetic platform] in src/runtime/linkage.h); nullopt
-// for a CPU, without c10/cuda, or when CUDA does not answer.
-std::optional<std::string> device_model(torch::Device device);
-
 void synchronize_device(torch::Device device);
+
+// A CUDA device's model and compute capability, "NVIDIA H100 80GB HBM3
+// (sm_90)" (Note [Arithmetic platform] in src/runtime/linkage.h); "cuda"
+// without an index is the current device. nullopt for a CPU, without
+// c10/cuda, or when CUDA does not answer.
+std::optional<std::string> device_model(torch::Device device);
 
 }  // namespace bnn::runtime

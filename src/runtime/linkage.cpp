@@ -121,11 +121,13 @@ std::string why_no_cuda_device(const CudaLinkage& l, const char* visible_devices
                      cuda_version_text(l.driver_version), hint);
 }
 
-std::string cpu_vector_unit() {
-  if (const char* capability = std::getenv("ATEN_CPU_CAPABILITY"); capability != nullptr && *capability != '\0') {
-    return fmt::format("ATEN_CPU_CAPABILITY={}", capability);
-  }
+std::string cpu_vector_unit_for(const char* capability) {
 #if defined(__x86_64__) || defined(__i386__)
+  // ATen's names for its kernel sets on x86; it ignores (with a warning) any other value.
+  const std::string forced = capability != nullptr ? capability : "";
+  if (forced == "avx512") return "x86-64 AVX-512";
+  if (forced == "avx2") return "x86-64 AVX2";
+  if (forced == "default") return "x86-64 without AVX2";
   __builtin_cpu_init();
   const bool fma = __builtin_cpu_supports("fma");
   if (fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
@@ -135,11 +137,40 @@ std::string cpu_vector_unit() {
   if (fma && __builtin_cpu_supports("avx2")) return "x86-64 AVX2";
   return "x86-64 without AVX2";
 #elif defined(__aarch64__)
-  return "aarch64";
+  return capability != nullptr && *capability != '\0' ? fmt::format("aarch64, ATEN_CPU_CAPABILITY={}", capability)
+                                                       : "aarch64";
 #else
   return "an unknown architecture";
 #endif
 }
+
+std::string cpu_vector_unit() {
+  // ATen reads the variable once, at its first dispatch; so does this.
+  static const std::string unit = cpu_vector_unit_for(std::getenv("ATEN_CPU_CAPABILITY"));
+  return unit;
+}
+
+namespace {
+
+// "oneDNN 2.6.3 ISA 0x27", or "" where its symbols are not to be found.
+std::string onednn_kernels() {
+  // oneDNN's own C API (dnnl.h, not installed with LibTorch): the leading
+  // fields of dnnl_version_t, and dnnl_cpu_isa_t as its integer value.
+  struct Version {
+    int major, minor, patch;
+  };
+  using GetVersion = const Version* (*)();
+  using GetIsa = int (*)();
+  auto version = reinterpret_cast<GetVersion>(::dlsym(RTLD_DEFAULT, "dnnl_version"));
+  auto isa = reinterpret_cast<GetIsa>(::dlsym(RTLD_DEFAULT, "dnnl_get_effective_cpu_isa"));
+  if (version == nullptr || version() == nullptr) return "";
+  const Version* v = version();
+  std::string out = fmt::format("oneDNN {}.{}.{}", v->major, v->minor, v->patch);
+  if (isa != nullptr) out += fmt::format(" ISA {:#x}", isa());
+  return out;
+}
+
+}  // namespace
 
 std::string arithmetic_platform(torch::Device device) {
   std::string out = fmt::format("LibTorch {}.{}.{}", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
@@ -154,6 +185,7 @@ std::string arithmetic_platform(torch::Device device) {
   using CoreName = char* (*)();
   auto core = reinterpret_cast<CoreName>(::dlsym(RTLD_DEFAULT, "openblas_get_corename"));
   if (core != nullptr && core() != nullptr) out += fmt::format(", OpenBLAS {}", core());
+  if (const std::string dnnl = onednn_kernels(); !dnnl.empty()) out += ", " + dnnl;
   return out;
 }
 

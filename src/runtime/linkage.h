@@ -51,19 +51,27 @@ std::string why_no_cuda_device(const CudaLinkage& linkage, const char* visible_d
 // (Note [Member checkpoints]): on the kernels that do the arithmetic. Those
 // are chosen by the LibTorch version; on a CPU by the x86 vector extensions
 // ATen dispatches on (AVX-512 with VL, BW, DQ and FMA; else AVX2 with FMA;
-// else neither; ATEN_CPU_CAPABILITY overrides the choice) and by OpenBLAS,
-// which picks its kernels by the CPU's core type; on a GPU by the card's
-// model and compute capability (cuDNN and cuBLAS choose algorithms by it)
-// and the CUDA runtime. arithmetic_platform names them, e.g.
-// "LibTorch 1.13.1, x86-64 AVX-512, OpenBLAS SkylakeX" or
-// "LibTorch 2.11.0, NVIDIA H100 80GB HBM3 (sm_90), CUDA 13.0". Two equal
-// descriptions do not promise the same bits (a driver or a cuDNN wheel may
-// differ beneath them); two different ones say the rounding may differ.
+// else neither; ATEN_CPU_CAPABILITY=default, avx2 or avx512 forces one), by
+// OpenBLAS, which picks its kernels by the CPU's core type, and by oneDNN,
+// which runs LibTorch's CPU convolutions with the widest instruction set it
+// finds (ONEDNN_MAX_CPU_ISA caps it; recorded as oneDNN's own number); on a
+// GPU by the card's model and compute capability (cuDNN and cuBLAS choose
+// algorithms by it) and the CUDA runtime. arithmetic_platform names them,
+// e.g. "LibTorch 1.13.0, x86-64 AVX-512, OpenBLAS Cooperlake, oneDNN 2.6.3
+// ISA 0x27" or "LibTorch 2.11.0, NVIDIA H100 80GB HBM3 (sm_90), CUDA 13.0".
+// A library whose symbols LibTorch hides (the oneDNN inside a pip wheel) is
+// left out. Two equal descriptions do not promise the same bits (a driver
+// or a cuDNN wheel may differ beneath them); two different ones say the
+// rounding may differ.
 std::string arithmetic_platform(torch::Device device);
 
-// ATen's CPU kernel choice as arithmetic_platform names it: "x86-64 AVX-512",
-// "x86-64 AVX2", "x86-64 without AVX2", "ATEN_CPU_CAPABILITY=avx2" where that
-// variable is set, or the architecture's name elsewhere.
+// ATen's CPU kernel set as arithmetic_platform names it: "x86-64 AVX-512",
+// "x86-64 AVX2" or "x86-64 without AVX2" (the architecture's name off x86),
+// from ATEN_CPU_CAPABILITY as ATen read it at the process's start.
 std::string cpu_vector_unit();
+
+// The same for a given value of ATEN_CPU_CAPABILITY (nullptr: unset); a
+// value ATen ignores is ignored.
+std::string cpu_vector_unit_for(const char* capability);
 
 }  // namespace bnn::runtime

@@ -4,6 +4,7 @@
 // with a stand-in CUDA runtime preloaded (tests/support/fake_cudart.cpp).
 #include "src/runtime/linkage.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -149,9 +150,22 @@ std::set<std::string> cpuinfo_flags() {
   return {};
 }
 
+// The version of the oneDNN library this process has loaded, from its file
+// name in /proc/self/maps ("2.6" of libdnnl.so.2.6); empty where none is.
+std::string loaded_onednn_version() {
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    const auto at = line.find("/libdnnl.so.");
+    if (at == std::string::npos) continue;
+    std::string version = line.substr(at + 12);
+    if (std::count(version.begin(), version.end(), '.') >= 1) return version.substr(0, version.find('.', 2));
+  }
+  return "";
+}
+
 // Note [Arithmetic platform]: the CPU's kernels are named by ATen's rule,
-// read here from the kernel's list of flags.
-TEST(ArithmeticPlatform, NamesLibTorchTheVectorUnitAndOpenBlas) {
+// read here from the kernel's list of flags; OpenBLAS and oneDNN where loaded.
+TEST(ArithmeticPlatform, NamesLibTorchTheVectorUnitOpenBlasAndOneDnn) {
   const std::string platform = arithmetic_platform(torch::kCPU);
   EXPECT_EQ(platform.rfind(fmt::format("LibTorch {}.{}.{}, ", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
                                        TORCH_VERSION_PATCH),
@@ -173,19 +187,40 @@ TEST(ArithmeticPlatform, NamesLibTorchTheVectorUnitAndOpenBlas) {
     ASSERT_NE(at, std::string::npos) << platform;
     EXPECT_GT(platform.size(), at + 11) << platform;
   }
+  // ... and its convolutions in oneDNN (a shared library in Debian's build).
+  const std::string onednn = loaded_onednn_version();
+  if (!onednn.empty()) {
+    EXPECT_NE(platform.find(", oneDNN " + onednn + "."), std::string::npos) << platform;
+  }
 }
 
-TEST(ArithmeticPlatform, AtenCpuCapabilityOverridesTheCpusOwn) {
-  const char* before = getenv("ATEN_CPU_CAPABILITY");
-  const std::string kept = before != nullptr ? before : "";
-  setenv("ATEN_CPU_CAPABILITY", "default", 1);
-  EXPECT_EQ(cpu_vector_unit(), "ATEN_CPU_CAPABILITY=default");
-  EXPECT_NE(arithmetic_platform(torch::kCPU).find(", ATEN_CPU_CAPABILITY=default"), std::string::npos);
-  if (before != nullptr) {
-    setenv("ATEN_CPU_CAPABILITY", kept.c_str(), 1);
-  } else {
-    unsetenv("ATEN_CPU_CAPABILITY");
+TEST(ArithmeticPlatform, AtenCpuCapabilityForcesAKernelSet) {
+  if (cpuinfo_flags().count("sse2") == 0) GTEST_SKIP() << "ATen's x86 kernel sets: not an x86 CPU";
+  EXPECT_EQ(cpu_vector_unit_for("avx512"), "x86-64 AVX-512");
+  EXPECT_EQ(cpu_vector_unit_for("avx2"), "x86-64 AVX2");
+  EXPECT_EQ(cpu_vector_unit_for("default"), "x86-64 without AVX2");
+  // ATen ignores a value it does not know, and so does the record.
+  EXPECT_EQ(cpu_vector_unit_for("fast"), cpu_vector_unit_for(nullptr));
+  EXPECT_EQ(cpu_vector_unit_for(""), cpu_vector_unit_for(nullptr));
+}
+
+// A cap on oneDNN's instruction set changes its convolution kernels, and the
+// record says so: bnn version with and without ONEDNN_MAX_CPU_ISA=AVX2.
+TEST(ArithmeticPlatform, OneDnnsInstructionSetCapIsRecorded) {
+  const auto flags = cpuinfo_flags();
+  if (loaded_onednn_version().empty() || flags.count("avx512f") == 0) {
+    GTEST_SKIP() << "needs a shared oneDNN and a CPU with AVX-512, so that capping it at AVX2 changes its kernels";
   }
+  const auto own = bnn_with_fake_runtime("version", "");
+  const auto capped = bnn_with_fake_runtime("version", "ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2");
+  ASSERT_EQ(own.code, 0) << own.output;
+  ASSERT_EQ(capped.code, 0) << capped.output;
+  auto line = [](const std::string& output) {
+    const auto at = output.find("arithmetic on cpu: ");
+    return at == std::string::npos ? std::string() : output.substr(at, output.find('\n', at) - at);
+  };
+  EXPECT_NE(line(own.output).find(" ISA 0x"), std::string::npos) << own.output;
+  EXPECT_NE(line(own.output), line(capped.output)) << own.output << capped.output;
 }
 
 }  // namespace
