@@ -12,15 +12,20 @@
 # evaluated but not resumed, predicted with or probed by bnn hessian.
 #
 #   scripts/pack-members.sh pack RUN_DIR PREFIX [MAX]   (MAX: N MiB or NK KiB; default 15)
-#       writes PREFIX_01.tar, PREFIX_02.tar, ... and prints one line per archive
+#       writes PREFIX_01.tar, PREFIX_02.tar, ... (removing PREFIX_NN.tar
+#       files of an earlier pack beyond them) and prints one line per archive;
+#       exits 1 if a member alone does not fit in MAX (its archive is written)
 #   scripts/pack-members.sh unpack RUN_DIR ARCHIVE...
 #       puts the archives' members into RUN_DIR (made if missing), then:
 #       bnn evaluate RUN_DIR
 #
-# unpack refuses, before it changes anything, an archive of another
-# experiment than RUN_DIR's (their bnn.json differ) and a member that RUN_DIR
-# holds with other results; a member it holds with the same status.json (the
-# same member packed twice) is left as it is.
+# unpack refuses, before it changes anything: a folder that is neither empty
+# nor a bnn run; an archive of another experiment than RUN_DIR's (their
+# bnn.json differ); a member that RUN_DIR or an earlier archive holds with
+# other results, or that RUN_DIR holds unfinished. A member held with the same
+# status.json (the same member packed twice) is left as it is. Members are
+# copied beside RUN_DIR's own under a hidden folder and moved in whole, so an
+# interrupted unpack leaves no partial member for bnn evaluate to count.
 set -euo pipefail
 
 usage="usage: scripts/pack-members.sh pack RUN_DIR PREFIX [MAX] | unpack RUN_DIR ARCHIVE..."
@@ -41,8 +46,22 @@ member_files() {
     ! -path "$name/ood/*/samples/weights_*" ! -path "$name/ood/*/samples/buffers_*" | sort)
 }
 
+# tar_bytes RUN_DIR < PATHS: what the paths take in a tar archive: per file a
+# 512-byte header (two more blocks for a name over 99 bytes, GNU's long name)
+# and its data padded to 512 bytes.
+tar_bytes() {
+  (cd "$1" && xargs -d '\n' stat -c '%s %n') |
+    awk '{ size = $1; name = substr($0, length($1) + 2)
+           blocks = 1 + int((size + 511) / 512)
+           if (length(name) > 99) blocks += 1 + int((length(name) + 1 + 511) / 512)
+           total += 512 * blocks }
+         END { print total + 0 }'
+}
+
+is_done() { [[ -f "$1/status.json" ]] && grep -q '"status": *"done"' "$1/status.json"; }
+
 pack() {
-  local run="$1" prefix="$2" max="${3:-15}" limit
+  local run="$1" prefix="$2" max="$3" limit
   [[ -f "$run/bnn.json" ]] || die "$run holds no bnn run (no bnn.json)"
   if [[ "$max" =~ ^[1-9][0-9]*$ ]]; then
     limit=$((max * 1024 * 1024))
@@ -55,53 +74,74 @@ pack() {
   for f in "${top_files[@]}"; do
     [[ -f "$run/$f" ]] || die "$run/$f is missing: not a finished bnn run"
   done
-  local members=() member
+  local members=() skipped=() member
   for member in "$run"/member_*; do
-    [[ -f "$member/status.json" ]] || continue
-    grep -q '"status": *"done"' "$member/status.json" && members+=("$member")
+    [[ -d "$member" ]] || continue
+    if is_done "$member"; then members+=("$member"); else skipped+=("$(basename "$member")"); fi
   done
+  [[ ${#skipped[@]} -eq 0 ]] || echo "pack-members: not finished, left out: ${skipped[*]}"
   [[ ${#members[@]} -gt 0 ]] || die "$run has no finished member to pack"
   mkdir -p "$(dirname "$prefix")"
-  local top_bytes=0 batch=() batch_bytes=0 archive=0
-  # A file's bytes in a tar: its size, a 512-byte header and up to 511 bytes of padding.
-  for f in "${top_files[@]}"; do top_bytes=$((top_bytes + $(stat -c %s "$run/$f") + 1024)); done
-  top_bytes=$((top_bytes + 10240))  # the archive's end (tar rounds to 10 KiB records)
+  # An archive: the run's files, its members' files, then two zero blocks,
+  # all rounded up to tar's 10 KiB records.
+  local top_bytes
+  top_bytes=$(printf '%s\n' "${top_files[@]}" | tar_bytes "$run")
+  local batch=() batch_bytes=0 archive=0 too_big=0
   flush() {
     [[ ${#batch[@]} -gt 0 ]] || return 0
     archive=$((archive + 1))
-    local name
+    local name list=("${top_files[@]}") m
     name="$(printf '%s_%02d.tar' "$prefix" "$archive")"
-    local list=("${top_files[@]}") m
     for m in "${batch[@]}"; do mapfile -t -O "${#list[@]}" list < <(member_files "$run/$m"); done
-    tar -cf "$name.tmp" -C "$run" -- "${list[@]}"
+    tar -cf "$name.tmp" -C "$run" -- "${list[@]}" || { rm -f "$name.tmp"; die "tar could not write $name"; }
     mv "$name.tmp" "$name"
     echo "pack-members: $name: ${#batch[@]} member(s) (${batch[*]}), $(($(stat -c %s "$name") / 1024)) KiB"
     batch=()
     batch_bytes=0
   }
+  archived() { echo $(( (top_bytes + $1 + 1024 + 10239) / 10240 * 10240 )); }
   local bytes
   for member in "${members[@]}"; do
-    bytes=$(member_files "$member" | (cd "$run" && xargs -d '\n' stat -c %s) | awk '{s += $1 + 1024} END {print s + 0}')
-    if [[ ${#batch[@]} -gt 0 && $((top_bytes + batch_bytes + bytes)) -gt $limit ]]; then
-      flush
-    fi
-    if [[ $((top_bytes + bytes)) -gt $limit ]]; then
-      echo "pack-members: warning: $(basename "$member") alone is $((bytes / 1024)) KiB, over $max" >&2
+    bytes=$(member_files "$member" | tar_bytes "$run")
+    if [[ ${#batch[@]} -gt 0 && $(archived $((batch_bytes + bytes))) -gt $limit ]]; then flush; fi
+    if [[ $(archived "$bytes") -gt $limit ]]; then
+      echo "pack-members: $(basename "$member") alone makes an archive of $(($(archived "$bytes") / 1024)) KiB," \
+        "over the $max limit ($((limit / 1024)) KiB)" >&2
+      too_big=1
     fi
     batch+=("$(basename "$member")")
     batch_bytes=$((batch_bytes + bytes))
   done
   flush
+  # An earlier pack's archives beyond these would be unpacked with them.
+  local stale
+  for stale in "${prefix}"_[0-9][0-9].tar; do
+    [[ -f "$stale" ]] || continue
+    local n="${stale%.tar}"
+    n="${n##*_}"
+    if ((10#$n > archive)); then
+      rm -f "$stale"
+      echo "pack-members: removed $stale, left by an earlier pack"
+    fi
+  done
+  return "$too_big"
 }
 
 unpack() {
   local run="$1"
   shift
   [[ $# -gt 0 ]] || die "$usage"
-  local archive i=0
+  if [[ -e "$run" && ! -f "$run/bnn.json" ]]; then
+    [[ -d "$run" ]] || die "$run is not a folder"
+    [[ -z "$(ls -A "$run")" ]] || die "$run is neither empty nor a bnn run (no bnn.json); give a new folder"
+  fi
   staging="$(mktemp -d "${TMPDIR:-/tmp}/pack-members.XXXXXX")"
-  trap 'rm -rf "$staging"' EXIT
+  staging="$(cd "$staging" && pwd)"
+  trap 'rm -rf "$staging" ${incoming:+"$incoming"}' EXIT
   # Every archive is read and checked before RUN_DIR changes.
+  declare -A seen=()  # member name -> its folder in the staging area
+  local archive i=0 reference="$run/bnn.json" reference_name="$run/bnn.json" member name
+  [[ -f "$reference" ]] || reference=""
   for archive in "$@"; do
     [[ -f "$archive" ]] || die "no archive $archive"
     i=$((i + 1))
@@ -109,44 +149,44 @@ unpack() {
     tar -xf "$archive" -C "$staging/$i" 2> "$staging/tar.err" ||
       die "$archive is not a tar archive: $(head -1 "$staging/tar.err")"
     [[ -f "$staging/$i/bnn.json" ]] || die "$archive is not an archive of pack-members.sh (no bnn.json)"
-    local reference="$run/bnn.json"
-    [[ -f "$reference" ]] || reference="$staging/1/bnn.json"
+    if [[ -z "$reference" ]]; then
+      reference="$staging/$i/bnn.json"
+      reference_name="$archive"
+    fi
     cmp -s "$staging/$i/bnn.json" "$reference" ||
-      die "$archive holds members of another experiment than $reference (their bnn.json differ);" \
+      die "$archive holds members of another experiment than $reference_name (their bnn.json differ);" \
         "unpack it into another folder"
-    local member
     for member in "$staging/$i"/member_*; do
       [[ -d "$member" ]] || continue
-      local name there=""
       name="$(basename "$member")"
-      if [[ -d "$run/$name" ]]; then
-        there="$run/$name"
-      elif [[ -d "$staging/seen/$name" ]]; then
-        there="$staging/seen/$name"
+      if [[ -d "$run/$name" ]] && ! is_done "$run/$name"; then
+        die "$run/$name is not finished (or is being trained there); let it finish, or remove it, then unpack again"
+      elif [[ -d "$run/$name" ]] && ! cmp -s "$member/status.json" "$run/$name/status.json"; then
+        die "$name in $archive differs from $run/$name (their status.json differ)"
+      elif [[ -n "${seen[$name]:-}" ]] && ! cmp -s "$member/status.json" "${seen[$name]}/status.json"; then
+        die "$name in $archive differs from the $name in an earlier archive (their status.json differ)"
       fi
-      if [[ -n "$there" ]] && ! cmp -s "$member/status.json" "$there/status.json"; then
-        [[ "$there" == "$run/$name" ]] || there="an earlier archive"
-        die "$name in $archive differs from the $name in $there (their status.json differ)"
-      fi
-      mkdir -p "$staging/seen"
-      [[ -d "$staging/seen/$name" ]] || ln -s "$member" "$staging/seen/$name"
+      [[ -n "${seen[$name]:-}" ]] || seen[$name]="$member"
     done
   done
   mkdir -p "$run"
+  incoming="$run/.pack-members.$$"
+  mkdir "$incoming"
   local f
   for f in "${top_files[@]}"; do
-    [[ -f "$run/$f" ]] || cp "$staging/1/$f" "$run/$f.tmp.$$"
-    [[ -f "$run/$f" ]] || mv "$run/$f.tmp.$$" "$run/$f"
+    if [[ ! -f "$run/$f" ]]; then
+      cp "$staging/1/$f" "$incoming/$f"
+      mv -T "$incoming/$f" "$run/$f"
+    fi
   done
-  local added=0 kept=0 member name
-  for member in "$staging/seen"/member_*; do
-    name="$(basename "$member")"
+  local added=0 kept=0
+  for name in $(printf '%s\n' "${!seen[@]}" | sort); do
     if [[ -d "$run/$name" ]]; then
       kept=$((kept + 1))
       continue
     fi
-    cp -r "$(readlink "$member")" "$run/$name.tmp.$$"
-    mv "$run/$name.tmp.$$" "$run/$name"
+    cp -r "${seen[$name]}" "$incoming/$name"
+    mv -T "$incoming/$name" "$run/$name"
     added=$((added + 1))
   done
   echo "pack-members: $run: $added member(s) added, $kept already there"
@@ -159,9 +199,8 @@ case "${1:-}" in
     ;;
   unpack)
     [[ $# -ge 3 ]] || die "$usage"
-    run="$2"
-    shift 2
-    unpack "$run" "$@"
+    shift
+    unpack "$@"
     ;;
   *) die "$usage" ;;
 esac

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <iterator>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -108,12 +109,35 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
     const auto [code, log] = train(dir, flags);
     ASSERT_EQ(code, 0) << dir << ": " << log;
   }
-  // 100 KiB holds one tiny member with the run's files, not two: two archives.
+  // An archive of one tiny member with the run's files is 100 KiB, of two
+  // about 190 KiB: at 300K one archive, at 150K two, each within the limit;
+  // the second pack removes nothing of its own and the first's one archive
+  // is replaced. At 60K a member alone does not fit: exit 1, saying so.
   auto [code, log] = sh(script + "pack " + (work / "both").string() + " " + (work / "packs" / "both").string() +
-                        " 100K");
+                        " 300K");
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("both_01.tar: 2 member(s) (member_000 member_001)"), std::string::npos) << log;
+  std::tie(code, log) = sh(script + "pack " + (work / "both").string() + " " + (work / "packs" / "both").string() +
+                           " 150K");
   ASSERT_EQ(code, 0) << log;
   EXPECT_NE(log.find("both_01.tar: 1 member(s) (member_000)"), std::string::npos) << log;
   EXPECT_NE(log.find("both_02.tar: 1 member(s) (member_001)"), std::string::npos) << log;
+  EXPECT_EQ(log.find("over the"), std::string::npos) << log;
+  for (const std::string name : {"both_01.tar", "both_02.tar"}) {
+    EXPECT_LE(std::filesystem::file_size(work / "packs" / name), 150u * 1024) << name;
+  }
+  std::tie(code, log) = sh(script + "pack " + (work / "both").string() + " " + (work / "small" / "both").string() +
+                           " 60K");
+  EXPECT_EQ(code, 1) << log;
+  EXPECT_NE(log.find("member_000 alone makes an archive of 100 KiB, over the 60K limit (60 KiB)"), std::string::npos)
+      << log;
+  std::tie(code, log) = sh(script + "pack " + (work / "both").string() + " " + (work / "small" / "both").string() +
+                           " 300K");
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("removed " + (work / "small" / "both_02.tar").string() + ", left by an earlier pack"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(work / "small" / "both_02.tar"));
   for (const std::string name : {"first", "second", "other"}) {
     std::tie(code, log) = sh(script + "pack " + (work / name).string() + " " + (work / "packs" / name).string());
     ASSERT_EQ(code, 0) << log;
@@ -130,6 +154,8 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
   EXPECT_NE(log.find("2 member(s) added, 0 already there"), std::string::npos) << log;
   std::tie(code, log) = sh(std::string(BNN_BINARY) + " evaluate " + merged.string());
   ASSERT_EQ(code, 0) << log;
+  const size_t count_after_evaluate = static_cast<size_t>(
+      std::distance(std::filesystem::directory_iterator(merged), std::filesystem::directory_iterator()));
   for (const std::string file : {"metrics.json", "metrics.csv", "uncertainty.json"}) {
     EXPECT_EQ(read_file(merged / file), read_file(work / "both" / file)) << file;
   }
@@ -155,6 +181,26 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
             std::string::npos)
       << log;
   EXPECT_FALSE(std::filesystem::exists(work / "fresh"));
+  // A member the folder holds unfinished (being trained there, perhaps), and
+  // a folder that is not a run.
+  std::filesystem::create_directories(work / "partial" / "member_000");
+  std::tie(code, log) = sh(script + "unpack " + (work / "partial").string() + " " +
+                           (work / "packs" / "first_01.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("is neither empty nor a bnn run (no bnn.json); give a new folder"), std::string::npos) << log;
+  std::filesystem::copy_file(merged / "bnn.json", work / "partial" / "bnn.json");
+  std::tie(code, log) = sh(script + "unpack " + (work / "partial").string() + " " +
+                           (work / "packs" / "first_01.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find((work / "partial" / "member_000").string() + " is not finished (or is being trained there)"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(work / "partial" / "member_000" / "status.json"));
+  EXPECT_FALSE(std::filesystem::exists(work / "partial" / "config.yaml"));
+  // After every refusal, the merged folder holds what it held.
+  EXPECT_EQ(static_cast<size_t>(std::distance(std::filesystem::directory_iterator(merged),
+                                              std::filesystem::directory_iterator())),
+            count_after_evaluate);
   bnn::io::write_file_atomically(work / "garbage.tar", "not an archive\n");
   std::tie(code, log) = sh(script + "unpack " + (work / "fresh").string() + " " + (work / "garbage.tar").string());
   EXPECT_EQ(code, 2);
