@@ -235,8 +235,8 @@ bool CpuPasses::run(const detail::PassSpan& span, bool draws, const Pass& pass) 
 // pass over every coordinate, on the host or as a CUDA kernel.
 class BufferedPasses final : public FusedPasses {
  public:
-  BufferedPasses(ChunkedNormal& normal, torch::Tensor noise, detail::Rounding rounding, double rho_max)
-      : normal_(normal), noise_(std::move(noise)), device_(noise_.device()) {
+  BufferedPasses(ChunkedNormal& normal, torch::Tensor noise, int64_t dim, detail::Rounding rounding, double rho_max)
+      : normal_(normal), noise_(std::move(noise)), device_(noise_.device()), dim_(dim) {
     base_.rounding = rounding;
     base_.bounded = std::isfinite(rho_max);
     if (base_.bounded) {  // as ATen rounds reflect_into_box's double scalars for a float tensor
@@ -313,7 +313,12 @@ class BufferedPasses final : public FusedPasses {
     a.x = s.x;
     a.v = s.v;
     a.anchor = s.anchor;
-    a.n = noise_.numel() / (pass == detail::BufferedPass::kUbu || pass == detail::BufferedPass::kUbuKick ? 2 : 1);
+    // A pass covers the chain's coordinates; the buffer holds one normal per
+    // coordinate, two for UBU (a kernel over more would write past x and v).
+    const bool two_draws = pass == detail::BufferedPass::kUbu || pass == detail::BufferedPass::kUbuKick;
+    TORCH_CHECK(noise_.numel() == (two_draws ? 2 : 1) * dim_, "buffered sampler pass: a noise buffer of ",
+                noise_.numel(), " normals for ", dim_, " coordinates");
+    a.n = dim_;
     a.noise = noise_.data_ptr<float>();
     return a;
   }
@@ -339,6 +344,7 @@ class BufferedPasses final : public FusedPasses {
   ChunkedNormal& normal_;
   torch::Tensor noise_;
   torch::Device device_;
+  int64_t dim_;
   detail::BufferedArgs base_;
 };
 
@@ -362,14 +368,16 @@ std::unique_ptr<FusedPasses> make_fused_passes(FusedChoice choice, ChunkedNormal
   if (device.is_cpu()) {
     const auto rounding = aten_add_rounding();
     if (!rounding) return nullptr;
-    if (choice == FusedChoice::kBuffered) return std::make_unique<BufferedPasses>(normal, noise, *rounding, rho_max);
+    if (choice == FusedChoice::kBuffered) {
+      return std::make_unique<BufferedPasses>(normal, noise, dim, *rounding, rho_max);
+    }
     if (normal.chunk_generators().empty()) return nullptr;
     return std::make_unique<CpuPasses>(normal, dim, *rounding);
   }
   if (!device.is_cuda() || !cuda_kernels_built()) return nullptr;
   const auto rounding = aten_add_rounding(device);
   if (!rounding) return nullptr;
-  return std::make_unique<BufferedPasses>(normal, noise, *rounding, rho_max);
+  return std::make_unique<BufferedPasses>(normal, noise, dim, *rounding, rho_max);
 }
 
 float box_width(double w) {

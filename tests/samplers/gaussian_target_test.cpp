@@ -8,9 +8,12 @@
 // a wrong factor (e.g. N_m or N_b in the gradient scale, a missing prior or
 // localization term) moves a moment by far more than the bound.
 #include <cmath>
+#include <string>
 
 #include <gtest/gtest.h>
 
+#include "samplers/fused_step.h"
+#include "samplers/kinetic_langevin.h"
 #include "samplers/registry.h"
 #include "tests/samplers/quadratic_oracle.h"
 #include "tests/support/error_text.h"
@@ -33,8 +36,13 @@ testing::QuadraticOracle make_oracle(torch::Device device = torch::kCPU, torch::
 }
 
 Moments run_chains(const std::string& name, const LangevinOptions& options, int64_t burn_in, int64_t steps,
-                   int64_t every, testing::QuadraticOracle& oracle, uint64_t seed = 1) {
+                   int64_t every, testing::QuadraticOracle& oracle, uint64_t seed = 1,
+                   std::string* fused_path = nullptr) {
   auto sampler = make_sampler(name, oracle, torch::full_like(oracle.parameters(), kAnchor), options, seed);
+  if (fused_path != nullptr) {
+    const auto* kinetic = dynamic_cast<const KineticLangevin*>(sampler.get());
+    *fused_path = kinetic != nullptr ? kinetic->fused_path() : "not a kinetic Langevin sampler";
+  }
   for (int64_t i = 0; i < burn_in; ++i) sampler->step();
   torch::Tensor sum = torch::zeros_like(oracle.parameters()), sq = torch::zeros_like(oracle.parameters());
   int64_t n = 0;
@@ -152,8 +160,12 @@ TEST(CudaSamplers, StationaryMomentsOnTheGpu) {
     auto oracle = make_oracle(cuda, torch::kFloat);
     const auto options = LangevinOptions(0.05).friction(2.0).rho(0.5).prior_precision(2.0).estimator(
         GradientEstimator::kControlVariate);
-    const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
+    std::string path;
+    const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle, 1, &path);
     expect_moments(got, exact(oracle, 2.0, 0.5), 0.01, 0.03);
+    if (cuda_kernels_built()) {  // else the premise is gone
+      EXPECT_EQ(path, "buffered passes on cuda:0");
+    }
   }
   {
     auto oracle = make_oracle(cuda);

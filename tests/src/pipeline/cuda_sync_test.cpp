@@ -22,6 +22,8 @@
 
 #include "models/flat_parameters.h"
 #include "models/registry.h"
+#include "samplers/fused_step.h"
+#include "samplers/kinetic_langevin.h"
 #include "samplers/registry.h"
 #include "src/pipeline/model_oracle.h"
 #include "src/pipeline/optimiser_phases.h"
@@ -94,6 +96,11 @@ TEST_F(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
     const auto options = samplers::LangevinOptions(1e-4).friction(7.0).rho(0.1).rho_max(0.6).prior_precision(50)
                              .estimator(samplers::GradientEstimator::kControlVariate);
     auto sampler = samplers::make_sampler(name, oracle, anchor, options, /*seed=*/3);  // anchor gradients: may sync
+    if (samplers::cuda_kernels_built()) {  // then the steps checked are bnn's kernels (Note [Buffered passes])
+      const auto* kinetic = dynamic_cast<const samplers::KineticLangevin*>(sampler.get());
+      ASSERT_NE(kinetic, nullptr) << name;
+      EXPECT_EQ(kinetic->fused_path(), "buffered passes on " + flat.values().device().str()) << name;
+    }
     torch::cuda::synchronize();
     {
       SyncIsAnError guard;
