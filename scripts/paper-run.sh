@@ -20,7 +20,94 @@
 # Exits with bnn's code: 0 finished, 75 stopped by --time-limit (call it again
 # with the same arguments), anything else failed (slice_N.log says why). The
 # commit is BNN_COMMIT if set (a copy of the tree without .git), else git's.
+#
+#   scripts/paper-run.sh --assemble RUN_DIR OUT_DIR [SLICES_TSV...]
+#
+# assembles OUT_DIR/results from a run folder evaluated elsewhere: members
+# trained in slices on machines that did not keep them, carried back by
+# scripts/pack-members.sh, unpacked into RUN_DIR and scored there by `bnn
+# evaluate`. The SLICES_TSV files (each command's slices.tsv) are joined
+# into OUT_DIR/slices.tsv for the wall time; the device is read from the
+# members' arithmetic records (status.json), not from this machine.
 set -euo pipefail
+
+# assemble RUN_DIR OUT_DIR DEVICE VERSION: OUT_DIR/results from RUN_DIR's
+# evaluation and OUT_DIR/slices.tsv, assembled beside it and moved in whole.
+assemble() {
+  local run="$1" out="$2" device="$3" version="$4" root
+  root="$(cd "$(dirname "$0")/.." && pwd)"
+  local results="$out/results" staging="$out/results.tmp.$$" f
+  rm -rf "$staging"
+  mkdir -p "$staging"
+  for f in metrics.json metrics.csv metrics.txt report.md uncertainty.json config.yaml; do
+    if [[ -f "$run/$f" ]]; then cp "$run/$f" "$staging/"; fi
+  done
+  if [[ -d "$run/figures" ]]; then cp -r "$run/figures" "$staging/"; fi
+  # A Fashion-MNIST run gets the table beside the paper's (scripts/paper_comparison.py);
+  # if that fails, the results are still assembled.
+  if grep -qE '^ +dataset: fashion_mnist$' "$run/config.yaml" 2> /dev/null; then
+    python3 "$root/scripts/paper_comparison.py" "$staging/metrics.json" "$staging/paper_comparison.md" ||
+      echo "paper-run: no paper_comparison.md (above: why); the results are assembled without it" >&2
+  fi
+  local commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
+  python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "$device" "$version" <<'EOF'
+import csv, sys
+slices_file, readme, commit, device, version = sys.argv[1:]
+rows = list(csv.DictReader(open(slices_file), delimiter="\t"))
+total = sum(float(r["seconds"]) for r in rows)
+lines = [
+    "# Fashion-MNIST, the SMS-UBU paper's experiment, run by bnn",
+    "",
+    f"- bnn commit: `{commit}`",
+    f"- bnn: {version.strip(';').replace(';', '; ')}",
+    f"- device: {device}",
+    f"- wall time: {total:.0f} s ({total / 60:.1f} min) over {len(rows)} command(s)",
+    "",
+    "| started (UTC) | seconds | exit code | command |",
+    "| --- | --- | --- | --- |",
+]
+lines += [f"| {r['started_utc']} | {r['seconds']} | {r['exit_code']} | `{r['command']}` |" for r in rows]
+lines += ["", "Exit code 75: stopped by `--time-limit` at epoch ends; the next command resumed the run.", ""]
+open(readme, "w").write("\n".join(lines))
+EOF
+  rm -rf "$results.old"
+  if [[ -d "$results" ]]; then mv "$results" "$results.old"; fi
+  mv "$staging" "$results"
+  rm -rf "$results.old"
+  echo "paper-run: finished; results in $results"
+}
+
+if [[ "${1:-}" == "--assemble" ]]; then
+  usage="usage: scripts/paper-run.sh --assemble RUN_DIR OUT_DIR [SLICES_TSV...]"
+  run="${2:?$usage}"
+  out="${3:?$usage}"
+  shift 3
+  [[ -f "$run/metrics.json" ]] ||
+    { echo "paper-run: $run/metrics.json is missing: run bnn evaluate $run first" >&2; exit 2; }
+  for tsv in "$@"; do
+    [[ -f "$tsv" ]] || { echo "paper-run: no slices table $tsv" >&2; exit 2; }
+  done
+  mkdir -p "$out"
+  if [[ $# -gt 0 ]]; then
+    { head -1 "$1"; for tsv in "$@"; do tail -n +2 "$tsv"; done; } > "$out/slices.tsv.tmp"
+    mv "$out/slices.tsv.tmp" "$out/slices.tsv"
+  fi
+  [[ -f "$out/slices.tsv" ]] || { echo "paper-run: no $out/slices.tsv and no SLICES_TSV given" >&2; exit 2; }
+  # The members' own record of where they ran (Note [Arithmetic platform]).
+  device="$(python3 - "$run" <<'EOF'
+import glob, json, os, sys
+seen = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "member_*", "status.json"))):
+    for entry in json.load(open(path)).get("arithmetic", []):
+        if entry not in seen:
+            seen.append(entry)
+print("; ".join(seen) if seen else "not recorded by the members")
+EOF
+)"
+  assemble "$run" "$out" "$device (the members' records)" \
+    "the commit above, trained by the commands below and evaluated apart"
+  exit 0
+fi
 
 config="$(cd "$(dirname "$0")/.." && pwd)/configs/fashion_mnist_paper.yaml"
 if [[ "${1:-}" == "--config" ]]; then
@@ -68,46 +155,5 @@ if [[ $code -ne 0 ]]; then
   exit "$code"
 fi
 
-# Finished: the results folder, assembled beside OUT_DIR/results and moved in whole.
-results="$out/results"
-staging="$out/results.tmp.$$"
-rm -rf "$staging"
-mkdir -p "$staging"
-for f in metrics.json metrics.csv metrics.txt report.md uncertainty.json config.yaml; do
-  if [[ -f "$run/$f" ]]; then cp "$run/$f" "$staging/"; fi
-done
-if [[ -d "$run/figures" ]]; then cp -r "$run/figures" "$staging/"; fi
-# A Fashion-MNIST run gets the table beside the paper's (scripts/paper_comparison.py);
-# if that fails, the results are still assembled.
-if grep -qE '^ +dataset: fashion_mnist$' "$run/config.yaml" 2> /dev/null; then
-  python3 "$root/scripts/paper_comparison.py" "$staging/metrics.json" "$staging/paper_comparison.md" ||
-    echo "paper-run: no paper_comparison.md (above: why); the results are assembled without it" >&2
-fi
-commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
 device="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
-python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "${device:-no GPU (nvidia-smi not found)}" \
-  "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')" <<'EOF'
-import csv, sys
-slices_file, readme, commit, device, version = sys.argv[1:]
-rows = list(csv.DictReader(open(slices_file), delimiter="\t"))
-total = sum(float(r["seconds"]) for r in rows)
-lines = [
-    "# Fashion-MNIST, the SMS-UBU paper's experiment, run by bnn",
-    "",
-    f"- bnn commit: `{commit}`",
-    f"- bnn: {version.strip(';').replace(';', '; ')}",
-    f"- device: {device}",
-    f"- wall time: {total:.0f} s ({total / 60:.1f} min) over {len(rows)} command(s)",
-    "",
-    "| started (UTC) | seconds | exit code | command |",
-    "| --- | --- | --- | --- |",
-]
-lines += [f"| {r['started_utc']} | {r['seconds']} | {r['exit_code']} | `{r['command']}` |" for r in rows]
-lines += ["", "Exit code 75: stopped by `--time-limit` at epoch ends; the next command resumed the run.", ""]
-open(readme, "w").write("\n".join(lines))
-EOF
-rm -rf "$results.old"
-if [[ -d "$results" ]]; then mv "$results" "$results.old"; fi
-mv "$staging" "$results"
-rm -rf "$results.old"
-echo "paper-run: finished; results in $results"
+assemble "$run" "$out" "${device:-no GPU (nvidia-smi not found)}" "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')"

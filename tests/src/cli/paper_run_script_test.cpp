@@ -159,6 +159,27 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
   for (const std::string file : {"metrics.json", "metrics.csv", "uncertainty.json"}) {
     EXPECT_EQ(read_file(merged / file), read_file(work / "both" / file)) << file;
   }
+  // The results folder for docs/results, from the members' slices tables
+  // (written here as paper-run.sh writes them) and the evaluation here.
+  bnn::io::write_file_atomically(work / "a.tsv", "started_utc\tseconds\texit_code\tcommand\n"
+                                                 "2026-11-25T10:00:00Z\t61.5\t0\tbnn run --members 0\n");
+  bnn::io::write_file_atomically(work / "b.tsv", "started_utc\tseconds\texit_code\tcommand\n"
+                                                 "2026-11-25T10:05:00Z\t58.5\t0\tbnn run --members 1\n");
+  const std::string paper_run = std::string(BNN_SOURCE_DIR) + "/scripts/paper-run.sh --assemble ";
+  std::tie(code, log) = sh("BNN_COMMIT=test-commit " + paper_run + merged.string() + " " + (work / "out").string() +
+                           " " + (work / "a.tsv").string() + " " + (work / "b.tsv").string());
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_EQ(read_file(work / "out" / "results" / "metrics.json"), read_file(work / "both" / "metrics.json"));
+  const std::string readme = read_file(work / "out" / "results" / "README.md");
+  EXPECT_NE(readme.find("- wall time: 120 s (2.0 min) over 2 command(s)"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("| 2026-11-25T10:05:00Z | 58.5 | 0 | `bnn run --members 1` |"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("- device: cpu, 1 thread, own model [LibTorch "), std::string::npos) << readme;
+  EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
+  EXPECT_TRUE(std::filesystem::exists(work / "out" / "results" / "paper_comparison.md"));
+  std::tie(code, log) = sh(paper_run + (work / "first" / "member_000").string() + " " + (work / "out").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("metrics.json is missing: run bnn evaluate "), std::string::npos) << log;
+
   // The same archive again changes nothing.
   std::tie(code, log) = sh(script + "unpack " + merged.string() + " " + (work / "packs" / "first_01.tar").string());
   EXPECT_EQ(code, 0) << log;
