@@ -313,10 +313,12 @@ class BufferedPasses final : public FusedPasses {
     a.x = s.x;
     a.v = s.v;
     a.anchor = s.anchor;
-    // A pass covers the chain's coordinates; the buffer holds one normal per
-    // coordinate, two for UBU (a kernel over more would write past x and v).
+    // A pass covers the chain's coordinates (a kernel over more would write
+    // past x and v). A pass that draws fills the whole buffer, which must
+    // hold one normal per coordinate, two for UBU; the kicks draw none.
+    const bool draws = pass != detail::BufferedPass::kKickDrift && pass != detail::BufferedPass::kKick;
     const bool two_draws = pass == detail::BufferedPass::kUbu || pass == detail::BufferedPass::kUbuKick;
-    TORCH_CHECK(noise_.numel() == (two_draws ? 2 : 1) * dim_, "buffered sampler pass: a noise buffer of ",
+    TORCH_CHECK(!draws || noise_.numel() == (two_draws ? 2 : 1) * dim_, "buffered sampler pass: a noise buffer of ",
                 noise_.numel(), " normals for ", dim_, " coordinates");
     a.n = dim_;
     a.noise = noise_.data_ptr<float>();

@@ -28,15 +28,20 @@
 # scripts/pack-members.sh, unpacked into RUN_DIR and scored there by `bnn
 # evaluate`. The SLICES_TSV files (each command's slices.tsv) are joined
 # into OUT_DIR/slices.tsv for the wall time; the device is read from the
-# members' arithmetic records (status.json), not from this machine.
+# members' arithmetic records (status.json), not from this machine; and
+# BNN_COMMIT must name the commit that trained the members (this checkout's
+# may be another).
 set -euo pipefail
 
-# assemble RUN_DIR OUT_DIR DEVICE VERSION: OUT_DIR/results from RUN_DIR's
-# evaluation and OUT_DIR/slices.tsv, assembled beside it and moved in whole.
+# assemble RUN_DIR OUT_DIR DEVICE VERSION CLOSING: OUT_DIR/results from
+# RUN_DIR's evaluation and OUT_DIR/slices.tsv, assembled beside it and moved
+# in whole; CLOSING is the README's last line.
 assemble() {
-  local run="$1" out="$2" device="$3" version="$4" root
+  local run="$1" out="$2" device="$3" version="$4" closing="$5" root
   root="$(cd "$(dirname "$0")/.." && pwd)"
-  local results="$out/results" staging="$out/results.tmp.$$" f
+  local results="$out/results" f
+  staging="$out/results.tmp.$$"
+  trap 'rm -rf "$staging"' EXIT
   rm -rf "$staging"
   mkdir -p "$staging"
   for f in metrics.json metrics.csv metrics.txt report.md uncertainty.json config.yaml; do
@@ -50,10 +55,15 @@ assemble() {
       echo "paper-run: no paper_comparison.md (above: why); the results are assembled without it" >&2
   fi
   local commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
-  python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "$device" "$version" <<'EOF'
+  python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "$device" "$version" "$closing" <<'EOF'
 import csv, sys
-slices_file, readme, commit, device, version = sys.argv[1:]
+slices_file, readme, commit, device, version, closing = sys.argv[1:]
 rows = list(csv.DictReader(open(slices_file), delimiter="\t"))
+for number, r in enumerate(rows, start=2):
+    try:
+        float(r["seconds"] or "")
+    except (ValueError, KeyError):
+        sys.exit(f"paper-run: {slices_file} line {number}: seconds {r.get('seconds')!r} is not a number")
 total = sum(float(r["seconds"]) for r in rows)
 lines = [
     "# Fashion-MNIST, the SMS-UBU paper's experiment, run by bnn",
@@ -67,7 +77,7 @@ lines = [
     "| --- | --- | --- | --- |",
 ]
 lines += [f"| {r['started_utc']} | {r['seconds']} | {r['exit_code']} | `{r['command']}` |" for r in rows]
-lines += ["", "Exit code 75: stopped by `--time-limit` at epoch ends; the next command resumed the run.", ""]
+lines += ["", closing, ""]
 open(readme, "w").write("\n".join(lines))
 EOF
   rm -rf "$results.old"
@@ -84,12 +94,25 @@ if [[ "${1:-}" == "--assemble" ]]; then
   shift 3
   [[ -f "$run/metrics.json" ]] ||
     { echo "paper-run: $run/metrics.json is missing: run bnn evaluate $run first" >&2; exit 2; }
-  for tsv in "$@"; do
-    [[ -f "$tsv" ]] || { echo "paper-run: no slices table $tsv" >&2; exit 2; }
-  done
+  [[ -n "${BNN_COMMIT:-}" ]] ||
+    { echo "paper-run: --assemble needs BNN_COMMIT=<the commit that trained the members>" >&2; exit 2; }
   mkdir -p "$out"
   if [[ $# -gt 0 ]]; then
-    { head -1 "$1"; for tsv in "$@"; do tail -n +2 "$tsv"; done; } > "$out/slices.tsv.tmp"
+    # Each command's table, its header checked, joined under one header.
+    python3 - "$out/slices.tsv.tmp" "$@" <<'EOF' || exit 2
+import sys
+header = "started_utc\tseconds\texit_code\tcommand"
+joined, tables = [header], sys.argv[2:]
+for table in tables:
+    try:
+        lines = open(table).read().splitlines()
+    except OSError as e:
+        sys.exit(f"paper-run: no slices table {table} ({e.strerror})")
+    if not lines or lines[0] != header:
+        sys.exit(f"paper-run: {table} is not a slices table of paper-run.sh (its first line is not {header!r})")
+    joined += [line for line in lines[1:] if line.strip()]
+open(sys.argv[1], "w").write("\n".join(joined) + "\n")
+EOF
     mv "$out/slices.tsv.tmp" "$out/slices.tsv"
   fi
   [[ -f "$out/slices.tsv" ]] || { echo "paper-run: no $out/slices.tsv and no SLICES_TSV given" >&2; exit 2; }
@@ -105,7 +128,9 @@ print("; ".join(seen) if seen else "not recorded by the members")
 EOF
 )"
   assemble "$run" "$out" "$device (the members' records)" \
-    "the commit above, trained by the commands below and evaluated apart"
+    "the commit above, trained by the commands below and evaluated apart" \
+    "Each command trained the members it names on a machine that did not keep them; scripts/pack-members.sh \
+carried the finished ones back, and bnn evaluate scored them together."
   exit 0
 fi
 
@@ -156,4 +181,5 @@ if [[ $code -ne 0 ]]; then
 fi
 
 device="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
-assemble "$run" "$out" "${device:-no GPU (nvidia-smi not found)}" "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')"
+assemble "$run" "$out" "${device:-no GPU (nvidia-smi not found)}" "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')" \
+  "Exit code 75: stopped by \`--time-limit\` at epoch ends; the next command resumed the run."

@@ -41,7 +41,9 @@ Moments run_chains(const std::string& name, const LangevinOptions& options, int6
   auto sampler = make_sampler(name, oracle, torch::full_like(oracle.parameters(), kAnchor), options, seed);
   if (fused_path != nullptr) {
     const auto* kinetic = dynamic_cast<const KineticLangevin*>(sampler.get());
-    *fused_path = kinetic != nullptr ? kinetic->fused_path() : "not a kinetic Langevin sampler";
+    *fused_path = kinetic == nullptr         ? "not a kinetic Langevin sampler"
+                  : kinetic->fused_steps() ? kinetic->fused_path()
+                                           : "tensor operations (fused steps turned off)";
   }
   for (int64_t i = 0; i < burn_in; ++i) sampler->step();
   torch::Tensor sum = torch::zeros_like(oracle.parameters()), sq = torch::zeros_like(oracle.parameters());

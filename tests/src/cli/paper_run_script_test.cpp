@@ -55,6 +55,9 @@ TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
   const std::string readme = read_file(out / "results" / "README.md");
   EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
   EXPECT_NE(readme.find("over 2 command(s)"), std::string::npos) << readme;
+  EXPECT_NE(readme.find("\nExit code 75: stopped by `--time-limit` at epoch ends; the next command resumed the run.\n"),
+            std::string::npos)
+      << readme;
   // The CUDA runtime and driver bnn read (Note [Why no CUDA]) are part of the record.
   EXPECT_NE(readme.find("; CUDA: "), std::string::npos) << readme;
   // tiny.yaml is Fashion-MNIST: its table beside the paper's (scripts/paper_comparison.py).
@@ -176,9 +179,20 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
   EXPECT_NE(readme.find("- device: cpu, 1 thread, own model [LibTorch "), std::string::npos) << readme;
   EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
   EXPECT_TRUE(std::filesystem::exists(work / "out" / "results" / "paper_comparison.md"));
+  EXPECT_NE(readme.find("scripts/pack-members.sh carried the finished ones back"), std::string::npos) << readme;
   std::tie(code, log) = sh(paper_run + (work / "first" / "member_000").string() + " " + (work / "out").string());
   EXPECT_EQ(code, 2);
   EXPECT_NE(log.find("metrics.json is missing: run bnn evaluate "), std::string::npos) << log;
+  std::tie(code, log) = sh("env -u BNN_COMMIT " + paper_run + merged.string() + " " + (work / "out").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("--assemble needs BNN_COMMIT=<the commit that trained the members>"), std::string::npos) << log;
+  std::tie(code, log) = sh("BNN_COMMIT=c " + paper_run + merged.string() + " " + (work / "out").string() + " " +
+                           (work / "a.tsv").string() + " " + (work / "both" / "metrics.csv").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find((work / "both" / "metrics.csv").string() + " is not a slices table of paper-run.sh"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(read_file(work / "out" / "results" / "README.md"), readme);  // the refusals left the results as they were
 
   // The same archive again changes nothing.
   std::tie(code, log) = sh(script + "unpack " + merged.string() + " " + (work / "packs" / "first_01.tar").string());

@@ -100,6 +100,7 @@ TEST_F(CudaSync, SamplingStepsDoNotWaitForTheGpu) {
       const auto* kinetic = dynamic_cast<const samplers::KineticLangevin*>(sampler.get());
       ASSERT_NE(kinetic, nullptr) << name;
       EXPECT_EQ(kinetic->fused_path(), "buffered passes on " + flat.values().device().str()) << name;
+      EXPECT_TRUE(kinetic->fused_steps()) << name << ": the passes are made but not used (BNN_FUSED_STEPS=0?)";
     }
     torch::cuda::synchronize();
     {
