@@ -158,11 +158,11 @@ void write_manifest(const std::filesystem::path& dir, const nlohmann::json& mani
 // nothing, if another command's manifest appeared meanwhile: the caller
 // checks again against it.
 bool publish_manifest(const std::filesystem::path& dir, const nlohmann::json& manifest, bool checked_one) {
-  std::filesystem::create_directories(dir);
   if (checked_one) {
-    io::write_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
+    write_manifest(dir, manifest);
     return true;
   }
+  std::filesystem::create_directories(dir);
   return io::create_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
 }
 

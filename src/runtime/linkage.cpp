@@ -163,8 +163,8 @@ std::string onednn_kernels() {
   using GetIsa = int (*)();
   auto version = reinterpret_cast<GetVersion>(::dlsym(RTLD_DEFAULT, "dnnl_version"));
   auto isa = reinterpret_cast<GetIsa>(::dlsym(RTLD_DEFAULT, "dnnl_get_effective_cpu_isa"));
-  if (version == nullptr || version() == nullptr) return "";
-  const Version* v = version();
+  const Version* v = version != nullptr ? version() : nullptr;
+  if (v == nullptr) return "";
   std::string out = fmt::format("oneDNN {}.{}.{}", v->major, v->minor, v->patch);
   if (isa != nullptr) out += fmt::format(" ISA {:#x}", isa());
   return out;
