@@ -110,7 +110,15 @@ for table in tables:
         sys.exit(f"paper-run: no slices table {table} ({e.strerror})")
     if not lines or lines[0] != header:
         sys.exit(f"paper-run: {table} is not a slices table of paper-run.sh (its first line is not {header!r})")
-    joined += [line for line in lines[1:] if line.strip()]
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        try:
+            float(fields[1] if len(fields) == 4 else "")
+        except ValueError:
+            sys.exit(f"paper-run: {table} line {number}: not a slice (four fields, the seconds a number): {line!r}")
+        joined.append(line)
 open(sys.argv[1], "w").write("\n".join(joined) + "\n")
 EOF
     mv "$out/slices.tsv.tmp" "$out/slices.tsv"

@@ -192,6 +192,24 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
   EXPECT_NE(log.find((work / "both" / "metrics.csv").string() + " is not a slices table of paper-run.sh"),
             std::string::npos)
       << log;
+  bnn::io::write_file_atomically(work / "bad.tsv", "started_utc\tseconds\texit_code\tcommand\n"
+                                                 "2026-11-25T10:00:00Z\tsoon\t0\tbnn run\n");
+  std::tie(code, log) = sh("BNN_COMMIT=c " + paper_run + merged.string() + " " + (work / "out").string() + " " +
+                           (work / "bad.tsv").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("bad.tsv line 2: not a slice (four fields, the seconds a number): "), std::string::npos) << log;
+  std::tie(code, log) = sh("BNN_COMMIT=c " + paper_run + merged.string() + " " + (work / "empty_out").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("no " + (work / "empty_out").string() + "/slices.tsv and no SLICES_TSV given"),
+            std::string::npos)
+      << log;
+  std::tie(code, log) = sh("BNN_COMMIT=c " + paper_run + merged.string() + " " + (work / "out").string() +
+                           " " + (work / "none.tsv").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("no slices table " + (work / "none.tsv").string()), std::string::npos) << log;
+  for (const auto& e : std::filesystem::directory_iterator(work / "out")) {
+    EXPECT_NE(e.path().filename().string().rfind("results.tmp", 0), 0u) << e.path();  // no staging folder left
+  }
   EXPECT_EQ(read_file(work / "out" / "results" / "README.md"), readme);  // the refusals left the results as they were
 
   // The same archive again changes nothing.
@@ -232,6 +250,33 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
       << log;
   EXPECT_FALSE(std::filesystem::exists(work / "partial" / "member_000" / "status.json"));
   EXPECT_FALSE(std::filesystem::exists(work / "partial" / "config.yaml"));
+  // A member trained again differs from the one the folder holds.
+  std::tie(code, log) = sh(script + "unpack " + merged.string() + " " + (work / "packs" / "both_02.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("member_001 in " + (work / "packs" / "both_02.tar").string() + " differs from " +
+                     (merged / "member_001").string() + " (their status.json differ)"),
+            std::string::npos)
+      << log;
+  std::tie(code, log) = sh(script + "unpack " + merged.string() + " " + (work / "packs" / "none.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("pack-members: no archive " + (work / "packs" / "none.tar").string()), std::string::npos) << log;
+  std::tie(code, log) = sh(script + "unpack " + (work / "a.tsv").string() + " " +
+                           (work / "packs" / "first_01.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find((work / "a.tsv").string() + " is not a folder"), std::string::npos) << log;
+  // What pack refuses: a run folder without its files, or without a finished member.
+  std::tie(code, log) = sh(script + "pack " + (work / "partial").string() + " " + (work / "x").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find((work / "partial" / "config.yaml").string() + " is missing: not a finished bnn run"),
+            std::string::npos)
+      << log;
+  for (const std::string f : {"config.yaml", "labels.npy", "preprocess.json"}) {
+    std::filesystem::copy_file(merged / f, work / "partial" / f);
+  }
+  std::tie(code, log) = sh(script + "pack " + (work / "partial").string() + " " + (work / "x").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find("pack-members: not finished, left out: member_000"), std::string::npos) << log;
+  EXPECT_NE(log.find((work / "partial").string() + " has no finished member to pack"), std::string::npos) << log;
   // After every refusal, the merged folder holds what it held.
   EXPECT_EQ(static_cast<size_t>(std::distance(std::filesystem::directory_iterator(merged),
                                               std::filesystem::directory_iterator())),
