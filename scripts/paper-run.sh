@@ -35,7 +35,7 @@ set -euo pipefail
 
 # assemble RUN_DIR OUT_DIR DEVICE VERSION CLOSING: OUT_DIR/results from
 # RUN_DIR's evaluation and OUT_DIR/slices.tsv, assembled beside it and moved
-# in whole; CLOSING is the README's last line.
+# in whole; CLOSING, if not empty, is the README's last line.
 assemble() {
   local run="$1" out="$2" device="$3" version="$4" closing="$5" root
   root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -56,7 +56,7 @@ assemble() {
   fi
   local commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
   python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "$device" "$version" "$closing" <<'EOF'
-import csv, sys
+import csv, os, sys
 slices_file, readme, commit, device, version, closing = sys.argv[1:]
 rows = list(csv.DictReader(open(slices_file), delimiter="\t"))
 for number, r in enumerate(rows, start=2):
@@ -65,8 +65,21 @@ for number, r in enumerate(rows, start=2):
     except (ValueError, KeyError):
         sys.exit(f"paper-run: {slices_file} line {number}: seconds {r.get('seconds')!r} is not a number")
 total = sum(float(r["seconds"]) for r in rows)
+# The title names what was run, from the run's own config.yaml (bnn writes every key, in block style).
+setting, section = {}, None
+try:
+    for line in open(os.path.join(os.path.dirname(readme), "config.yaml")).read().splitlines():
+        if line.endswith(":") and not line.startswith(" "):
+            section = line[:-1]
+        elif line.startswith("  ") and not line.startswith("   ") and ": " in line:
+            key, value = line.strip().split(": ", 1)
+            setting[f"{section}.{key}"] = value.strip('"')
+except OSError:
+    pass
+title = ", ".join(filter(None, [setting.get("data.dataset"), setting.get("model.name"),
+                                setting.get("run.members") and f"{setting['run.members']} members"]))
 lines = [
-    "# Fashion-MNIST, the SMS-UBU paper's experiment, run by bnn",
+    f"# {title or 'A run'}: results of bnn",
     "",
     f"- bnn commit: `{commit}`",
     f"- bnn: {version.strip(';').replace(';', '; ')}",
@@ -77,7 +90,7 @@ lines = [
     "| --- | --- | --- | --- |",
 ]
 lines += [f"| {r['started_utc']} | {r['seconds']} | {r['exit_code']} | `{r['command']}` |" for r in rows]
-lines += ["", closing, ""]
+lines += ["", closing, ""] if closing else [""]
 open(readme, "w").write("\n".join(lines))
 EOF
   rm -rf "$results.old"
@@ -85,6 +98,20 @@ EOF
   mv "$staging" "$results"
   rm -rf "$results.old"
   echo "paper-run: finished; results in $results"
+}
+
+# members_arithmetic RUN_DIR: the members' own record of where they ran
+# (Note [Arithmetic platform]), each entry once.
+members_arithmetic() {
+  python3 - "$1" <<'EOF'
+import glob, json, os, sys
+seen = []
+for path in sorted(glob.glob(os.path.join(sys.argv[1], "member_*", "status.json"))):
+    for entry in json.load(open(path)).get("arithmetic", []):
+        if entry not in seen:
+            seen.append(entry)
+print("; ".join(seen) if seen else "not recorded by the members")
+EOF
 }
 
 if [[ "${1:-}" == "--assemble" ]]; then
@@ -124,17 +151,7 @@ EOF
     mv "$out/slices.tsv.tmp" "$out/slices.tsv"
   fi
   [[ -f "$out/slices.tsv" ]] || { echo "paper-run: no $out/slices.tsv and no SLICES_TSV given" >&2; exit 2; }
-  # The members' own record of where they ran (Note [Arithmetic platform]).
-  device="$(python3 - "$run" <<'EOF'
-import glob, json, os, sys
-seen = []
-for path in sorted(glob.glob(os.path.join(sys.argv[1], "member_*", "status.json"))):
-    for entry in json.load(open(path)).get("arithmetic", []):
-        if entry not in seen:
-            seen.append(entry)
-print("; ".join(seen) if seen else "not recorded by the members")
-EOF
-)"
+  device="$(members_arithmetic "$run")"
   assemble "$run" "$out" "$device (the members' records)" \
     "the commit above, trained by the commands below and evaluated apart" \
     "Each command trained the members it names on a machine that did not keep them; scripts/pack-members.sh \
@@ -188,6 +205,11 @@ if [[ $code -ne 0 ]]; then
   exit "$code"
 fi
 
-device="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
-assemble "$run" "$out" "${device:-no GPU (nvidia-smi not found)}" "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')" \
-  "Exit code 75: stopped by \`--time-limit\` at epoch ends; the next command resumed the run."
+gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
+device="${gpu:-no GPU (nvidia-smi not found)}; $(members_arithmetic "$run") (the members' records)"
+closing=""
+if cut -f3 "$out/slices.tsv" | grep -qx 75; then
+  closing="Exit code 75: stopped by \`--time-limit\` at epoch ends; the next command resumed the run."
+fi
+assemble "$run" "$out" "$device" "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')" \
+  "$closing"

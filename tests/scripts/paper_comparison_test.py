@@ -42,12 +42,53 @@ ROWS = [
 ]
 
 
+# configs/fashion_mnist_paper.yaml as bnn writes a run's config.yaml (yaml-cpp's block style, floats at full
+# precision), shortened to the keys the script reads and a few it does not.
+PAPER_CONFIG = """data:
+  dataset: fashion_mnist
+  dir: /usr/share/datasets/fashion-mnist
+  train_limit: 0
+  test_limit: 0
+  batch_size: 200
+  augment_copies:
+    - 18
+    - 6
+model:
+  name: fmnist_cnn
+  hidden:
+    - 256
+    - 256
+  path: ""
+prior:
+  precision: 1
+adam:
+  epochs: 15
+  lr: 0.01
+swa:
+  epochs: 5
+  lr: 0.001
+sampler:
+  name: sms_ubu
+  epochs: 40
+  burn_in: 10
+  thin: 0
+  step_size: 0.000125
+  rho: 0.1414213562373095
+  gradient: control_variate
+evaluation:
+  bn_batches: 20
+"""
+
+
 class PaperComparison(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="bnn_paper_comparison")
         self.addCleanup(shutil.rmtree, self.dir)
 
-    def run_script(self, metrics):
+    def run_script(self, metrics, config=None):
+        if config is not None:
+            with open(os.path.join(self.dir, "config.yaml"), "w") as f:
+                f.write(config)
         path = os.path.join(self.dir, "metrics.json")
         with open(path, "w") as f:
             f.write(metrics if isinstance(metrics, str) else json.dumps(metrics))
@@ -58,9 +99,9 @@ class PaperComparison(unittest.TestCase):
         with open(out) as f:
             return r, f.read()
 
-    def lines_for_rows(self):
+    def lines_for_rows(self, config=None):
         # The script on ROWS, which it must accept; its output's lines.
-        r, text = self.run_script({"ensembles": ROWS})
+        r, text = self.run_script({"ensembles": ROWS}, config)
         self.assertEqual(r.returncode, 0, r.stderr)
         return text.splitlines()
 
@@ -75,6 +116,37 @@ class PaperComparison(unittest.TestCase):
         self.assertIn("Ours: mean ± standard deviation over the 64 members. Published: the paper's reference code, "
                       "64 runs, means only. A difference larger than our standard deviation is marked *explain*.",
                       lines)
+
+    def test_a_config_in_the_papers_setting_keeps_the_flags(self):
+        self.assertEqual(self.lines_for_rows(), self.lines_for_rows(PAPER_CONFIG))
+
+    def test_a_run_outside_the_papers_setting_is_shown_unflagged(self):
+        # configs/fashion_mnist_mlp.yaml's differences, a key the paper sets left out, and a number
+        # written at full precision that equals the paper's (0.001) is no difference.
+        config = (PAPER_CONFIG.replace("name: fmnist_cnn", "name: mlp").replace("lr: 0.01", "lr: 0.002")
+                  .replace("  burn_in: 10\n", "").replace("lr: 0.001", "lr: 0.0010000000000000000208"))
+        lines = self.lines_for_rows(config)
+        self.assertIn("Ours: mean ± standard deviation over the 64 members. Published: the paper's reference code, "
+                      "64 runs, means only. This run is not in the paper's setting, so its differences are not "
+                      "marked: it differs in model.name mlp (the paper's fmnist_cnn); adam.lr 0.002 (the paper's "
+                      "0.01); sampler.burn_in (absent) (the paper's 10).", lines)
+        self.assertIn("| SMS-UBU | ace | 0.0100 ± 0.0010 | 0.0032 | +0.0068 | 6.8 |  |", lines)
+        self.assertIn("| SMS-UBU | rps | 0.0180 ± 0.0000 | 0.0177 | +0.0003 | inf |  |", lines)
+        self.assertFalse([l for l in lines if "explain" in l or "differences are larger" in l], lines)
+        self.assertIn("Not in the paper's setting: the differences measure the settings as much as bnn.", lines)
+        # The claims are the paper's for any model.
+        self.assertIn("2 claim(s) not held over 2 ensemble size(s).", lines)
+
+    def test_the_settings_are_those_of_the_configs(self):
+        # The script's idea of the paper's setting is configs/fashion_mnist_paper.yaml's, comments and all;
+        # the CPU-sized configs/fashion_mnist_mlp.yaml differs in its model and learning rates alone.
+        sys.path.insert(0, os.path.dirname(SCRIPT))
+        import paper_comparison
+        configs = os.path.join(os.path.dirname(SCRIPT), "..", "configs")
+        self.assertEqual(paper_comparison.setting_differences(os.path.join(configs, "fashion_mnist_paper.yaml")), [])
+        self.assertEqual(paper_comparison.setting_differences(os.path.join(configs, "fashion_mnist_mlp.yaml")),
+                         ["model.name mlp (the paper's fmnist_cnn)", "adam.lr 0.002 (the paper's 0.01)",
+                          "swa.lr 0.0005 (the paper's 0.001)"])
 
     def test_claims_size_by_size(self):
         lines = self.lines_for_rows()

@@ -21,10 +21,11 @@
 namespace {
 
 
-int paper_run(const std::filesystem::path& work, const std::string& options, const std::string& log) {
+int paper_run(const std::filesystem::path& work, const std::string& options, const std::string& log,
+              const std::string& out = "out") {
   const std::string cmd = "BNN_COMMIT=test-commit " + std::string(BNN_SOURCE_DIR) + "/scripts/paper-run.sh --config " +
                           BNN_SOURCE_DIR + "/configs/tiny.yaml " + BNN_BINARY + " " + (work / "run").string() + " " +
-                          (work / "out").string() + " --device cpu --threads 1 " + options + " > " +
+                          (work / out).string() + " --device cpu --threads 1 " + options + " > " +
                           (work / log).string() + " 2>&1";
   return WEXITSTATUS(std::system(cmd.c_str()));
 }
@@ -60,10 +61,25 @@ TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
       << readme;
   // The CUDA runtime and driver bnn read (Note [Why no CUDA]) are part of the record.
   EXPECT_NE(readme.find("; CUDA: "), std::string::npos) << readme;
-  // tiny.yaml is Fashion-MNIST: its table beside the paper's (scripts/paper_comparison.py).
+  // What ran, from the run's config.yaml, and where, from the members' own records.
+  EXPECT_EQ(readme.rfind("# fashion_mnist, mlp, 2 members: results of bnn\n", 0), 0U) << readme;
+  EXPECT_NE(readme.find("cpu, 1 thread, own model [LibTorch "), std::string::npos) << readme;
+  EXPECT_NE(readme.find("] (the members' records)\n"), std::string::npos) << readme;
+  // tiny.yaml is Fashion-MNIST: its table beside the paper's (scripts/paper_comparison.py), read from the
+  // results' config.yaml as not in the paper's setting, so without flags.
   const std::string comparison = read_file(out / "results" / "paper_comparison.md");
   EXPECT_NE(comparison.find("| SMS-UBU | nll | "), std::string::npos) << comparison;
-  EXPECT_NE(comparison.find("differences are larger than our standard deviation."), std::string::npos) << comparison;
+  EXPECT_NE(comparison.find("so its differences are not marked: it differs in data.train_limit 1000 (the paper's 0); "
+                            "data.test_limit 500 (the paper's 0); data.batch_size 100 (the paper's 200); model.name "
+                            "mlp (the paper's fmnist_cnn);"),
+            std::string::npos)
+      << comparison;
+  EXPECT_EQ(comparison.find("differences are larger than our standard deviation."), std::string::npos) << comparison;
+  // Results of one command that finished say nothing of exit code 75.
+  EXPECT_EQ(paper_run(work, "", "log3.txt", "out_once"), 0) << read_file(work / "log3.txt");
+  const std::string once = read_file(work / "out_once" / "results" / "README.md");
+  EXPECT_NE(once.find("over 1 command(s)"), std::string::npos) << once;
+  EXPECT_EQ(once.find("Exit code 75"), std::string::npos) << once;
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }
 
