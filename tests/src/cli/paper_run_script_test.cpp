@@ -302,6 +302,17 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
   EXPECT_EQ(code, 2);
   EXPECT_NE(log.find((work / "garbage.tar").string() + " is not a tar archive"), std::string::npos) << log;
   EXPECT_FALSE(std::filesystem::exists(work / "fresh"));
+  // A tar archive, but not one pack wrote.
+  std::filesystem::create_directories(work / "stray");
+  bnn::io::write_file_atomically(work / "stray" / "notes.txt", "not a run\n");
+  std::tie(code, log) = sh("tar -cf " + (work / "stray.tar").string() + " -C " + (work / "stray").string() +
+                           " notes.txt && " + script + "unpack " + (work / "fresh").string() + " " +
+                           (work / "stray.tar").string());
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(log.find((work / "stray.tar").string() + " is not an archive of pack-members.sh (no bnn.json)"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(work / "fresh"));
   std::tie(code, log) = sh(script + "pack " + (work / "packs").string() + " " + (work / "x").string());
   EXPECT_EQ(code, 2);
   EXPECT_NE(log.find("holds no bnn run (no bnn.json)"), std::string::npos) << log;
