@@ -353,7 +353,7 @@ std::vector<Field> fields(Config& c) {
            "nogin only: gradient-noise covariance from the batch's per-example gradients (N_b backward passes "
            "per step); diagonal (O(N_b d)) or low_rank (whole sample covariance by Woodbury, O(N_b^2 d))."),
       number("sampler.max_loss_increase", c.sampler.max_loss_increase, "1.0", {0, kInf, true, true},
-             "Divergence check (docs/reliability.md): a member whose mean training loss per example over the "
+             "Divergence check (Note [Divergence check]): a member whose mean training loss per example over the "
              "sampling epochs after burn-in exceeds x*'s by more than this is marked diverged (run exits 3); "
              ".inf turns it off."),
       number("sampler.max_accuracy_drop", c.sampler.max_accuracy_drop, "0.25", {0, kInf, true, true},
