@@ -55,9 +55,9 @@ assemble() {
       echo "paper-run: no paper_comparison.md (above: why); the results are assembled without it" >&2
   fi
   local commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
-  python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "$device" "$version" "$closing" <<'EOF'
+  python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "$device" "$version" "$closing" "$root" <<'EOF'
 import csv, os, sys
-slices_file, readme, commit, device, version, closing = sys.argv[1:]
+slices_file, readme, commit, device, version, closing, root = sys.argv[1:]
 rows = list(csv.DictReader(open(slices_file), delimiter="\t"))
 for number, r in enumerate(rows, start=2):
     try:
@@ -65,17 +65,13 @@ for number, r in enumerate(rows, start=2):
     except (ValueError, KeyError):
         sys.exit(f"paper-run: {slices_file} line {number}: seconds {r.get('seconds')!r} is not a number")
 total = sum(float(r["seconds"]) for r in rows)
-# The title names what was run, from the run's own config.yaml (bnn writes every key, in block style).
-setting, section = {}, None
+# The title names what was run, from the run's own config.yaml.
+sys.path.insert(0, os.path.join(root, "scripts"))
+from paper_comparison import BadMetrics, read_setting
 try:
-    for line in open(os.path.join(os.path.dirname(readme), "config.yaml")).read().splitlines():
-        if line.endswith(":") and not line.startswith(" "):
-            section = line[:-1]
-        elif line.startswith("  ") and not line.startswith("   ") and ": " in line:
-            key, value = line.strip().split(": ", 1)
-            setting[f"{section}.{key}"] = value.strip('"')
-except OSError:
-    pass
+    setting = read_setting(os.path.join(os.path.dirname(readme), "config.yaml"))
+except BadMetrics:
+    setting = {}
 title = ", ".join(filter(None, [setting.get("data.dataset"), setting.get("model.name"),
                                 setting.get("run.members") and f"{setting['run.members']} members"]))
 lines = [
@@ -151,7 +147,7 @@ EOF
     mv "$out/slices.tsv.tmp" "$out/slices.tsv"
   fi
   [[ -f "$out/slices.tsv" ]] || { echo "paper-run: no $out/slices.tsv and no SLICES_TSV given" >&2; exit 2; }
-  device="$(members_arithmetic "$run")"
+  device="$(members_arithmetic "$run" || echo "not readable in the members' status.json")"
   assemble "$run" "$out" "$device (the members' records)" \
     "the commit above, trained by the commands below and evaluated apart" \
     "Each command trained the members it names on a machine that did not keep them; scripts/pack-members.sh \
@@ -206,9 +202,10 @@ if [[ $code -ne 0 ]]; then
 fi
 
 gpu="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2> /dev/null | head -1 || true)"
-device="${gpu:-no GPU (nvidia-smi not found)}; $(members_arithmetic "$run") (the members' records)"
+arithmetic="$(members_arithmetic "$run" || echo "not readable in the members' status.json")"
+device="${gpu:-no GPU (nvidia-smi not found)}; $arithmetic (the members' records)"
 closing=""
-if cut -f3 "$out/slices.tsv" | grep -qx 75; then
+if awk -F'\t' 'NR > 1 && $3 == 75 { found = 1 } END { exit !found }' "$out/slices.tsv"; then
   closing="Exit code 75: stopped by \`--time-limit\` at epoch ends; the next command resumed the run."
 fi
 assemble "$run" "$out" "$device" "$("$bnn" version 2>&1 | head -4 | tr '\n' ';')" \

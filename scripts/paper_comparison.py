@@ -46,14 +46,18 @@ METRICS = ["accuracy", "ace", "nll", "rps"]
 HIGHER_IS_BETTER = {"accuracy": True, "ace": False, "nll": False, "rps": False}
 MAX_CLAIM_SIZE = 16
 # The settings behind the published numbers, as bnn's config.yaml writes them
-# (configs/fashion_mnist_paper.yaml): section.key -> value.
+# (configs/fashion_mnist_paper.yaml): section.key -> value, or a tuple of the
+# values that mean the same.
+RHO = 50 ** -0.5
 PAPER_SETTING = {
     "data.dataset": "fashion_mnist",
     "data.train_limit": "0",
     "data.test_limit": "0",
     "data.batch_size": "200",
+    "data.standardize": "true",
     "model.name": "fmnist_cnn",
     "prior.precision": "1",
+    "prior.biases": "false",
     "adam.epochs": "15",
     "adam.lr": "0.01",
     "swa.epochs": "5",
@@ -63,12 +67,17 @@ PAPER_SETTING = {
     "sampler.burn_in": "10",
     "sampler.thin": "0",
     "sampler.step_size": "1.25e-4",
-    "sampler.rho": "0.1414213562373095",
+    "sampler.rho": repr(RHO),
+    "sampler.rho_max": (repr(6 * RHO), "auto"),
+    "sampler.friction": (repr(1 / RHO), "auto"),
+    "sampler.temperature": "1",
+    "sampler.order": ("auto", "sms"),
     "sampler.gradient": "control_variate",
 }
 # bnn's defaults (bnn run --help) for the keys above that a config written by hand leaves out; the
 # config.yaml bnn writes into a run folder has every key.
-DEFAULTS = {"data.train_limit": "0", "data.test_limit": "0"}
+DEFAULTS = {"data.train_limit": "0", "data.test_limit": "0", "data.standardize": "true", "prior.biases": "false",
+            "sampler.temperature": "1", "sampler.order": "auto"}
 
 
 class BadMetrics(Exception):
@@ -97,7 +106,8 @@ def load_rows(path):
 
 def read_setting(path):
     """section.key -> value for the scalar keys of a config.yaml in bnn's block style ("section:", then
-    "  key: value" lines, as bnn writes it and configs/ holds it); list items and nested blocks are skipped."""
+    "  key: value" lines, as bnn writes it and configs/ holds it, comments allowed); list items and nested
+    blocks are skipped, and a value in quotes loses them."""
     setting, section = {}, None
     try:
         with open(path) as f:
@@ -105,14 +115,17 @@ def read_setting(path):
     except OSError as e:
         raise BadMetrics(f"{path}: cannot read it ({e})")
     for line in lines:
-        top = re.fullmatch(r"([A-Za-z_]\w*):\s*", line)
+        line = re.sub(r"(^|\s)#.*", "", line).rstrip()  # a comment, in a config written by hand
+        top = re.fullmatch(r"([A-Za-z_]\w*):", line)
         if top:
             section = top.group(1)
             continue
-        key = re.fullmatch(r"  ([A-Za-z_]\w*): *(.*?)\s*", line)
-        value = re.sub(r"\s+#.*", "", key.group(2)) if key else ""  # a comment, in a config written by hand
-        if section and value:
-            setting[f"{section}.{key.group(1)}"] = value.strip('"')
+        key = re.fullmatch(r"  ([A-Za-z_]\w*): *(.*)", line)
+        if key and section and key.group(2):
+            value = key.group(2)
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            setting[f"{section}.{key.group(1)}"] = value
     return setting
 
 
@@ -121,13 +134,19 @@ def setting_differences(config_path):
     if not os.path.exists(config_path):
         return []
     setting = {**DEFAULTS, **read_setting(config_path)}
-    return [f"{key} {shown(setting.get(key, '(absent)'))} (the paper's {value})"
-            for key, value in PAPER_SETTING.items() if not same_value(setting.get(key), value)]
+    differences = []
+    for key, accepted in PAPER_SETTING.items():
+        accepted = accepted if isinstance(accepted, tuple) else (accepted,)
+        if not any(same_value(setting.get(key), value) for value in accepted):
+            differences.append(f"{key} {shown(setting.get(key, '(absent)'))} (the paper's {shown(accepted[0])})")
+    return differences
 
 
 def shown(value):
+    # A number to 12 digits: yaml-cpp's 0.00050000000000000001 is 0.0005, and two numbers that differ
+    # by more than same_value's tolerance never print alike.
     try:
-        return f"{float(value):g}"
+        return f"{float(value):.12g}"
     except ValueError:
         return value
 

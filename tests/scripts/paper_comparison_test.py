@@ -50,6 +50,7 @@ PAPER_CONFIG = """data:
   train_limit: 0
   test_limit: 0
   batch_size: 200
+  standardize: true
   augment_copies:
     - 18
     - 6
@@ -61,6 +62,7 @@ model:
   path: ""
 prior:
   precision: 1
+  biases: false
 adam:
   epochs: 15
   lr: 0.01
@@ -74,6 +76,10 @@ sampler:
   thin: 0
   step_size: 0.000125
   rho: 0.1414213562373095
+  rho_max: 0.84852813742385702
+  friction: 7.0710678118654755
+  temperature: 1
+  order: auto
   gradient: control_variate
 evaluation:
   bn_batches: 20
@@ -136,6 +142,24 @@ class PaperComparison(unittest.TestCase):
         self.assertIn("Not in the paper's setting: the differences measure the settings as much as bnn.", lines)
         # The claims are the paper's for any model.
         self.assertIn("2 claim(s) not held over 2 ensemble size(s).", lines)
+
+    def test_comments_quotes_and_autos_are_read_as_yaml_reads_them(self):
+        # A section header with a comment, quoted values, a key whose value is only a comment (empty, so
+        # absent), and rho_max and friction as `auto` (6 rho and 1 / rho) are all the paper's setting...
+        config = (PAPER_CONFIG.replace("sampler:\n", "sampler:  # SMS-UBU\n")
+                  .replace("name: fmnist_cnn", "name: 'fmnist_cnn'").replace("name: sms_ubu", 'name: "sms_ubu"')
+                  .replace("rho_max: 0.84852813742385702", "rho_max: auto   # 6 rho")
+                  .replace("friction: 7.0710678118654755", "friction: auto")
+                  .replace("  path: \"\"\n", "  path: # none\n"))
+        self.assertEqual(self.lines_for_rows(), self.lines_for_rows(config))
+        # ... and a temperature, a step size and a friction of their own are not, each shown as written
+        # to 12 digits.
+        config = (PAPER_CONFIG.replace("temperature: 1", "temperature: 0.5")
+                  .replace("step_size: 0.000125", "step_size: 0.00012500001")
+                  .replace("friction: 7.0710678118654755", "friction: 1"))
+        self.assertIn("it differs in sampler.step_size 0.00012500001 (the paper's 0.000125); sampler.friction 1 (the "
+                      "paper's 7.07106781187); sampler.temperature 0.5 (the paper's 1).",
+                      "\n".join(self.lines_for_rows(config)))
 
     def test_the_settings_are_those_of_the_configs(self):
         # The script's idea of the paper's setting is configs/fashion_mnist_paper.yaml's, comments and all;
