@@ -29,9 +29,12 @@ import subprocess
 import sys
 
 INDEX_HEADING = "## Index of Notes"
-# "Note [Name]" in a comment, its name possibly broken over comment lines; an optional " in PATH" after it,
-# where PATH has a folder or an extension (so "in the header" is no path).
-CITATION = re.compile(r"Note\s+\[([^\]]+)\](?:\s+in\s+`?([\w-]+/[\w./-]*\w|[\w-]+\.[a-z]+)\b)?")
+# "Note [Name]" (not a Markdown link "Note [text](url)"), its name possibly broken over comment lines; an
+# optional " in PATH" after it, perhaps on the next comment line, where PATH has a folder or a source file's
+# extension (so "in the header" and "in e.g." are no paths).
+_GAP = r"(?:\s|//|#)+"
+CITATION = re.compile(r"Note\s+\[([^\]]+)\](?!\()(?:" + _GAP + "in" + _GAP +
+                      r"`?([\w-]+/[\w./-]*\w|[\w-]+\.(?:h|cpp|cu|cmake|py|sh|md|yaml|txt))\b)?")
 PLACEHOLDERS = {"Name", "..."}
 SKIP_MARK = re.compile(r"^\W*check_references: skip this file\b", re.M)
 
@@ -73,9 +76,14 @@ def check(root):
     if design is None or INDEX_HEADING not in design:
         return [f"docs/design.md: no '{INDEX_HEADING}' section"]
     start = design.index(INDEX_HEADING)
+    end = design.find("\n## ", start + 1)
+    section = design[start:end if end >= 0 else len(design)]
     index, order = {}, []
-    for m in re.finditer(r"^\| ([^|`]+?) \| `([^`]+)` \|$", design[start:], re.M):
-        index[m.group(1)] = (m.group(2), line_of(design, start + m.start()))
+    for m in re.finditer(r"^\| ([^|`]+?) \| `([^`]+)` \|[ \t]*$", section, re.M):
+        line = line_of(design, start + m.start())
+        if m.group(1) in index:
+            problems.append(f"docs/design.md:{line}: Note [{m.group(1)}] is listed twice in the Index of Notes")
+        index[m.group(1)] = (m.group(2), line)
         order.append(m.group(1))
     if order != sorted(order, key=str.casefold):
         problems.append(f"docs/design.md:{line_of(design, start)}: the Index of Notes is not in alphabetical order")

@@ -49,7 +49,9 @@ class CheckReferences(unittest.TestCase):
             # A name broken over comment lines, a path without its folders, prose that is no path.
             "src/b.cpp": "// Note [Beta steps]\n// as Note [Alpha] in a.h says, and Note [Beta\n// steps] in the "
                          "header.\n",
-            "README.md": "Note [Alpha] in src/a.h; Note [Name] is how notes are cited.\n",
+            # A Markdown link is no citation, and "in e.g." no path.
+            "README.md": "Note [Alpha] in src/a.h; Note [Name] is how notes are cited; Note [the docs](x.md); "
+                         "Note [Alpha] in e.g. headers.\n",
         })
         self.assertEqual((r.returncode, r.stdout), (0, ""), r.stderr)
 
@@ -59,7 +61,9 @@ class CheckReferences(unittest.TestCase):
                               "| Gamma | `src/gone.h` |\n",
             "src/a.h": "// Note [Alpha]\n",
             "src/b.cpp": "// Beta, undefined here.\n",
-            "src/c.cpp": "\n// Note [Delta] and Note [Alpha] in src/b.cpp,\n// docs/missing.md\n",
+            # A path on the next comment line is checked too.
+            "src/c.cpp": "\n// Note [Delta] and Note [Alpha] in src/b.cpp,\n// docs/missing.md, Note [Alpha]\n"
+                         "// in src/c.cpp\n",
         })
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertEqual(r.stdout.splitlines(), [
@@ -68,7 +72,21 @@ class CheckReferences(unittest.TestCase):
             "docs/design.md:9: Note [Gamma]: no file src/gone.h",
             "src/c.cpp:2: Note [Delta] is not in docs/design.md's Index of Notes",
             "src/c.cpp:2: Note [Alpha] is in src/a.h, not src/b.cpp",
+            "src/c.cpp:3: Note [Alpha] is in src/a.h, not src/c.cpp",
             "src/c.cpp:3: docs/missing.md does not exist",
+        ])
+
+    def test_the_index_ends_at_the_next_section_and_lists_each_note_once(self):
+        r = self.tree({
+            "docs/design.md": INDEX + "| Beta steps | `src/b.cpp` |  \n\n## After\n\n| Zeta | `src/z.h` |\n",
+            "src/a.h": "// Note [Alpha]\n",
+            "src/b.cpp": "// Note [Beta steps]\n",
+            "src/z.h": "// Note [Zeta]\n",
+        })
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [
+            "docs/design.md:9: Note [Beta steps] is listed twice in the Index of Notes",
+            "src/z.h:1: Note [Zeta] is not in docs/design.md's Index of Notes",
         ])
 
     def test_no_index_and_bad_usage(self):
