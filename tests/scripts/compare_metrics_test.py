@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""scripts/compare_metrics.py on metrics.json files written here, with known answers.
+
+    python3 tests/scripts/compare_metrics_test.py   (ctest: CompareMetrics.Script)
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "compare_metrics.py")
+sys.path.insert(0, os.path.dirname(SCRIPT))
+import compare_metrics  # noqa: E402
+
+METRICS = ["accuracy", "nll", "ace", "rps", "ece", "brier"]
+
+
+def row(method, size, groups, mean, std, **overrides):
+    # Every metric at (mean, std) but those overridden with their own (mean, std).
+    out = {"method": method, "size": size, "groups": groups, "entropy": {"mean": 0.2, "std": 0.0}}
+    for m in METRICS:
+        value = overrides.get(m, (mean, std))
+        out[m] = {"mean": value[0], "std": value[1]}
+    return out
+
+
+class StudentT(unittest.TestCase):
+    def test_known_tail_probabilities(self):
+        # Two-sided critical values from the t table; df = 1 is the Cauchy distribution, whose tail is
+        # 1 - 2 atan(t) / pi; a very large df is the normal distribution.
+        self.assertAlmostEqual(compare_metrics.t_two_sided(2.228138852, 10), 0.05, places=9)
+        self.assertAlmostEqual(compare_metrics.t_two_sided(5.840909309, 3), 0.01, places=9)
+        self.assertAlmostEqual(compare_metrics.t_two_sided(12.70620474, 1), 0.05, places=9)
+        for t in (0.3, 1.0, 7.0):
+            self.assertAlmostEqual(compare_metrics.t_two_sided(t, 1), 1 - 2 * math.atan(t) / math.pi, places=12)
+        self.assertAlmostEqual(compare_metrics.t_two_sided(3.0, 1e9), math.erfc(3 / math.sqrt(2)), places=8)
+        self.assertEqual(compare_metrics.t_two_sided(0.0, 4), 1.0)
+
+    def test_welch(self):
+        # n = 5 groups each, std (ddof 0) 0.02: standard errors 0.01, t = 0.05 / sqrt(2e-4), df = 8.
+        p = compare_metrics.welch_p((0.30, 0.02), (0.25, 0.02), 5, 5)
+        self.assertAlmostEqual(p, compare_metrics.t_two_sided(0.05 / math.sqrt(2e-4), 8.0), places=12)
+        self.assertIsNone(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.01), 1, 4))
+        self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.0), 4, 4), 1.0)
+        self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.2, 0.0), 4, 4), 0.0)
+
+
+class CompareMetrics(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="bnn_compare_metrics")
+        self.addCleanup(shutil.rmtree, self.dir)
+
+    def run_script(self, a, b, *options):
+        paths = []
+        for name, table in (("a.json", a), ("b.json", b)):
+            path = os.path.join(self.dir, name)
+            with open(path, "w") as f:
+                f.write(table if isinstance(table, str) else json.dumps({"ensembles": table}))
+            paths.append(path)
+        return subprocess.run([sys.executable, SCRIPT, *options, *paths], capture_output=True, text=True)
+
+    def test_the_same_table_differs_nowhere(self):
+        table = [row("adam", 1, 16, 0.3, 0.01), row("bayes", 1, 16, 0.2, 0.01), row("bayes", 16, 1, 0.2, 0.0)]
+        r = self.run_script(table, table, "--labels", "cpu", "gpu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        self.assertEqual(lines[0], "| method | size | groups (cpu, gpu) | metric | cpu | gpu | cpu - gpu | p | |")
+        self.assertIn("| bayes | 1 | 16, 16 | nll | 0.2000 | 0.2000 | +0.0000 | 1 |  |", lines)
+        self.assertIn("| bayes | 16 | 1, 1 | nll | 0.2000 | 0.2000 | +0.0000 | n/a |  |", lines)
+        self.assertEqual(lines[-1], "0 of 12 differences are marked: p below 0.01 / 12 = 0.00083 (Welch's t-test; "
+                                    "sizes with one group in either run are not tested).")
+
+    def test_a_shift_of_a_few_standard_errors_is_marked(self):
+        # Size 1, 16 groups, std 0.004: standard error 0.004 / sqrt(15) = 0.00103 a side. An NLL 0.01 higher
+        # is t = 6.8 on 30 degrees of freedom, p ~ 1.5e-7: marked. An ACE 0.003 higher is t = 2.05, p ~ 0.05:
+        # not, with 6 tests at 0.01 / 6.
+        a = [row("bayes", 1, 16, 0.2, 0.004)]
+        b = [row("bayes", 1, 16, 0.2, 0.004, nll=(0.21, 0.004), ace=(0.203, 0.004))]
+        r = self.run_script(a, b)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        lines = r.stdout.splitlines()
+        t = 0.01 / math.sqrt(2 * 0.004 ** 2 / 15)
+        p = compare_metrics.t_two_sided(t, 30.0)
+        self.assertIn(f"| bayes | 1 | 16, 16 | nll | 0.2000 | 0.2100 | -0.0100 | {p:.2g} | differs |", lines)
+        self.assertTrue(1e-7 < p < 1e-6, p)
+        ace = [line for line in lines if "| ace |" in line][0]
+        self.assertTrue(ace.endswith(" |  |"), ace)
+        self.assertEqual(lines[-1], "1 of 6 differences are marked: p below 0.01 / 6 = 0.0017 (Welch's t-test; "
+                                    "sizes with one group in either run are not tested).")
+
+    def test_two_groups_are_not_over_read(self):
+        # Two groups a side whose spreads happen to be small: the difference is 11 of its estimated standard
+        # errors, which a normal test would mark (p ~ 1e-29), but the spread of two values is itself a guess
+        # (Welch's df = 2 here), and p = 0.0077 is not below 0.01 / 6.
+        a = [row("adam", 4, 2, 0.9012, 0.00005)]
+        b = [row("adam", 4, 2, 0.9020, 0.00005)]
+        r = self.run_script(a, b)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        p = compare_metrics.t_two_sided(0.0008 / math.sqrt(2 * 0.00005 ** 2), 2.0)
+        self.assertAlmostEqual(p, 0.0077, places=4)
+        self.assertIn(f"| adam | 4 | 2, 2 | accuracy | 0.9012 | 0.9020 | -0.0008 | {p:.2g} |  |", r.stdout.splitlines())
+
+    def test_bad_input_is_one_line(self):
+        good = [row("adam", 1, 4, 0.3, 0.01)]
+        cases = [
+            ("{not json", good, "cannot read it as JSON"),
+            ([], good, "no ensemble rows (is it a bnn run's metrics.json?)"),
+            ([{"method": "adam", "size": 1, "groups": 4}], good, "an ensemble row lacks or garbles 'accuracy'"),
+            ([row("swa", 1, 4, 0.3, 0.01)], good, "the two tables share no method and ensemble size"),
+        ]
+        for a, b, message in cases:
+            r = self.run_script(a, b)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(message, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertEqual(r.stdout, "")
+        for options in (["--alpha", "2"], ["--alpha", "x"], ["--labels", "a"], ["--bogus"]):
+            r = self.run_script(good, good, *options)
+            self.assertEqual(r.returncode, 2, options)
+            self.assertIn("usage: scripts/compare_metrics.py [--labels A B] [--alpha P] METRICS_A METRICS_B",
+                          r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
