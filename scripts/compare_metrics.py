@@ -25,32 +25,18 @@ are not independent).
 Exits 0 when no row is marked, 1 when one is, 2 for bad input.
 Standard library only.
 """
-import json
 import math
 import sys
+
+from paper_comparison import BadMetrics, load_ensembles
 
 METRICS = ["accuracy", "nll", "ace", "rps", "ece", "brier"]
 
 
-class BadInput(Exception):
-    pass
-
-
 def load(path):
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        raise BadInput(f"{path}: cannot read it as JSON ({e})")
-    rows = {}
-    for row in data.get("ensembles", []) if isinstance(data, dict) else []:
-        try:
-            rows[(row["method"], int(row["size"]))] = (
-                int(row["groups"]), {m: (float(row[m]["mean"]), float(row[m]["std"])) for m in METRICS})
-        except (KeyError, TypeError, ValueError) as e:
-            raise BadInput(f"{path}: an ensemble row lacks or garbles {e}: {row}")
+    rows = load_ensembles(path, METRICS)
     if not rows:
-        raise BadInput(f"{path}: no ensemble rows (is it a bnn run's metrics.json?)")
+        raise BadMetrics(f"{path}: no ensemble rows (is it a bnn run's metrics.json?)")
     return rows
 
 
@@ -108,7 +94,7 @@ def compare(rows_a, rows_b, labels, alpha):
     order = {"adam": 0, "swa": 1, "bayes": 2}
     keys = sorted(set(rows_a) & set(rows_b), key=lambda k: (k[1], order.get(k[0], 3), k[0]))
     if not keys:
-        raise BadInput("the two tables share no method and ensemble size")
+        raise BadMetrics("the two tables share no method and ensemble size")
     results = []
     for method, size in keys:
         (n_a, m_a), (n_b, m_b) = rows_a[(method, size)], rows_b[(method, size)]
@@ -154,7 +140,7 @@ def main(argv):
         return 2
     try:
         lines, marked = compare(load(args[0]), load(args[1]), labels, alpha)
-    except BadInput as e:
+    except BadMetrics as e:
         print(f"compare_metrics: {e}", file=sys.stderr)
         return 2
     print("\n".join(lines))

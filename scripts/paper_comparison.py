@@ -84,7 +84,9 @@ class BadMetrics(Exception):
     pass
 
 
-def load_rows(path):
+def load_ensembles(path, metrics):
+    """(method, size) -> (groups, {metric: (mean, std)}) from a bnn run's metrics.json; BadMetrics names
+    what is wrong (scripts/compare_metrics.py reads tables with it too)."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -94,10 +96,15 @@ def load_rows(path):
     for row in data.get("ensembles", []) if isinstance(data, dict) else []:
         try:
             key = (row["method"], int(row["size"]))
-            rows[key] = {m: (float(row[m]["mean"]), float(row[m]["std"])) for m in METRICS}
-            rows[key]["groups"] = int(row["groups"])
+            values = {m: (float(row[m]["mean"]), float(row[m]["std"])) for m in metrics}
+            rows[key] = (int(row["groups"]), values)
         except (KeyError, TypeError, ValueError) as e:
             raise BadMetrics(f"{path}: an ensemble row lacks or garbles {e}: {row}")
+    return rows
+
+
+def load_rows(path):
+    rows = {key: {**values, "groups": groups} for key, (groups, values) in load_ensembles(path, METRICS).items()}
     for method in PUBLISHED:
         if (method, 1) not in rows:
             raise BadMetrics(f"{path}: no '{method}' row of ensemble size 1 (is it a bnn run's metrics.json?)")
