@@ -13,14 +13,16 @@ the n disjoint groups of members of that size, and its standard error is
 std / sqrt(n - 1), std being the table's standard deviation across the
 groups (divided by n, as bnn writes it); the degrees of freedom are
 Welch-Satterthwaite's, so that a size with few groups, whose spread is
-itself uncertain, is not over-read. Members of the two runs are independent
-chains whatever their seeds, since their arithmetic differs. A size with
+itself uncertain, is not over-read. The two runs' members are treated as
+independent. Where the runs share seeds (the same x*, or chains whose bits
+differ only by the arithmetic), their members are positively correlated,
+which makes the test conservative: it marks less than it could. A size with
 one group in either run has no spread and is not tested.
 
 A row is marked when its p-value is below P / (the number of rows tested),
 P = 0.01 by default (Bonferroni: the chance of marking any row when the two
-runs sample the same thing is at most P, although rows that share members
-are not independent).
+runs sample the same thing is at most P, whatever the dependence between
+rows, which share members).
 
 Exits 0 when no row is marked, 1 when one is, 2 for bad input.
 Standard library only.

@@ -44,6 +44,10 @@ class StudentT(unittest.TestCase):
         # n = 5 groups each, std (ddof 0) 0.02: standard errors 0.01, t = 0.05 / sqrt(2e-4), df = 8.
         p = compare_metrics.welch_p((0.30, 0.02), (0.25, 0.02), 5, 5)
         self.assertAlmostEqual(p, compare_metrics.t_two_sided(0.05 / math.sqrt(2e-4), 8.0), places=12)
+        # Unequal spreads and counts: standard errors^2 0.03^2 / 3 and 0.01^2 / 8, t = 2.8284, Welch's
+        # df = 3.2531; p from an independent computation (mpmath's incomplete beta).
+        self.assertAlmostEqual(compare_metrics.welch_p((0.30, 0.03), (0.25, 0.01), 4, 9), 0.0603041, places=7)
+        self.assertAlmostEqual(compare_metrics.welch_p((0.25, 0.01), (0.30, 0.03), 9, 4), 0.0603041, places=7)
         self.assertIsNone(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.01), 1, 4))
         self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.0), 4, 4), 1.0)
         self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.2, 0.0), 4, 4), 0.0)
@@ -76,7 +80,7 @@ class CompareMetrics(unittest.TestCase):
 
     def test_a_shift_of_a_few_standard_errors_is_marked(self):
         # Size 1, 16 groups, std 0.004: standard error 0.004 / sqrt(15) = 0.00103 a side. An NLL 0.01 higher
-        # is t = 6.8 on 30 degrees of freedom, p ~ 1.5e-7: marked. An ACE 0.003 higher is t = 2.05, p ~ 0.05:
+        # is t = 6.8 on 30 degrees of freedom, p ~ 1.4e-7: marked. An ACE 0.003 higher is t = 2.05, p ~ 0.05:
         # not, with 6 tests at 0.01 / 6.
         a = [row("bayes", 1, 16, 0.2, 0.004)]
         b = [row("bayes", 1, 16, 0.2, 0.004, nll=(0.21, 0.004), ace=(0.203, 0.004))]
