@@ -87,12 +87,13 @@ pack() {
   local top_bytes
   top_bytes=$(printf '%s\n' "${top_files[@]}" | tar_bytes "$run")
   local batch=() batch_bytes=0 archive=0 too_big=0
+  declare -A files=()  # member name -> its files, listed once for both the sizing and the archive
   flush() {
     [[ ${#batch[@]} -gt 0 ]] || return 0
     archive=$((archive + 1))
     local name list=("${top_files[@]}") m
     name="$(printf '%s_%02d.tar' "$prefix" "$archive")"
-    for m in "${batch[@]}"; do mapfile -t -O "${#list[@]}" list < <(member_files "$run/$m"); done
+    for m in "${batch[@]}"; do mapfile -t -O "${#list[@]}" list <<< "${files[$m]}"; done
     tar -cf "$name.tmp" -C "$run" -- "${list[@]}" || { rm -f "$name.tmp"; die "tar could not write $name"; }
     mv "$name.tmp" "$name"
     echo "pack-members: $name: ${#batch[@]} member(s) (${batch[*]}), $(($(stat -c %s "$name") / 1024)) KiB"
@@ -100,16 +101,18 @@ pack() {
     batch_bytes=0
   }
   archived() { echo $(( (top_bytes + $1 + 1024 + 10239) / 10240 * 10240 )); }
-  local bytes
+  local bytes member_name
   for member in "${members[@]}"; do
-    bytes=$(member_files "$member" | tar_bytes "$run")
+    member_name="$(basename "$member")"
+    files[$member_name]="$(member_files "$member")"
+    bytes=$(tar_bytes "$run" <<< "${files[$member_name]}")
     if [[ ${#batch[@]} -gt 0 && $(archived $((batch_bytes + bytes))) -gt $limit ]]; then flush; fi
     if [[ $(archived "$bytes") -gt $limit ]]; then
-      echo "pack-members: $(basename "$member") alone makes an archive of $(($(archived "$bytes") / 1024)) KiB," \
+      echo "pack-members: $member_name alone makes an archive of $(($(archived "$bytes") / 1024)) KiB," \
         "over the $max limit ($((limit / 1024)) KiB)" >&2
       too_big=1
     fi
-    batch+=("$(basename "$member")")
+    batch+=("$member_name")
     batch_bytes=$((batch_bytes + bytes))
   done
   flush
