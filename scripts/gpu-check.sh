@@ -1,24 +1,48 @@
 #!/usr/bin/env bash
-# The checks that need a GPU, in one go, on a machine with a CUDA pip PyTorch,
-# CMake and a compiler (docs/performance.md, "GPU"): build with
-# scripts/build-pip-torch.sh with bnn's CUDA kernels (BNN_CUDA_KERNELS=ON),
-# `bnn version`, the whole ctest (the GPU tests must run, not skip), then
-# bnn_bench_sampling and bnn_bench_members on the GPU. Logs go to OUT_DIR
-# (eight files, so that they come back from a machine that returns few).
+# The checks that need a GPU, as one command that ends on time, on a machine
+# with a CUDA pip PyTorch, CMake and a compiler (docs/performance.md, "A GPU
+# session in 15 minutes"). In this order, each step in the time the steps
+# before it left, so that what matters most is done first:
+#   1. build with scripts/build-pip-torch.sh and bnn's CUDA kernels
+#      (BNN_CUDA_KERNELS=ON);
+#   2. `bnn version` (the libstdc++ binding, the arithmetic on each GPU) and
+#      nvidia-smi;
+#   3. the GPU tests (CudaSamplers.*, CudaSync.*, CudaRun.*), which must run,
+#      not skip;
+#   4. bnn_bench_sampling --device cuda (sampling epoch / SGD epoch);
+#   5. the rest of ctest;
+#   6. bench/members_per_device.sh (member-epochs/s with K members at once)
+#      and 7. bnn_bench_members (the designs side by side): measurements,
+#      outside the verdict.
+# Logs go to OUT_DIR in eight files, so that they come back from a machine
+# that returns few: summary.txt (each step's exit code and seconds, the
+# verdict last), build.log, version.txt, ctest.log, cuda_tests.txt,
+# bench_sampling.txt, members_per_device.csv and bench_members.txt.
 #
 #   scripts/gpu-check.sh OUT_DIR [DEBS_DIR]
 #   scripts/gpu-check.sh --verdict OUT_DIR     (the last step alone, on the logs)
 #
 # DEBS_DIR: .deb files from scripts/fetch-debs.sh --with-data (omit it where
 # the -dev packages and /usr/share/datasets/fashion-mnist are installed).
-# BNN_CTEST_TIMEOUT, BNN_BENCH_TIMEOUT and BNN_MEMBERS_TIMEOUT (seconds)
-# bound the long steps.
 #
-# The verdict, the last line and OUT_DIR/summary.txt, is PASS (exit 0) only
-# if the build, ctest and the benchmark exited 0 and every GPU test
-# (CudaSamplers.*, CudaSync.*, CudaRun.*) ran and passed, save that a test
-# needing two GPUs may skip on a machine with one; else FAIL (exit 1) with
-# each reason.
+# Time. BNN_GPU_DEADLINE (seconds, default 540) is when the script ends,
+# counted from its start. A step may take its own bound or what is left
+# once each required step after it (GPU tests, benchmark, ctest) is promised
+# BNN_GPU_STEP_MINIMUM seconds (default 60), whichever is less; a step that
+# the deadline leaves less than half that minimum (and less than its bound)
+# does not run, and summary.txt says so. Bounds
+# (seconds): BNN_CUDA_TESTS_TIMEOUT 120, BNN_BENCH_TIMEOUT 120,
+# BNN_CTEST_TIMEOUT 300, BNN_MEMBERS_TABLE_TIMEOUT 240, BNN_MEMBERS_TIMEOUT
+# 120 for each of bnn_bench_members' two runs; the build has none but the
+# deadline. BNN_GPU_BUILD_DIR: the build folder (default build-torch in the
+# repository). BNN_GPU_MEMBERS: step 6's member counts (default "1 2 4 8 16";
+# empty: step 6 does not run); BNN_BENCH_STACKED, BNN_BENCH_PROCESSES and
+# BNN_BENCH_CUDNN_BENCHMARK pass on to it.
+#
+# The verdict, the last line and in summary.txt, is PASS (exit 0) only if
+# the build, the GPU tests, the benchmark and the rest of ctest exited 0 and
+# every GPU test ran and passed, save that a test needing two GPUs may skip
+# on a machine with one; else FAIL (exit 1) with each reason.
 set -uo pipefail
 
 # Tests that need two or more GPUs: on a one-GPU machine they skip, rightly.
@@ -28,10 +52,12 @@ multi_gpu_tests=" CudaRun.DevicesAllSpreadsMembersOverTheGpus "
 # ctest.log; writes cuda_tests.txt and appends the verdict to summary.txt.
 verdict() {
   local out="$1" reasons=() step code gpus
-  for step in build ctest bench; do
+  for step in build gpu_tests bench ctest; do
     code="$(sed -n "s/^${step}_exit=//p" "$out/summary.txt" 2> /dev/null | tail -1)"
     if [[ -z "$code" ]]; then
       reasons+=("$step did not run")
+    elif [[ "$code" == 124 || "$code" == 137 ]]; then
+      reasons+=("$step ran out of time (exit $code)")
     elif [[ "$code" != 0 ]]; then
       reasons+=("$step exited $code")
     fi
@@ -74,60 +100,81 @@ if [[ "${1:-}" == "--verdict" ]]; then
   exit
 fi
 
-# finished STEP LABEL START CODE: STEP's exit code for the verdict, and a line with its time.
-finished() {
-  echo "$1_exit=$4" >> "$out/summary.txt"
-  echo "gpu-check: $2 exit $4, $(( $(date +%s) - $3 )) s" | tee -a "$out/summary.txt"
-}
-
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [DEBS_DIR]}"
 debs="${2:-}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
-build="$root/build-torch"
+build="${BNN_GPU_BUILD_DIR:-$root/build-torch}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 : > "$out/summary.txt"
+deadline=$(( $(date +%s) + ${BNN_GPU_DEADLINE:-540} ))
+minimum="${BNN_GPU_STEP_MINIMUM:-60}"
+echo "gpu-check: ends within ${BNN_GPU_DEADLINE:-540} s; each required step still to come is promised $minimum s" |
+  tee -a "$out/summary.txt"
 
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$out/gpu.txt" 2>&1
-cat "$out/gpu.txt"
+# step NAME LATER BOUND LOG COMMAND...: runs COMMAND with its output
+# appended to LOG, for at most BOUND seconds and at most what is left once
+# LATER required steps have their minimum; records NAME's exit code and
+# seconds in summary.txt. Where the deadline leaves it less than its bound
+# and less than half the minimum, it does not run (status 125) and
+# summary.txt says so.
+step() {
+  local name="$1" later="$2" bound="$3" log="$4" left limit start code
+  shift 4
+  left=$(( deadline - $(date +%s) - later * minimum ))
+  limit=$(( left < bound ? left : bound ))
+  if (( limit < bound && left * 2 < minimum )); then
+    echo "gpu-check: $name not run: ${left} s left for it" | tee -a "$out/summary.txt"
+    return 125
+  fi
+  start=$(date +%s)
+  timeout -k 5 "$limit" "$@" >> "$log" 2>&1
+  code=$?
+  echo "${name}_exit=$code" >> "$out/summary.txt"
+  local line="gpu-check: $name exit $code, $(( $(date +%s) - start )) s"
+  [[ $code != 124 && $code != 137 ]] || line+=" (stopped at its limit of $limit s)"
+  echo "$line" | tee -a "$out/summary.txt"
+  return "$code"
+}
+
+# The GPU tests, which step 3 runs first and step 5 leaves out.
+gpu_tests='^Cuda(Samplers|Sync|Run)\.'
+
 echo "gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/summary.txt"
-start=$(date +%s)
-BNN_CUDA_KERNELS=ON bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} \
-  > "$out/build.log" 2>&1
-code=$?
-finished build build "$start" "$code"
-if [[ $code -ne 0 ]]; then
+if ! step build 3 "${BNN_GPU_DEADLINE:-540}" "$out/build.log" env BNN_CUDA_KERNELS=ON \
+    bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data}; then
   tail -30 "$out/build.log"
   verdict "$out"
   exit 1
 fi
-"$build/src/bnn" version | tee "$out/version.txt"
+build="$(cd "$build" && pwd)"
+cd "$build" || exit 1  # ctest runs here
+{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; "$build/src/bnn" version 2>&1; } |
+  tee "$out/version.txt"
 
-start=$(date +%s)
-(cd "$build" && timeout "${BNN_CTEST_TIMEOUT:-300}" ctest -j"$(nproc)" --output-on-failure > "$out/ctest.log" 2>&1)
-code=$?
-finished ctest ctest "$start" "$code"
+step gpu_tests 2 "${BNN_CUDA_TESTS_TIMEOUT:-120}" "$out/ctest.log" \
+  ctest -j"$(nproc)" --output-on-failure -R "$gpu_tests"
+step bench 1 "${BNN_BENCH_TIMEOUT:-120}" "$out/bench_sampling.txt" \
+  "$build/bench/bnn_bench_sampling" --device cuda --repeats 3
+tail -20 "$out/bench_sampling.txt"
+step ctest 0 "${BNN_CTEST_TIMEOUT:-300}" "$out/ctest.log" \
+  ctest -j"$(nproc)" --output-on-failure -E "$gpu_tests"
 grep -E "tests passed|tests failed|\*\*\*(Failed|Exception)|Not Run|Timeout" "$out/ctest.log" | tail -20
 
-start=$(date +%s)
-timeout "${BNN_BENCH_TIMEOUT:-120}" "$build/bench/bnn_bench_sampling" --device cuda --repeats 3 \
-  > "$out/bench_sampling.txt" 2>&1
-code=$?
-finished bench bnn_bench_sampling "$start" "$code"
-tail -20 "$out/bench_sampling.txt"
-
-# The designs for several members on one GPU (bench/member_designs.cpp), a
-# measurement rather than a check: its exit code is in summary.txt, outside
-# the verdict (1 where a design failed: its row says why). fmnist_cnn once
-# more with channels-last; the exit code is the first run's, else the second's.
-start=$(date +%s)
-timeout "${BNN_MEMBERS_TIMEOUT:-120}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark \
-  > "$out/bench_members.txt" 2>&1
-code=$?
-timeout "${BNN_MEMBERS_TIMEOUT:-120}" "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark \
-  --channels-last --models fmnist_cnn >> "$out/bench_members.txt" 2>&1
-second=$?
-[[ $code -ne 0 ]] || code=$second
-finished members bnn_bench_members "$start" "$code"
-cat "$out/bench_members.txt"
+# Measurements: their exit codes are in summary.txt, outside the verdict.
+# Member-epochs per second with K members at once in `bnn run` (its runs in
+# the build folder, its table in bench_members.txt, its rows in the csv).
+read -r -a members <<< "${BNN_GPU_MEMBERS-1 2 4 8 16}"
+if [[ ${#members[@]} -gt 0 ]]; then
+  step members_table 0 "${BNN_MEMBERS_TABLE_TIMEOUT:-240}" "$out/bench_members.txt" \
+    bash "$root/bench/members_per_device.sh" "$build/src/bnn" "$build/members_table" "${members[@]}"
+  cp "$build/members_table/members_per_device.csv" "$out/" 2> /dev/null
+fi
+# The designs (bench/member_designs.cpp); fmnist_cnn once more with
+# channels-last. A design that fails is a row that says why (exit 1).
+step members 0 "${BNN_MEMBERS_TIMEOUT:-120}" "$out/bench_members.txt" \
+  "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark
+step members_channels_last 0 "${BNN_MEMBERS_TIMEOUT:-120}" "$out/bench_members.txt" \
+  "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark --channels-last --models fmnist_cnn
+cat "$out/bench_members.txt" 2> /dev/null
 verdict "$out"

@@ -48,7 +48,7 @@ class GpuCheckVerdict(unittest.TestCase):
         return r, summary
 
     def test_all_ran_and_passed(self):
-        r, summary = self.verdict({"build": 0, "ctest": 0, "bench": 0}, PASSED)
+        r, summary = self.verdict({"build": 0, "gpu_tests": 0, "bench": 0, "ctest": 0}, PASSED)
         self.assertEqual((r.returncode, r.stdout), (0, "gpu-check: GPU tests: 3 of 3 passed\ngpu-check: PASS\n"))
         self.assertTrue(summary.endswith("gpu-check: GPU tests: 3 of 3 passed\ngpu-check: PASS\n"))
 
@@ -56,43 +56,50 @@ class GpuCheckVerdict(unittest.TestCase):
         lines = PASSED[:1] + [test_line(6, "CudaSync.SamplingStepsDoNotWaitForTheGpu", "Skipped"),
                               test_line(7, "CudaRun.DevicesAllSpreadsMembersOverTheGpus", "Failed"),
                               test_line(8, "CudaRun.MembersTrainedTogetherOnOneGpuAgreeWithOneByOne", "Timeout")]
-        r, _ = self.verdict({"build": 0, "ctest": 8, "bench": 0}, lines)
+        r, _ = self.verdict({"build": 0, "gpu_tests": 8, "bench": 0, "ctest": 0}, lines)
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stdout.splitlines(), [
             "gpu-check: GPU tests: 1 of 4 passed",
-            "gpu-check: FAIL: ctest exited 8; GPU test CudaSync.SamplingStepsDoNotWaitForTheGpu: Skipped; "
+            "gpu-check: FAIL: gpu_tests exited 8; GPU test CudaSync.SamplingStepsDoNotWaitForTheGpu: Skipped; "
             "GPU test CudaRun.DevicesAllSpreadsMembersOverTheGpus: Failed; "
             "GPU test CudaRun.MembersTrainedTogetherOnOneGpuAgreeWithOneByOne: Timeout"])
 
     def test_the_multi_gpu_test_may_skip_on_one_gpu_only(self):
         lines = PASSED + [test_line(9, "CudaRun.DevicesAllSpreadsMembersOverTheGpus", "Skipped")]
-        r, _ = self.verdict({"build": 0, "ctest": 0, "bench": 0, "gpus": 1}, lines)
+        r, _ = self.verdict({"build": 0, "gpu_tests": 0, "bench": 0, "ctest": 0, "gpus": 1}, lines)
         self.assertEqual((r.returncode, r.stdout),
                          (0, "gpu-check: GPU tests: 3 of 4 passed, 1 skipped as they need 2 GPUs (1 here)\n"
                              "gpu-check: PASS\n"))
-        r, _ = self.verdict({"build": 0, "ctest": 0, "bench": 0, "gpus": 2}, lines)
+        r, _ = self.verdict({"build": 0, "gpu_tests": 0, "bench": 0, "ctest": 0, "gpus": 2}, lines)
         self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
                          (1, "gpu-check: FAIL: GPU test CudaRun.DevicesAllSpreadsMembersOverTheGpus: Skipped"))
         # Only that test is excused.
         lines = PASSED + [test_line(9, "CudaRun.TinyRunOnTheGpuScoresAsOnTheCpu", "Not Run")]
-        r, _ = self.verdict({"build": 0, "ctest": 8, "bench": 0, "gpus": 1}, lines)
+        r, _ = self.verdict({"build": 0, "gpu_tests": 8, "bench": 0, "ctest": 0, "gpus": 1}, lines)
         self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
-                         (1, "gpu-check: FAIL: ctest exited 8; "
+                         (1, "gpu-check: FAIL: gpu_tests exited 8; "
                              "GPU test CudaRun.TinyRunOnTheGpuScoresAsOnTheCpu: Not Run"))
 
     def test_no_gpu_test_in_the_log_fails(self):
-        # ctest killed by its timeout before the GPU tests, say.
-        r, _ = self.verdict({"build": 0, "ctest": 124, "bench": 0}, PASSED[3:])
+        # The GPU tests' ctest stopped at its limit before any finished, say.
+        r, _ = self.verdict({"build": 0, "gpu_tests": 124, "bench": 0, "ctest": 0}, PASSED[3:])
         self.assertEqual(r.returncode, 1)
-        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: ctest exited 124; no GPU test in ctest.log")
+        self.assertEqual(r.stdout.splitlines()[-1],
+                         "gpu-check: FAIL: gpu_tests ran out of time (exit 124); no GPU test in ctest.log")
 
     def test_steps_that_failed_or_did_not_run(self):
-        r, _ = self.verdict({"build": 0, "ctest": 0, "bench": 134}, PASSED)
+        r, _ = self.verdict({"build": 0, "gpu_tests": 0, "bench": 134, "ctest": 0}, PASSED)
         self.assertEqual((r.returncode, r.stdout.splitlines()[-1]), (1, "gpu-check: FAIL: bench exited 134"))
+        # The GPU tests passed but another test failed, or the rest of ctest was stopped.
+        r, _ = self.verdict({"build": 0, "gpu_tests": 0, "bench": 0, "ctest": 8}, PASSED)
+        self.assertEqual((r.returncode, r.stdout.splitlines()[-1]), (1, "gpu-check: FAIL: ctest exited 8"))
+        r, _ = self.verdict({"build": 0, "gpu_tests": 0, "bench": 0, "ctest": 137}, PASSED)
+        self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
+                         (1, "gpu-check: FAIL: ctest ran out of time (exit 137)"))
         r, _ = self.verdict({"build": 2}, None)
         self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
-                         (1, "gpu-check: FAIL: build exited 2; ctest did not run; bench did not run; "
-                             "no GPU test in ctest.log"))
+                         (1, "gpu-check: FAIL: build exited 2; gpu_tests did not run; bench did not run; "
+                             "ctest did not run; no GPU test in ctest.log"))
 
     def test_a_folder_is_needed(self):
         r = subprocess.run(["bash", SCRIPT, "--verdict", "/nonexistent/logs"], capture_output=True, text=True)

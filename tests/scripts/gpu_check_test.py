@@ -1,0 +1,204 @@
+#!/usr/bin/env python3
+"""scripts/gpu-check.sh end to end with stand-ins for the GPU machine's tools.
+
+A GPU session has a few minutes of device time, so the script must run its
+steps in order of worth, keep the required ones their time, stop a slow step
+at its limit and end by its deadline with the eight files that come back.
+Stand-ins on PATH play python3's torch (a CMake prefix), cmake (a "build"
+that writes stand-in programs), ctest, nvidia-smi and the built programs,
+each logging how it was called and sleeping as long as a test asks.
+
+    python3 tests/scripts/gpu_check_test.py   (ctest: GpuCheckScript.WithStandIns)
+"""
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
+
+GPU_TESTS = ["CudaSamplers.StationaryMomentsOnTheGpu", "CudaSync.SamplingStepsDoNotWaitForTheGpu",
+             "CudaRun.TinyRunOnTheGpuScoresAsOnTheCpu"]
+OTHER_TESTS = ["Resume.KilledInTheMiddleOfSamplingResumesBitIdentically", "LinkOrder.LibstdcxxComesFirst"]
+
+
+def ctest_lines(names):
+    return "\n".join(f"{i}/{len(names)} Test #{i}: {name} {'.' * (60 - len(name))}   Passed    0.20 sec"
+                     for i, name in enumerate(names, 1))
+
+
+# Each stand-in appends "name args" to $FAKE_CALLS and sleeps $FAKE_<NAME>_SECONDS.
+STAND_INS = {
+    "python3": f"""
+case "$*" in
+  *cmake_prefix_path*) echo "$FAKE_ROOT/site-packages/torch/share/cmake"; exit 0 ;;
+  *torch*) echo "2.11.0 13.0"; exit 0 ;;
+esac
+exec {sys.executable} "$@"
+""",
+    "cmake": """
+echo "cmake $*" >> "$FAKE_CALLS"
+if [[ "$1" == --build ]]; then
+  sleep "${FAKE_BUILD_SECONDS:-0}"
+  mkdir -p "$2/src" "$2/bench"
+  cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn"
+  cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_sampling"
+  cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_members"
+fi
+""",
+    "ctest": f"""
+echo "ctest $* in $PWD" >> "$FAKE_CALLS"
+echo "Test project $PWD"
+if [[ "$*" == *" -R "* ]]; then
+  cat << 'EOF'
+{ctest_lines(GPU_TESTS)}
+EOF
+else
+  cat << 'EOF'
+{ctest_lines(OTHER_TESTS)}
+EOF
+  sleep "${{FAKE_CTEST_SECONDS:-0}}"
+fi
+echo "100% tests passed, 0 tests failed"
+""",
+    "nvidia-smi": """
+case "$*" in
+  -L) echo "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)" ;;
+  *-lms*) while true; do echo 1500; sleep 0.2; done ;;
+  *memory.used*) echo 500 ;;
+  *) echo "name, memory.total [MiB], driver_version"; echo "NVIDIA H100 80GB HBM3, 81559 MiB, 580.159.04" ;;
+esac
+""",
+}
+PROGRAMS = {
+    # bnn: `version` answers; a run (members_per_device.sh) cannot train here.
+    "bnn": """
+echo "bnn $*" >> "$FAKE_CALLS"
+if [[ "$1" == version ]]; then echo "bnn 0.1.0; std::filesystem from: /lib/x86_64-linux-gnu/libstdc++.so.6"; exit 0; fi
+echo "bnn: the stand-in does not train" >&2
+exit 3
+""",
+    "bench": """
+echo "$(basename "$0") $*" >> "$FAKE_CALLS"
+sleep "${FAKE_BENCH_SECONDS:-0}"
+echo "sms_ubu ratio 1.04"
+""",
+}
+
+
+def write_executable(path, body):
+    with open(path, "w") as f:
+        f.write("#!/usr/bin/env bash\n" + body.lstrip())
+    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
+
+
+class GpuCheckScript(unittest.TestCase):
+    def run_check(self, **env):
+        fake = tempfile.mkdtemp(prefix="bnn_gpu_check")
+        self.addCleanup(shutil.rmtree, fake)
+        for folder in ("bin", "programs", "site-packages/torch/share/cmake"):
+            os.makedirs(os.path.join(fake, folder))
+        for name, body in STAND_INS.items():
+            write_executable(os.path.join(fake, "bin", name), body)
+        for name, body in PROGRAMS.items():
+            write_executable(os.path.join(fake, "programs", name), body)
+        self.out = os.path.join(fake, "out")
+        self.calls = os.path.join(fake, "calls.txt")
+        self.build = os.path.join(fake, "build")
+        full_env = dict(os.environ, PATH=os.path.join(fake, "bin") + ":" + os.environ["PATH"], FAKE_ROOT=fake,
+                        FAKE_CALLS=self.calls, BNN_GPU_BUILD_DIR=self.build, **env)
+        start = time.monotonic()
+        r = subprocess.run(["bash", SCRIPT, self.out], capture_output=True, text=True, env=full_env, timeout=120)
+        self.seconds = time.monotonic() - start
+        with open(os.path.join(self.out, "summary.txt")) as f:
+            self.summary = f.read()
+        with open(self.calls) as f:
+            self.call_lines = f.read().splitlines()
+        return r
+
+    def steps(self):
+        # The steps in summary.txt in the order they ran, with their exit codes.
+        return [line.split("=") for line in self.summary.splitlines() if "_exit=" in line]
+
+    def test_steps_run_in_order_of_worth_into_eight_files(self):
+        r = self.run_check()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.splitlines()[-2:], ["gpu-check: GPU tests: 3 of 3 passed", "gpu-check: PASS"])
+        self.assertEqual(self.steps(), [["build_exit", "0"], ["gpu_tests_exit", "0"], ["bench_exit", "0"],
+                                        ["ctest_exit", "0"], ["members_table_exit", "1"], ["members_exit", "0"],
+                                        ["members_channels_last_exit", "0"]])
+        self.assertEqual(sorted(os.listdir(self.out)),
+                         ["bench_members.txt", "bench_sampling.txt", "build.log", "ctest.log", "cuda_tests.txt",
+                          "members_per_device.csv", "summary.txt", "version.txt"])
+        # The GPU tests first and alone, then the rest without them, both in the build folder.
+        ctests = [line for line in self.call_lines if line.startswith("ctest ")]
+        gpu_regex = r"^Cuda(Samplers|Sync|Run)\."
+        self.assertEqual(len(ctests), 2)
+        self.assertIn(f"-R {gpu_regex} in {self.build}", ctests[0])
+        self.assertIn(f"-E {gpu_regex} in {self.build}", ctests[1])
+        self.assertIn("-DBNN_CUDA_KERNELS=ON", next(line for line in self.call_lines if " -S " in line))
+        with open(os.path.join(self.out, "version.txt")) as f:
+            version = f.read()
+        self.assertIn("NVIDIA H100 80GB HBM3, 81559 MiB", version)
+        self.assertIn("std::filesystem from: /lib/x86_64-linux-gnu/libstdc++.so.6", version)
+        with open(os.path.join(self.out, "cuda_tests.txt")) as f:
+            self.assertEqual(len(f.read().splitlines()), 3)
+        # The member table's rows (each K a run the stand-in could not train)
+        # are a measurement: its exit code does not fail the check.
+        with open(os.path.join(self.out, "members_per_device.csv")) as f:
+            rows = f.read().splitlines()
+        self.assertEqual([row.split(",")[:3] for row in rows[1:]],
+                         [["streams", k, "3"] for k in ("1", "2", "4", "8", "16")])
+        self.assertIn("bnn_bench_members --device cuda --cudnn-benchmark --channels-last --models fmnist_cnn",
+                      self.call_lines)
+
+    def test_a_slow_step_stops_at_the_deadline_and_later_steps_say_they_did_not_run(self):
+        r = self.run_check(BNN_GPU_DEADLINE="10", BNN_GPU_STEP_MINIMUM="2", FAKE_CTEST_SECONDS="600")
+        self.assertEqual(r.returncode, 1)
+        self.assertLess(self.seconds, 10 + 2)
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: ctest ran out of time (exit 124)")
+        self.assertEqual(self.steps(), [["build_exit", "0"], ["gpu_tests_exit", "0"], ["bench_exit", "0"],
+                                        ["ctest_exit", "124"]])
+        self.assertRegex(self.summary, r"gpu-check: ctest exit 124, \d+ s \(stopped at its limit of \d+ s\)")
+        for step in ("members_table", "members", "members_channels_last"):
+            self.assertRegex(self.summary, f"gpu-check: {step} not run: -?\\d+ s left for it\n")
+        self.assertFalse(any(line.startswith("bnn_bench_members") for line in self.call_lines))
+        # What ran before the deadline is kept.
+        with open(os.path.join(self.out, "ctest.log")) as f:
+            log = f.read()
+        self.assertIn(GPU_TESTS[0], log)
+        self.assertIn(OTHER_TESTS[0], log)
+
+    def test_the_build_leaves_the_required_steps_their_minimum(self):
+        # 10 s in all, 2 s promised to each of the three required steps after
+        # the build: the build is stopped after 4 s (3 where a second turns
+        # between the script's start and the build's) and the verdict says why.
+        r = self.run_check(BNN_GPU_DEADLINE="10", BNN_GPU_STEP_MINIMUM="2", FAKE_BUILD_SECONDS="600")
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(self.summary, r"gpu-check: build exit 124, [34] s \(stopped at its limit of [34] s\)")
+        self.assertEqual(r.stdout.splitlines()[-1],
+                         "gpu-check: FAIL: build ran out of time (exit 124); gpu_tests did not run; "
+                         "bench did not run; ctest did not run; no GPU test in ctest.log")
+        self.assertLess(self.seconds, 10)
+
+    def test_a_bound_of_its_own_stops_a_step_and_the_others_go_on(self):
+        r = self.run_check(BNN_BENCH_TIMEOUT="2", BNN_MEMBERS_TIMEOUT="1", FAKE_BENCH_SECONDS="600",
+                           BNN_GPU_MEMBERS="")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("gpu-check: bench exit 124, 2 s (stopped at its limit of 2 s)", self.summary)
+        # bnn_bench_members is a measurement: stopped at its bound, outside the verdict.
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: bench ran out of time (exit 124)")
+        self.assertEqual(self.steps(), [["build_exit", "0"], ["gpu_tests_exit", "0"], ["bench_exit", "124"],
+                                        ["ctest_exit", "0"], ["members_exit", "124"],
+                                        ["members_channels_last_exit", "124"]])
+        # No member counts: no member table.
+        self.assertFalse(os.path.exists(os.path.join(self.out, "members_per_device.csv")))
+
+
+if __name__ == "__main__":
+    unittest.main()
