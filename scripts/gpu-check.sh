@@ -26,7 +26,8 @@
 # the -dev packages and /usr/share/datasets/fashion-mnist are installed).
 #
 # Time. BNN_GPU_DEADLINE (seconds, default 540) is when the script ends,
-# counted from its start. A step may take its own bound or what is left
+# counted from its start (a step stopped at its limit may take 5 s more to
+# die). A step may take its own bound or what is left
 # once each required step after it (GPU tests, benchmark, ctest) is promised
 # BNN_GPU_STEP_MINIMUM seconds (default 60), whichever is less; a step that
 # the deadline leaves less than half that minimum (and less than its bound)
@@ -56,8 +57,10 @@ verdict() {
     code="$(sed -n "s/^${step}_exit=//p" "$out/summary.txt" 2> /dev/null | tail -1)"
     if [[ -z "$code" ]]; then
       reasons+=("$step did not run")
-    elif [[ "$code" == 124 || "$code" == 137 ]]; then
-      reasons+=("$step ran out of time (exit $code)")
+    elif [[ "$code" == 124 ]]; then
+      reasons+=("$step ran out of time (exit 124)")
+    elif [[ "$code" == 137 ]]; then
+      reasons+=("$step was killed (exit 137)")
     elif [[ "$code" != 0 ]]; then
       reasons+=("$step exited $code")
     fi
@@ -106,6 +109,9 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${BNN_GPU_BUILD_DIR:-$root/build-torch}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
+# What an earlier check left in OUT_DIR would be read as this one's.
+(cd "$out" && rm -f summary.txt build.log version.txt ctest.log cuda_tests.txt bench_sampling.txt \
+  members_per_device.csv bench_members.txt)
 : > "$out/summary.txt"
 deadline=$(( $(date +%s) + ${BNN_GPU_DEADLINE:-540} ))
 minimum="${BNN_GPU_STEP_MINIMUM:-60}"
@@ -116,14 +122,17 @@ echo "gpu-check: ends within ${BNN_GPU_DEADLINE:-540} s; each required step stil
 # appended to LOG, for at most BOUND seconds and at most what is left once
 # LATER required steps have their minimum; records NAME's exit code and
 # seconds in summary.txt. Where the deadline leaves it less than its bound
-# and less than half the minimum, it does not run (status 125) and
-# summary.txt says so.
+# and less than half the minimum, or no time at all, it does not run
+# (status 125) and summary.txt says so. A step still going at its limit is
+# sent SIGTERM, and SIGKILL 5 s later (its whole process group: ctest's
+# tests, members_per_device.sh's runs), so the script ends at most a few
+# seconds past the deadline.
 step() {
   local name="$1" later="$2" bound="$3" log="$4" left limit start code
   shift 4
   left=$(( deadline - $(date +%s) - later * minimum ))
   limit=$(( left < bound ? left : bound ))
-  if (( limit < bound && left * 2 < minimum )); then
+  if (( limit <= 0 || (limit < bound && left * 2 < minimum) )); then
     echo "gpu-check: $name not run: ${left} s left for it" | tee -a "$out/summary.txt"
     return 125
   fi
@@ -132,15 +141,19 @@ step() {
   code=$?
   echo "${name}_exit=$code" >> "$out/summary.txt"
   local line="gpu-check: $name exit $code, $(( $(date +%s) - start )) s"
-  [[ $code != 124 && $code != 137 ]] || line+=" (stopped at its limit of $limit s)"
+  [[ $code != 124 ]] || line+=" (stopped at its limit of $limit s)"
+  [[ $code != 137 ]] || line+=" (killed: still going 5 s past its limit of $limit s, or out of memory)"
   echo "$line" | tee -a "$out/summary.txt"
   return "$code"
 }
 
 # The GPU tests, which step 3 runs first and step 5 leaves out.
 gpu_tests='^Cuda(Samplers|Sync|Run)\.'
+# Step 6's settings are not the tests': the tests of the benchmark scripts
+# must see none of them.
+tests_env=(env -u BNN_BENCH_STACKED -u BNN_BENCH_PROCESSES -u BNN_BENCH_CUDNN_BENCHMARK)
 
-echo "gpus=$(nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/summary.txt"
+echo "gpus=$(timeout 30 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/summary.txt"
 if ! step build 3 "${BNN_GPU_DEADLINE:-540}" "$out/build.log" env BNN_CUDA_KERNELS=ON \
     bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data}; then
   tail -30 "$out/build.log"
@@ -148,17 +161,17 @@ if ! step build 3 "${BNN_GPU_DEADLINE:-540}" "$out/build.log" env BNN_CUDA_KERNE
   exit 1
 fi
 build="$(cd "$build" && pwd)"
-cd "$build" || exit 1  # ctest runs here
-{ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1; "$build/src/bnn" version 2>&1; } |
-  tee "$out/version.txt"
+cd "$build" || { verdict "$out"; exit 1; }  # ctest runs here
+{ timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1
+  timeout 30 "$build/src/bnn" version 2>&1; } | tee "$out/version.txt"
 
 step gpu_tests 2 "${BNN_CUDA_TESTS_TIMEOUT:-120}" "$out/ctest.log" \
-  ctest -j"$(nproc)" --output-on-failure -R "$gpu_tests"
+  "${tests_env[@]}" ctest -j"$(nproc)" --output-on-failure -R "$gpu_tests"
 step bench 1 "${BNN_BENCH_TIMEOUT:-120}" "$out/bench_sampling.txt" \
   "$build/bench/bnn_bench_sampling" --device cuda --repeats 3
 tail -20 "$out/bench_sampling.txt"
 step ctest 0 "${BNN_CTEST_TIMEOUT:-300}" "$out/ctest.log" \
-  ctest -j"$(nproc)" --output-on-failure -E "$gpu_tests"
+  "${tests_env[@]}" ctest -j"$(nproc)" --output-on-failure -E "$gpu_tests"
 grep -E "tests passed|tests failed|\*\*\*(Failed|Exception)|Not Run|Timeout" "$out/ctest.log" | tail -20
 
 # Measurements: their exit codes are in summary.txt, outside the verdict.
@@ -166,6 +179,7 @@ grep -E "tests passed|tests failed|\*\*\*(Failed|Exception)|Not Run|Timeout" "$o
 # the build folder, its table in bench_members.txt, its rows in the csv).
 read -r -a members <<< "${BNN_GPU_MEMBERS-1 2 4 8 16}"
 if [[ ${#members[@]} -gt 0 ]]; then
+  rm -rf "$build/members_table"
   step members_table 0 "${BNN_MEMBERS_TABLE_TIMEOUT:-240}" "$out/bench_members.txt" \
     bash "$root/bench/members_per_device.sh" "$build/src/bnn" "$build/members_table" "${members[@]}"
   cp "$build/members_table/members_per_device.csv" "$out/" 2> /dev/null

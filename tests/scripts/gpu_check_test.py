@@ -12,6 +12,7 @@ each logging how it was called and sleeping as long as a test asks.
 """
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -58,10 +59,13 @@ if [[ "$*" == *" -R "* ]]; then
   cat << 'EOF'
 {ctest_lines(GPU_TESTS)}
 EOF
+  sleep "${{FAKE_GPU_TESTS_SECONDS:-0}}"
 else
   cat << 'EOF'
 {ctest_lines(OTHER_TESTS)}
 EOF
+  # A test that shrugs off SIGTERM and has started a process of its own.
+  if [[ -n "${{FAKE_CTEST_IGNORES_TERM:-}}" ]]; then trap '' TERM; sleep "$FAKE_CTEST_IGNORES_TERM" & wait; fi
   sleep "${{FAKE_CTEST_SECONDS:-0}}"
 fi
 echo "100% tests passed, 0 tests failed"
@@ -98,7 +102,7 @@ def write_executable(path, body):
 
 
 class GpuCheckScript(unittest.TestCase):
-    def run_check(self, **env):
+    def setUp(self):
         fake = tempfile.mkdtemp(prefix="bnn_gpu_check")
         self.addCleanup(shutil.rmtree, fake)
         for folder in ("bin", "programs", "site-packages/torch/share/cmake"):
@@ -107,19 +111,39 @@ class GpuCheckScript(unittest.TestCase):
             write_executable(os.path.join(fake, "bin", name), body)
         for name, body in PROGRAMS.items():
             write_executable(os.path.join(fake, "programs", name), body)
+        self.fake = fake
         self.out = os.path.join(fake, "out")
         self.calls = os.path.join(fake, "calls.txt")
         self.build = os.path.join(fake, "build")
-        full_env = dict(os.environ, PATH=os.path.join(fake, "bin") + ":" + os.environ["PATH"], FAKE_ROOT=fake,
+
+    def run_check(self, **env):
+        # The script's settings come from the test alone, not from the
+        # environment ctest runs in (gpu-check.sh's own, on a GPU machine).
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("BNN_", "FAKE_"))}
+        full_env = dict(base, PATH=os.path.join(self.fake, "bin") + ":" + os.environ["PATH"], FAKE_ROOT=self.fake,
                         FAKE_CALLS=self.calls, BNN_GPU_BUILD_DIR=self.build, **env)
+        if os.path.exists(self.calls):
+            os.remove(self.calls)
         start = time.monotonic()
-        r = subprocess.run(["bash", SCRIPT, self.out], capture_output=True, text=True, env=full_env, timeout=120)
+        # Its own process group, stopped whole if the script overruns.
+        p = subprocess.Popen(["bash", SCRIPT, self.out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=full_env, start_new_session=True)
+        try:
+            stdout, stderr = p.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.communicate()
+            raise
         self.seconds = time.monotonic() - start
         with open(os.path.join(self.out, "summary.txt")) as f:
             self.summary = f.read()
         with open(self.calls) as f:
             self.call_lines = f.read().splitlines()
-        return r
+        return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+
+    def read(self, name):
+        with open(os.path.join(self.out, name)) as f:
+            return f.read()
 
     def steps(self):
         # The steps in summary.txt in the order they ran, with their exit codes.
@@ -129,6 +153,8 @@ class GpuCheckScript(unittest.TestCase):
         r = self.run_check()
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stdout.splitlines()[-2:], ["gpu-check: GPU tests: 3 of 3 passed", "gpu-check: PASS"])
+        self.assertTrue(self.summary.startswith(
+            "gpu-check: ends within 540 s; each required step still to come is promised 60 s\n"))
         self.assertEqual(self.steps(), [["build_exit", "0"], ["gpu_tests_exit", "0"], ["bench_exit", "0"],
                                         ["ctest_exit", "0"], ["members_table_exit", "1"], ["members_exit", "0"],
                                         ["members_channels_last_exit", "0"]])
@@ -139,38 +165,46 @@ class GpuCheckScript(unittest.TestCase):
         ctests = [line for line in self.call_lines if line.startswith("ctest ")]
         gpu_regex = r"^Cuda(Samplers|Sync|Run)\."
         self.assertEqual(len(ctests), 2)
-        self.assertIn(f"-R {gpu_regex} in {self.build}", ctests[0])
-        self.assertIn(f"-E {gpu_regex} in {self.build}", ctests[1])
+        jobs = f"-j{os.cpu_count()} --output-on-failure"
+        self.assertEqual(ctests, [f"ctest {jobs} -R {gpu_regex} in {self.build}",
+                                  f"ctest {jobs} -E {gpu_regex} in {self.build}"])
+        self.assertIn("bnn_bench_sampling --device cuda --repeats 3", self.call_lines)
         self.assertIn("-DBNN_CUDA_KERNELS=ON", next(line for line in self.call_lines if " -S " in line))
-        with open(os.path.join(self.out, "version.txt")) as f:
-            version = f.read()
+        version = self.read("version.txt")
         self.assertIn("NVIDIA H100 80GB HBM3, 81559 MiB", version)
         self.assertIn("std::filesystem from: /lib/x86_64-linux-gnu/libstdc++.so.6", version)
-        with open(os.path.join(self.out, "cuda_tests.txt")) as f:
-            self.assertEqual(len(f.read().splitlines()), 3)
+        self.assertEqual(len(self.read("cuda_tests.txt").splitlines()), 3)
         # The member table's rows (each K a run the stand-in could not train)
         # are a measurement: its exit code does not fail the check.
-        with open(os.path.join(self.out, "members_per_device.csv")) as f:
-            rows = f.read().splitlines()
+        rows = self.read("members_per_device.csv").splitlines()
         self.assertEqual([row.split(",")[:3] for row in rows[1:]],
                          [["streams", k, "3"] for k in ("1", "2", "4", "8", "16")])
-        self.assertIn("bnn_bench_members --device cuda --cudnn-benchmark --channels-last --models fmnist_cnn",
-                      self.call_lines)
+        self.assertEqual([line for line in self.call_lines if line.startswith("bnn_bench_members")],
+                         ["bnn_bench_members --device cuda --cudnn-benchmark",
+                          "bnn_bench_members --device cuda --cudnn-benchmark --channels-last --models fmnist_cnn"])
+
+        # Again into the same folder, without the table: nothing of the first
+        # check is left to be read as this one's.
+        r = self.run_check(BNN_GPU_MEMBERS="")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(len(self.read("cuda_tests.txt").splitlines()), 3)
+        self.assertEqual(self.read("ctest.log").count("100% tests passed"), 2)
+        self.assertFalse(os.path.exists(os.path.join(self.out, "members_per_device.csv")))
+        self.assertNotIn("members_table", self.summary)
 
     def test_a_slow_step_stops_at_the_deadline_and_later_steps_say_they_did_not_run(self):
-        r = self.run_check(BNN_GPU_DEADLINE="10", BNN_GPU_STEP_MINIMUM="2", FAKE_CTEST_SECONDS="600")
+        r = self.run_check(BNN_GPU_DEADLINE="8", BNN_GPU_STEP_MINIMUM="2", FAKE_CTEST_SECONDS="600")
         self.assertEqual(r.returncode, 1)
-        self.assertLess(self.seconds, 10 + 2)
+        self.assertLess(self.seconds, 8 + 2)
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: ctest ran out of time (exit 124)")
         self.assertEqual(self.steps(), [["build_exit", "0"], ["gpu_tests_exit", "0"], ["bench_exit", "0"],
                                         ["ctest_exit", "124"]])
-        self.assertRegex(self.summary, r"gpu-check: ctest exit 124, \d+ s \(stopped at its limit of \d+ s\)")
+        self.assertRegex(self.summary, r"gpu-check: ctest exit 124, \d+ s \(stopped at its limit of [678] s\)")
         for step in ("members_table", "members", "members_channels_last"):
             self.assertRegex(self.summary, f"gpu-check: {step} not run: -?\\d+ s left for it\n")
         self.assertFalse(any(line.startswith("bnn_bench_members") for line in self.call_lines))
         # What ran before the deadline is kept.
-        with open(os.path.join(self.out, "ctest.log")) as f:
-            log = f.read()
+        log = self.read("ctest.log")
         self.assertIn(GPU_TESTS[0], log)
         self.assertIn(OTHER_TESTS[0], log)
 
@@ -180,7 +214,7 @@ class GpuCheckScript(unittest.TestCase):
         # between the script's start and the build's) and the verdict says why.
         r = self.run_check(BNN_GPU_DEADLINE="10", BNN_GPU_STEP_MINIMUM="2", FAKE_BUILD_SECONDS="600")
         self.assertEqual(r.returncode, 1)
-        self.assertRegex(self.summary, r"gpu-check: build exit 124, [34] s \(stopped at its limit of [34] s\)")
+        self.assertRegex(self.summary, r"gpu-check: build exit 124, [345] s \(stopped at its limit of [34] s\)")
         self.assertEqual(r.stdout.splitlines()[-1],
                          "gpu-check: FAIL: build ran out of time (exit 124); gpu_tests did not run; "
                          "bench did not run; ctest did not run; no GPU test in ctest.log")
@@ -190,7 +224,7 @@ class GpuCheckScript(unittest.TestCase):
         r = self.run_check(BNN_BENCH_TIMEOUT="2", BNN_MEMBERS_TIMEOUT="1", FAKE_BENCH_SECONDS="600",
                            BNN_GPU_MEMBERS="")
         self.assertEqual(r.returncode, 1)
-        self.assertIn("gpu-check: bench exit 124, 2 s (stopped at its limit of 2 s)", self.summary)
+        self.assertRegex(self.summary, r"gpu-check: bench exit 124, [23] s \(stopped at its limit of 2 s\)")
         # bnn_bench_members is a measurement: stopped at its bound, outside the verdict.
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: bench ran out of time (exit 124)")
         self.assertEqual(self.steps(), [["build_exit", "0"], ["gpu_tests_exit", "0"], ["bench_exit", "124"],
@@ -198,6 +232,31 @@ class GpuCheckScript(unittest.TestCase):
                                         ["members_channels_last_exit", "124"]])
         # No member counts: no member table.
         self.assertFalse(os.path.exists(os.path.join(self.out, "members_per_device.csv")))
+
+
+    def test_slow_gpu_tests_leave_the_later_required_steps_their_minimum(self):
+        # 8 s in all and 2 promised to each of the benchmark and the rest of
+        # ctest: the GPU tests are stopped 4 s before the deadline, and both
+        # later steps run.
+        r = self.run_check(BNN_GPU_DEADLINE="8", BNN_GPU_STEP_MINIMUM="2", FAKE_GPU_TESTS_SECONDS="600",
+                           BNN_GPU_MEMBERS="")
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(self.summary, r"gpu-check: gpu_tests exit 124, \d+ s \(stopped at its limit of [234] s\)")
+        self.assertEqual([step for step, _ in self.steps()][:4], ["build_exit", "gpu_tests_exit", "bench_exit",
+                                                                   "ctest_exit"])
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: gpu_tests ran out of time (exit 124)")
+
+    def test_a_step_that_ignores_sigterm_is_killed_with_what_it_started(self):
+        # A child that only SIGKILL stops, recognisable by its argument.
+        child = str(700 + os.getpid() % 1000)
+        r = self.run_check(BNN_CTEST_TIMEOUT="2", FAKE_CTEST_IGNORES_TERM=child, BNN_GPU_MEMBERS="",
+                           BNN_MEMBERS_TIMEOUT="1")
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(self.summary, r"gpu-check: ctest exit 137, [78] s \(killed: still going 5 s past its "
+                                       r"limit of 2 s, or out of memory\)")
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: ctest was killed (exit 137)")
+        left = subprocess.run(["pgrep", "-f", f"^sleep {child}$"], capture_output=True, text=True)
+        self.assertEqual(left.stdout, "", "the stopped step's child outlived it")
 
 
 if __name__ == "__main__":

@@ -95,7 +95,7 @@ class GpuCheckVerdict(unittest.TestCase):
         self.assertEqual((r.returncode, r.stdout.splitlines()[-1]), (1, "gpu-check: FAIL: ctest exited 8"))
         r, _ = self.verdict({"build": 0, "gpu_tests": 0, "bench": 0, "ctest": 137}, PASSED)
         self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
-                         (1, "gpu-check: FAIL: ctest ran out of time (exit 137)"))
+                         (1, "gpu-check: FAIL: ctest was killed (exit 137)"))
         r, _ = self.verdict({"build": 2}, None)
         self.assertEqual((r.returncode, r.stdout.splitlines()[-1]),
                          (1, "gpu-check: FAIL: build exited 2; gpu_tests did not run; bench did not run; "
