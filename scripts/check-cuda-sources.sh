@@ -1,42 +1,157 @@
 #!/usr/bin/env bash
-# Compiles (syntax only) the sources that are built only against a CUDA
-# LibTorch, on a machine without CUDA: tests/src/pipeline/cuda_sync_test.cpp,
-# samplers/fused_step.cpp, bench/member_designs.cpp and src/runtime/device_streams.cpp with
-# BNN_HAVE_C10_CUDA (and BNN_CUDA_KERNELS), against
-# this machine's LibTorch headers (Debian's
-# libtorch-dev ships c10/cuda/) and the CUDA runtime headers of Debian's
-# nvidia-cuda-dev (non-free; about 770 MB, downloaded into a temporary
-# folder, nothing installed); then samplers/buffered_passes.cu with nvcc where
-# one is installed. Not part of CI: it is the check to run after touching
-# those files when no GPU machine is at hand.
+# Compiles (syntax only) the code that is built only against a CUDA
+# LibTorch, on a machine without CUDA. Not part of CI: it is the check to
+# run after touching that code when no GPU machine is at hand, and before a
+# GPU session, whose few minutes a build error would waste.
 #
-#   scripts/check-cuda-sources.sh [WORK_DIR]     (default: a new temporary folder)
+#   scripts/check-cuda-sources.sh [WORK_DIR]
+#   scripts/check-cuda-sources.sh --tree BUILD_DIR [WORK_DIR]
+#
+# Without --tree: tests/src/pipeline/cuda_sync_test.cpp,
+# samplers/fused_step.cpp, bench/member_designs.cpp and
+# src/runtime/device_streams.cpp with BNN_HAVE_C10_CUDA (and
+# BNN_CUDA_KERNELS), against this machine's LibTorch headers (Debian's
+# libtorch-dev ships c10/cuda/) and CUDA's runtime headers: the toolkit's in
+# /usr/local/cuda where it is installed, else those of Debian's
+# nvidia-cuda-dev (non-free; about 770 MB, downloaded into WORK_DIR, nothing
+# installed); then samplers/buffered_passes.cu with nvcc where one is
+# installed. WORK_DIR defaults to a new temporary folder.
+#
+# --tree BUILD_DIR: every C++ source that BUILD_DIR (a Ninja build folder, as
+# `make build` makes) compiles, with its own flags, against the headers of a
+# CUDA LibTorch 2.x instead: Debian sid's libtorch-cuda-dev (contrib, 2.4 MB,
+# downloaded into WORK_DIR), as a build against a CUDA pip wheel compiles
+# them: with BNN_HAVE_C10_CUDA, BNN_CUDA_KERNELS, and NCCL for the
+# distributed code; CUDA's runtime headers as above. Each failure is named with its
+# first errors; warnings are counted and shown. Exit 1 if any source fails.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
+tree=""
+if [[ "${1:-}" == "--tree" ]]; then
+  tree="${2:?usage: scripts/check-cuda-sources.sh --tree BUILD_DIR [WORK_DIR]}"
+  [[ -f "$tree/build.ninja" ]] ||
+    { echo "check-cuda-sources: --tree: '$tree' is not a Ninja build folder (make build makes one)" >&2; exit 2; }
+  tree="$(cd "$tree" && pwd)"
+  shift 2
+fi
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work/lists/partial" "$work/cuda" "$work/shim/c10/cuda/impl"
+work="$(cd "$work" && pwd)"
+
+# fetch SUITE COMPONENT PACKAGE: PACKAGE's .deb from Debian's archive into
+# WORK_DIR (apt's lists for it in WORK_DIR too; nothing is installed).
+fetch() {
+  local list="$work/lists/$1-$2"
+  mkdir -p "$list/partial"
+  echo "deb http://deb.debian.org/debian $1 $2" > "$list.list"
+  local apt_opts=(-o "Dir::Etc::sourcelist=$list.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$list")
+  apt-get "${apt_opts[@]}" update -qq
+  (cd "$work" && apt-get "${apt_opts[@]}" download -qq "$3") 2>&1 | { grep -v "unsandboxed as root" || true; }
+  ls "$work/$3"_*.deb > /dev/null 2>&1 || { echo "check-cuda-sources: $3 was not downloaded" >&2; exit 1; }
+}
+
+# CUDA's runtime headers: the installed toolkit's, else nvidia-cuda-dev's.
+cuda_include="$work/cuda/usr/include"
+if [[ -f /usr/local/cuda/include/cuda_runtime_api.h ]]; then cuda_include=/usr/local/cuda/include; fi
+if [[ ! -f "$cuda_include/cuda_runtime_api.h" ]]; then
+  fetch bookworm non-free nvidia-cuda-dev
+  dpkg-deb --fsys-tarfile "$work"/nvidia-cuda-dev_*.deb | tar -x -C "$work/cuda" --wildcards './usr/include/*'
+fi
+cuda_version="$(grep -m1 -o 'CUDART_VERSION *[0-9]*' "$cuda_include/cuda_runtime_api.h" | grep -o '[0-9]*$')"
+
+if [[ -n "$tree" ]]; then
+  if [[ ! -f "$work/torch/usr/include/c10/cuda/CUDAFunctions.h" ]]; then
+    fetch sid contrib libtorch-cuda-dev
+    dpkg-deb -x "$work"/libtorch-cuda-dev_*.deb "$work/torch"
+  fi
+  torch_version="$(sed -n 's/^Version: //p' < <(dpkg-deb -f "$work"/libtorch-cuda-dev_*.deb))"
+  # The build's own compile commands, rewritten: the CUDA LibTorch's headers
+  # for the build's, syntax only, a precompiled header of its own.
+  ninja -C "$tree" -t commands > "$work/commands.txt"
+  python3 - "$work" "$cuda_include" <<'PY'
+import os, shlex, sys
+work, cuda_include = sys.argv[1:]
+torch = os.path.join(work, "torch", "usr", "include")
+pch, commands = None, []
+for line in open(os.path.join(work, "commands.txt")):
+    args = shlex.split(line)
+    if not args or not args[0].endswith(("c++", "g++", "clang++")) or "-c" not in args:
+        continue
+    source = args[args.index("-c") + 1]
+    out, i, header = [], 0, "-x" in args
+    while i < len(args):
+        a = args[i]
+        if a == "-isystem" and args[i + 1].endswith("/torch/csrc/api/include"):
+            out += ["-isystem", torch, "-isystem", os.path.join(torch, "torch/csrc/api/include"),
+                    "-isystem", cuda_include]
+            i += 2
+        elif a == "-isystem" and args[i + 1] in ("/usr/include", "/usr/local/include"):
+            i += 2   # the compiler's own: named, it would come before libstdc++'s
+        elif a == "-include" and args[i + 1].endswith("cmake_pch.hxx"):
+            out += [] if header else ["-include", os.path.join(work, "pch.h")]
+            i += 2
+        elif a in ("-MT", "-MF", "-o", "-c", "-x"):
+            i += 2
+        elif a == "-MD":
+            i += 1
+        else:
+            out.append(a)
+            i += 1
+    out += ["-DBNN_HAVE_C10_CUDA=1", "-DBNN_CUDA_KERNELS=1"]
+    if "-DBNN_HAVE_C10D" in out:
+        out += ["-DBNN_HAVE_C10D_NCCL", "-DUSE_C10D_NCCL"]
+    if header:
+        pch = out + ["-x", "c++-header", os.path.join(work, "pch.h"), "-o", os.path.join(work, "pch.h.gch")]
+    else:
+        commands.append(shlex.join(out + ["-fsyntax-only", source]))
+if pch is None:
+    sys.exit("check-cuda-sources: the build folder compiles no precompiled header")
+with open(os.path.join(work, "pch.sh"), "w") as f:
+    f.write(shlex.join(pch) + "\n")
+with open(os.path.join(work, "sources.txt"), "w") as f:
+    f.write("\n".join(commands) + "\n")
+PY
+  # As a file of its own, the header is no system header.
+  grep -v "pragma GCC system_header" "$tree/CMakeFiles/bnn_pch.dir/cmake_pch.hxx" > "$work/pch.h"
+  bash "$work/pch.sh"
+  rm -rf "$work/results"
+  mkdir -p "$work/results"
+  # Line N of sources.txt: its messages in results/N.txt, and the source's
+  # name in results/N.failed if it failed.
+  cat > "$work/one.sh" <<'SH'
+command="$(sed -n "$1p" "$2")"
+bash -c "$command" > "$3/$1.txt" 2>&1 || echo "${command##* }" > "$3/$1.failed"
+SH
+  total="$(wc -l < "$work/sources.txt")"
+  seq "$total" | xargs -P "$(nproc)" -I{} bash "$work/one.sh" {} "$work/sources.txt" "$work/results"
+  warnings="$(cat "$work"/results/*.txt | grep -c ': warning:' || true)"
+  failed=("$work"/results/*.failed)
+  [[ -e "${failed[0]}" ]] || failed=()
+  for f in "${failed[@]}"; do
+    echo "check-cuda-sources: $(cat "$f") fails:" >&2
+    grep -m5 ': error:' "${f%.failed}.txt" >&2
+  done
+  { grep -h ': warning:' "$work"/results/*.txt || true; } | sort -u | head -20
+  echo "check-cuda-sources: $((total - ${#failed[@]})) of $total sources compile against libtorch-cuda-dev" \
+    "$torch_version with BNN_HAVE_C10_CUDA, BNN_CUDA_KERNELS and NCCL (CUDART_VERSION $cuda_version);" \
+    "$warnings warnings"
+  [[ ${#failed[@]} -eq 0 ]]
+  exit
+fi
 
 torch_include=/usr/include/torch/csrc/api/include
 [[ -f /usr/include/c10/cuda/CUDAFunctions.h ]] ||
   { echo "check-cuda-sources: no /usr/include/c10/cuda/CUDAFunctions.h (install libtorch-dev)" >&2; exit 2; }
 
-if [[ ! -f "$work/cuda/usr/include/cuda_runtime_api.h" ]]; then
-  echo "deb http://deb.debian.org/debian bookworm non-free" > "$work/sources.list"
-  apt_opts=(-o "Dir::Etc::sourcelist=$work/sources.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$work/lists")
-  apt-get "${apt_opts[@]}" update -qq
-  (cd "$work" && apt-get "${apt_opts[@]}" download -qq nvidia-cuda-dev)
-  dpkg-deb --fsys-tarfile "$work"/nvidia-cuda-dev_*.deb | tar -x -C "$work/cuda" --wildcards './usr/include/*'
-fi
 # CMake generates this header when it builds c10_cuda; a CPU LibTorch has none.
 echo '#define C10_CUDA_BUILD_SHARED_LIBS' > "$work/shim/c10/cuda/impl/cuda_cmake_macros.h"
 
-cuda_version="$(grep -m1 -o 'CUDART_VERSION *[0-9]*' "$work/cuda/usr/include/cuda_runtime_api.h" | grep -o '[0-9]*$')"
 for source in tests/src/pipeline/cuda_sync_test.cpp samplers/fused_step.cpp bench/member_designs.cpp \
     src/runtime/device_streams.cpp; do
   g++ -std=c++17 -fsyntax-only -Wall -Wextra -Wno-unused-parameter -D_GLIBCXX_USE_CXX11_ABI=1 \
     -DBNN_HAVE_C10_CUDA=1 -DBNN_CUDA_KERNELS=1 -I"$root" -isystem "$torch_include" -isystem "$work/shim" \
-    -isystem "$work/cuda/usr/include" "$root/$source"
+    -isystem "$cuda_include" "$root/$source"
   echo "check-cuda-sources: $source compiles with BNN_HAVE_C10_CUDA and BNN_CUDA_KERNELS" \
     "(libtorch-dev $(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo '?'), CUDART_VERSION $cuda_version)"
 done
