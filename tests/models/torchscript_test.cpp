@@ -30,7 +30,8 @@ fs::path module_file(const std::string& name) {
   const fs::path path = fs::path(BNN_TORCHSCRIPT_DIR) / name;
   if (!fs::exists(path)) {
     ADD_FAILURE() << path << " missing: the build makes it with a python3 that has torch (Debian: apt-get install "
-                  << "python3-torch, then re-run cmake)";
+                  << "python3-torch, then re-run cmake); where it tried, its output is in "
+                  << (fs::path(BNN_TORCHSCRIPT_DIR) / "make_models.log");
   }
   return path;
 }
