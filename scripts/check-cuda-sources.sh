@@ -22,7 +22,9 @@
 # CUDA LibTorch 2.x instead: Debian sid's libtorch-cuda-dev (contrib, 2.4 MB,
 # downloaded into WORK_DIR), as a build against a CUDA pip wheel compiles
 # them: with BNN_HAVE_C10_CUDA, BNN_CUDA_KERNELS, and NCCL for the
-# distributed code; CUDA's runtime headers as above. Each failure is named with its
+# distributed code; CUDA's runtime headers as above. It fails too where a
+# header of the build's own LibTorch is read instead (-H lists them), and
+# it compiles samplers/buffered_passes.cu as above. A GCC build folder only. Each failure is named with its
 # first errors; warnings are counted and shown. Exit 1 if any source fails.
 set -euo pipefail
 
@@ -33,6 +35,12 @@ if [[ "${1:-}" == "--tree" ]]; then
   [[ -f "$tree/build.ninja" ]] ||
     { echo "check-cuda-sources: --tree: '$tree' is not a Ninja build folder (make build makes one)" >&2; exit 2; }
   tree="$(cd "$tree" && pwd)"
+  # The rewrite knows GCC's precompiled-header options (clang's differ: its
+  # build folder's header, made from the build's LibTorch, would be used).
+  compiler_id="$(sed -n 's/^set(CMAKE_CXX_COMPILER_ID "\(.*\)")$/\1/p' "$tree"/CMakeFiles/*/CMakeCXXCompiler.cmake |
+    head -1)"
+  [[ "$compiler_id" == GNU ]] ||
+    { echo "check-cuda-sources: --tree: '$tree' compiles with '$compiler_id', not GCC" >&2; exit 2; }
   shift 2
 fi
 work="${1:-$(mktemp -d)}"
@@ -48,7 +56,9 @@ fetch() {
   local apt_opts=(-o "Dir::Etc::sourcelist=$list.list" -o Dir::Etc::sourceparts=- -o "Dir::State::Lists=$list")
   apt-get "${apt_opts[@]}" update -qq
   (cd "$work" && apt-get "${apt_opts[@]}" download -qq "$3") 2>&1 | { grep -v "unsandboxed as root" || true; }
-  ls "$work/$3"_*.deb > /dev/null 2>&1 || { echo "check-cuda-sources: $3 was not downloaded" >&2; exit 1; }
+  local debs=("$work/$3"_*.deb)
+  [[ -e "${debs[0]}" ]] || { echo "check-cuda-sources: $3 was not downloaded" >&2; exit 1; }
+  [[ ${#debs[@]} -eq 1 ]] || { echo "check-cuda-sources: several $3 .debs in $work" >&2; exit 1; }
 }
 
 # CUDA's runtime headers: the installed toolkit's, else nvidia-cuda-dev's.
@@ -59,6 +69,19 @@ if [[ ! -f "$cuda_include/cuda_runtime_api.h" ]]; then
   dpkg-deb --fsys-tarfile "$work"/nvidia-cuda-dev_*.deb | tar -x -C "$work/cuda" --wildcards './usr/include/*'
 fi
 cuda_version="$(grep -m1 -o 'CUDART_VERSION *[0-9]*' "$cuda_include/cuda_runtime_api.h" | grep -o '[0-9]*$')"
+
+# The kernels themselves (Note [CUDA kernels]), where a CUDA compiler is at hand.
+kernels() {
+  local nvcc
+  nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+  if [[ -x "$nvcc" ]]; then
+    "$nvcc" -std=c++17 -O3 -arch=sm_90 -Xcompiler=-Wall,-Wextra -Werror all-warnings -I"$root" \
+      -c "$root/samplers/buffered_passes.cu" -o "$work/buffered_passes.o"
+    echo "check-cuda-sources: samplers/buffered_passes.cu compiles for sm_90 ($("$nvcc" --version | tail -1))"
+  else
+    echo "check-cuda-sources: no nvcc: samplers/buffered_passes.cu not compiled"
+  fi
+}
 
 if [[ -n "$tree" ]]; then
   if [[ ! -f "$work/torch/usr/include/c10/cuda/CUDAFunctions.h" ]]; then
@@ -98,7 +121,9 @@ for line in open(os.path.join(work, "commands.txt")):
         else:
             out.append(a)
             i += 1
-    out += ["-DBNN_HAVE_C10_CUDA=1", "-DBNN_CUDA_KERNELS=1"]
+    # -H lists every header read, so that one of the build's own LibTorch
+    # (still on the compiler's default path) would be seen.
+    out += ["-DBNN_HAVE_C10_CUDA=1", "-DBNN_CUDA_KERNELS=1", "-H"]
     if "-DBNN_HAVE_C10D" in out:
         out += ["-DBNN_HAVE_C10D_NCCL", "-DUSE_C10D_NCCL"]
     if header:
@@ -114,7 +139,7 @@ with open(os.path.join(work, "sources.txt"), "w") as f:
 PY
   # As a file of its own, the header is no system header.
   grep -v "pragma GCC system_header" "$tree/CMakeFiles/bnn_pch.dir/cmake_pch.hxx" > "$work/pch.h"
-  bash "$work/pch.sh"
+  bash "$work/pch.sh" 2> "$work/pch.txt" || { cat "$work/pch.txt" >&2; exit 1; }
   rm -rf "$work/results"
   mkdir -p "$work/results"
   # Line N of sources.txt: its messages in results/N.txt, and the source's
@@ -130,12 +155,23 @@ SH
   [[ -e "${failed[0]}" ]] || failed=()
   for f in "${failed[@]}"; do
     echo "check-cuda-sources: $(cat "$f") fails:" >&2
-    grep -m5 ': error:' "${f%.failed}.txt" >&2
+    grep -m5 -E ': (fatal )?error:' "${f%.failed}.txt" >&2 || tail -5 "${f%.failed}.txt" >&2
   done
   { grep -h ': warning:' "$work"/results/*.txt || true; } | sort -u | head -20
-  echo "check-cuda-sources: $((total - ${#failed[@]})) of $total sources compile against libtorch-cuda-dev" \
+  # A header of the build's LibTorch read instead of the CUDA LibTorch's.
+  system_torch="$(cat "$work/pch.txt" "$work"/results/*.txt |
+    grep -E '^\.+ /usr/(local/)?include/(torch|ATen|c10|caffe2)/' | sed 's/^\.* //' | sort -u || true)"
+  if [[ -n "$system_torch" ]]; then
+    echo "check-cuda-sources: headers of the build's own LibTorch were read:" >&2
+    head -5 <<< "$system_torch" >&2
+    failed+=(system-headers)
+  fi
+  compiled=("$work"/results/*.failed)
+  [[ -e "${compiled[0]}" ]] || compiled=()
+  echo "check-cuda-sources: $((total - ${#compiled[@]})) of $total sources compile against libtorch-cuda-dev" \
     "$torch_version with BNN_HAVE_C10_CUDA, BNN_CUDA_KERNELS and NCCL (CUDART_VERSION $cuda_version);" \
     "$warnings warnings"
+  kernels
   [[ ${#failed[@]} -eq 0 ]]
   exit
 fi
@@ -155,12 +191,4 @@ for source in tests/src/pipeline/cuda_sync_test.cpp samplers/fused_step.cpp benc
   echo "check-cuda-sources: $source compiles with BNN_HAVE_C10_CUDA and BNN_CUDA_KERNELS" \
     "(libtorch-dev $(dpkg-query -W -f='${Version}' libtorch-dev 2>/dev/null || echo '?'), CUDART_VERSION $cuda_version)"
 done
-# The kernels themselves (Note [CUDA kernels]), where a CUDA compiler is at hand.
-nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
-if [[ -x "$nvcc" ]]; then
-  "$nvcc" -std=c++17 -O3 -arch=sm_90 -Xcompiler=-Wall,-Wextra -Werror all-warnings -I"$root" -c "$root/samplers/buffered_passes.cu" \
-    -o "$work/buffered_passes.o"
-  echo "check-cuda-sources: samplers/buffered_passes.cu compiles for sm_90 ($("$nvcc" --version | tail -1))"
-else
-  echo "check-cuda-sources: no nvcc: samplers/buffered_passes.cu not compiled"
-fi
+kernels
