@@ -12,15 +12,14 @@ each logging how it was called and sleeping as long as a test asks.
 """
 import os
 import shutil
-import signal
-import stat
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+from script_test_support import ROOT, run_in_own_group, write_executable
+
 SCRIPT = os.path.join(ROOT, "scripts", "gpu-check.sh")
 
 GPU_TESTS = ["CudaSamplers.StationaryMomentsOnTheGpu", "CudaSync.SamplingStepsDoNotWaitForTheGpu",
@@ -95,12 +94,6 @@ echo "sms_ubu ratio 1.04"
 }
 
 
-def write_executable(path, body):
-    with open(path, "w") as f:
-        f.write("#!/usr/bin/env bash\n" + body.lstrip())
-    os.chmod(path, os.stat(path).st_mode | stat.S_IXUSR)
-
-
 class GpuCheckScript(unittest.TestCase):
     def setUp(self):
         fake = tempfile.mkdtemp(prefix="bnn_gpu_check")
@@ -108,9 +101,9 @@ class GpuCheckScript(unittest.TestCase):
         for folder in ("bin", "programs", "site-packages/torch/share/cmake"):
             os.makedirs(os.path.join(fake, folder))
         for name, body in STAND_INS.items():
-            write_executable(os.path.join(fake, "bin", name), body)
+            write_executable(os.path.join(fake, "bin", name), "#!/usr/bin/env bash\n" + body.lstrip())
         for name, body in PROGRAMS.items():
-            write_executable(os.path.join(fake, "programs", name), body)
+            write_executable(os.path.join(fake, "programs", name), "#!/usr/bin/env bash\n" + body.lstrip())
         self.fake = fake
         self.out = os.path.join(fake, "out")
         self.calls = os.path.join(fake, "calls.txt")
@@ -125,21 +118,13 @@ class GpuCheckScript(unittest.TestCase):
         if os.path.exists(self.calls):
             os.remove(self.calls)
         start = time.monotonic()
-        # Its own process group, stopped whole if the script overruns.
-        p = subprocess.Popen(["bash", SCRIPT, self.out], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=full_env, start_new_session=True)
-        try:
-            stdout, stderr = p.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
-            raise
+        r = run_in_own_group(["bash", SCRIPT, self.out], full_env, timeout=120)
         self.seconds = time.monotonic() - start
         with open(os.path.join(self.out, "summary.txt")) as f:
             self.summary = f.read()
         with open(self.calls) as f:
             self.call_lines = f.read().splitlines()
-        return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+        return r
 
     def read(self, name):
         with open(os.path.join(self.out, name)) as f:

@@ -13,12 +13,10 @@ import csv
 import glob
 import os
 import shutil
-import signal
-import subprocess
 import tempfile
 import unittest
 
-from script_test_support import BNN, ROOT, skip_without_fashion_mnist, write_executable
+from script_test_support import BNN, ROOT, run_in_own_group, skip_without_fashion_mnist, write_executable
 
 SCRIPT = os.path.join(ROOT, "bench", "members_per_device.sh")
 
@@ -74,16 +72,7 @@ class MembersPerDeviceScript(unittest.TestCase):
                    BNN_BENCH_PROCESSES=processes, BNN_BENCH_CUDNN_BENCHMARK=cudnn_benchmark,
                    BNN_BENCH_STACKED=stacked,
                    PATH=path or self.bin + os.pathsep + os.environ["PATH"])
-        # Its own process group: on a timeout the script and all it started are stopped.
-        p = subprocess.Popen(["/bin/bash", SCRIPT, bnn, self.out] + ks, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
-        try:
-            stdout, stderr = p.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.communicate()
-            raise
-        return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+        return run_in_own_group(["/bin/bash", SCRIPT, bnn, self.out] + ks, env, timeout=300)
 
     def need_data(self):
         skip_without_fashion_mnist(self)
