@@ -43,7 +43,13 @@ exec {sys.executable} "$@"
 """,
     "cmake": """
 echo "cmake $*" >> "$FAKE_CALLS"
+if [[ -n "${FAKE_KERNELS_CONFIGURE_FAILS:-}" && "$*" == *-DBNN_CUDA_KERNELS=ON* ]]; then
+  echo "CMake Error at cmake/cuda_kernels.cmake:37 (enable_language): ..."
+  echo "-- Configuring incomplete, errors occurred!"
+  exit 1
+fi
 if [[ "$1" == --build ]]; then
+  if [[ -n "${FAKE_COMPILE_FAILS:-}" ]]; then echo "samplers/fused_step.cpp:1: error: ..."; exit 1; fi
   sleep "${FAKE_BUILD_SECONDS:-0}"
   mkdir -p "$2/src" "$2/bench"
   cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn"
@@ -242,6 +248,31 @@ class GpuCheckScript(unittest.TestCase):
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: ctest was killed (exit 137)")
         left = subprocess.run(["pgrep", "-f", f"^sleep {child}$"], capture_output=True, text=True)
         self.assertEqual(left.stdout, "", "the stopped step's child outlived it")
+
+
+    def test_when_configuring_the_kernels_fails_the_rest_is_built_without_them(self):
+        r = self.run_check(FAKE_KERNELS_CONFIGURE_FAILS="1", BNN_GPU_MEMBERS="")
+        self.assertEqual(r.returncode, 1)
+        configures = [line for line in self.call_lines if line.startswith("cmake -S")]
+        self.assertEqual(len(configures), 2)
+        self.assertIn("-DBNN_CUDA_KERNELS=ON", configures[0])
+        self.assertIn("-DBNN_CUDA_KERNELS=OFF", configures[1])
+        self.assertIn("gpu-check: configuring with bnn's CUDA kernels failed (build.log); building without them",
+                      self.summary)
+        # The tests and benchmarks ran on the build without kernels; the
+        # verdict fails on the first build, whose error stays in build.log.
+        self.assertEqual([step for step, _ in self.steps()][:5],
+                         ["build_exit", "build_without_kernels_exit", "gpu_tests_exit", "bench_exit", "ctest_exit"])
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1")
+        self.assertIn("Configuring incomplete", self.read("build.log"))
+
+    def test_a_build_that_fails_to_compile_is_not_tried_again(self):
+        r = self.run_check(FAKE_COMPILE_FAILS="1")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(len([line for line in self.call_lines if line.startswith("cmake --build")]), 1)
+        self.assertEqual(self.steps(), [["build_exit", "1"]])
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1; gpu_tests did not run; "
+                                                    "bench did not run; ctest did not run; no GPU test in ctest.log")
 
 
 if __name__ == "__main__":
