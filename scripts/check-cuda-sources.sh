@@ -24,8 +24,9 @@
 # them: with BNN_HAVE_C10_CUDA, BNN_CUDA_KERNELS, and NCCL for the
 # distributed code; CUDA's runtime headers as above. It fails too where a
 # header of the build's own LibTorch is read instead (-H lists them), and
-# it compiles samplers/buffered_passes.cu as above. A GCC build folder only. Each failure is named with its
-# first errors; warnings are counted and shown. Exit 1 if any source fails.
+# it compiles samplers/buffered_passes.cu as above. A GCC build folder
+# only. Each failure is named with its first errors; warnings are counted
+# and shown. Exit 1 if any source fails.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -153,6 +154,7 @@ SH
   warnings="$(cat "$work"/results/*.txt | grep -c ': warning:' || true)"
   failed=("$work"/results/*.failed)
   [[ -e "${failed[0]}" ]] || failed=()
+  compiled=$((total - ${#failed[@]}))
   for f in "${failed[@]}"; do
     echo "check-cuda-sources: $(cat "$f") fails:" >&2
     grep -m5 -E ': (fatal )?error:' "${f%.failed}.txt" >&2 || tail -5 "${f%.failed}.txt" >&2
@@ -166,9 +168,7 @@ SH
     head -5 <<< "$system_torch" >&2
     failed+=(system-headers)
   fi
-  compiled=("$work"/results/*.failed)
-  [[ -e "${compiled[0]}" ]] || compiled=()
-  echo "check-cuda-sources: $((total - ${#compiled[@]})) of $total sources compile against libtorch-cuda-dev" \
+  echo "check-cuda-sources: $compiled of $total sources compile against libtorch-cuda-dev" \
     "$torch_version with BNN_HAVE_C10_CUDA, BNN_CUDA_KERNELS and NCCL (CUDART_VERSION $cuda_version);" \
     "$warnings warnings"
   kernels

@@ -28,12 +28,12 @@
 #
 # Time. BNN_GPU_DEADLINE (seconds, default 540) is when the script ends,
 # counted from its start (a step stopped at its limit may take 5 s more to
-# die). A step may take its own bound or what is left
-# once each required step after it (GPU tests, benchmark, ctest) is promised
+# die). A step may take its own bound or what is left once each required
+# step after it (GPU tests, benchmark, ctest) is promised
 # BNN_GPU_STEP_MINIMUM seconds (default 60), whichever is less; a step that
 # the deadline leaves less than half that minimum (and less than its bound)
-# does not run, and summary.txt says so. Bounds
-# (seconds): BNN_CUDA_TESTS_TIMEOUT 120, BNN_BENCH_TIMEOUT 120,
+# does not run, and summary.txt says so. Bounds (seconds):
+# BNN_CUDA_TESTS_TIMEOUT 120, BNN_BENCH_TIMEOUT 120,
 # BNN_CTEST_TIMEOUT 300, BNN_MEMBERS_TABLE_TIMEOUT 240, BNN_MEMBERS_TIMEOUT
 # 120 for each of bnn_bench_members' two runs; the build has none but the
 # deadline. BNN_GPU_BUILD_DIR: the build folder (default build-torch in the
@@ -114,9 +114,10 @@ out="$(cd "$out" && pwd)"
 (cd "$out" && rm -f summary.txt build.log version.txt ctest.log cuda_tests.txt bench_sampling.txt \
   members_per_device.csv bench_members.txt)
 : > "$out/summary.txt"
-deadline=$(( $(date +%s) + ${BNN_GPU_DEADLINE:-540} ))
+budget="${BNN_GPU_DEADLINE:-540}"
+deadline=$(( $(date +%s) + budget ))
 minimum="${BNN_GPU_STEP_MINIMUM:-60}"
-echo "gpu-check: ends within ${BNN_GPU_DEADLINE:-540} s; each required step still to come is promised $minimum s" |
+echo "gpu-check: ends within $budget s; each required step still to come is promised $minimum s" |
   tee -a "$out/summary.txt"
 
 # step NAME LATER BOUND LOG COMMAND...: runs COMMAND with its output
@@ -157,7 +158,7 @@ tests_env=(env -u BNN_BENCH_STACKED -u BNN_BENCH_PROCESSES -u BNN_BENCH_CUDNN_BE
 echo "gpus=$(timeout 30 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/summary.txt"
 # build NAME KERNELS: the build step, with bnn's CUDA kernels ON or OFF.
 build_with() {
-  step "$1" 3 "${BNN_GPU_DEADLINE:-540}" "$out/build.log" env BNN_CUDA_KERNELS="$2" \
+  step "$1" 3 "$budget" "$out/build.log" env BNN_CUDA_KERNELS="$2" \
     bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data}
 }
 # CMake has never configured the kernels against a pip LibTorch: if that is
