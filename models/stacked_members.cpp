@@ -314,8 +314,12 @@ torch::Tensor StackedMembers::forward(const torch::Tensor& images) {
         if (!bn1 && !spatial) refuse(j, *layer.module, "is a BatchNorm2d after a flattening");
         const torch::Tensor mean = layer.first_stat >= 0 ? running_[layer.first_stat] : torch::Tensor();
         const torch::Tensor var = layer.first_stat >= 0 ? running_[layer.first_stat + 1] : torch::Tensor();
+        // The functional options' momentum is an optional up to LibTorch 2.6
+        // and a double in 2.14; a plain double (set: refused above where it
+        // is not) fits both.
+        const double momentum = *o.momentum();
         auto options = F::BatchNormFuncOptions().weight(weight).bias(bias).eps(o.eps())
-                           .momentum(o.momentum()).training(training_ || !mean.defined());
+                           .momentum(momentum).training(training_ || !mean.defined());
         if (spatial) {
           x = F::batch_norm(x, mean, var, options);
         } else {
