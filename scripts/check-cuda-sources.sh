@@ -5,7 +5,7 @@
 # GPU session, whose few minutes a build error would waste.
 #
 #   scripts/check-cuda-sources.sh [WORK_DIR]
-#   scripts/check-cuda-sources.sh --tree BUILD_DIR [WORK_DIR]
+#   scripts/check-cuda-sources.sh --tree BUILD_DIR [--libtorch PACKAGE] [WORK_DIR]
 #
 # Without --tree: tests/src/pipeline/cuda_sync_test.cpp,
 # samplers/fused_step.cpp, bench/member_designs.cpp and
@@ -27,6 +27,14 @@
 # it compiles samplers/buffered_passes.cu as above. A GCC build folder
 # only. Each failure is named with its first errors; warnings are counted
 # and shown. Exit 1 if any source fails.
+#
+# --libtorch PACKAGE: whose headers --tree compiles against.
+#   libtorch-cuda-dev (the default): sid's CUDA build (contrib), 2.6;
+#   libtorch-dev: sid's newest LibTorch (main; 2.14 on 2026-11-27), a CPU
+#     build that still ships c10/cuda, ATen/cuda and c10d's NCCL headers.
+# The GPU machine's torch (2.11) lies between the two: an API that both
+# have is taken to be in it. From LibTorch 2.14 the sources are compiled as
+# C++20, as cmake/cxx_standard.cmake builds them.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -43,6 +51,16 @@ if [[ "${1:-}" == "--tree" ]]; then
   [[ "$compiler_id" == GNU ]] ||
     { echo "check-cuda-sources: --tree: '$tree' compiles with '$compiler_id', not GCC" >&2; exit 2; }
   shift 2
+  package=libtorch-cuda-dev
+  if [[ "${1:-}" == "--libtorch" ]]; then
+    package="${2:-}"
+    shift 2 || true
+  fi
+  case "$package" in
+    libtorch-cuda-dev) component=contrib ;;
+    libtorch-dev) component=main ;;
+    *) echo "check-cuda-sources: --libtorch: '$package' is not libtorch-cuda-dev or libtorch-dev" >&2; exit 2 ;;
+  esac
 fi
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work/lists/partial" "$work/cuda" "$work/shim/c10/cuda/impl"
@@ -85,18 +103,24 @@ kernels() {
 }
 
 if [[ -n "$tree" ]]; then
-  if [[ ! -f "$work/torch/usr/include/c10/cuda/CUDAFunctions.h" ]]; then
-    fetch sid contrib libtorch-cuda-dev
-    dpkg-deb -x "$work"/libtorch-cuda-dev_*.deb "$work/torch"
+  if [[ ! -f "$work/$package/usr/include/c10/cuda/CUDAFunctions.h" ]]; then
+    fetch sid "$component" "$package"
+    dpkg-deb -x "$work/$package"_*.deb "$work/$package"
   fi
-  torch_version="$(sed -n 's/^Version: //p' < <(dpkg-deb -f "$work"/libtorch-cuda-dev_*.deb))"
+  torch_version="$(sed -n 's/^Version: //p' < <(dpkg-deb -f "$work/$package"_*.deb))"
+  # CMake writes this header when it builds c10_cuda; a CPU LibTorch has none.
+  [[ -f "$work/$package/usr/include/c10/cuda/impl/cuda_cmake_macros.h" ]] ||
+    echo '#define C10_CUDA_BUILD_SHARED_LIBS' > "$work/shim/c10/cuda/impl/cuda_cmake_macros.h"
   # The build's own compile commands, rewritten: the CUDA LibTorch's headers
   # for the build's, syntax only, a precompiled header of its own.
   ninja -C "$tree" -t commands > "$work/commands.txt"
-  python3 - "$work" "$cuda_include" <<'PY'
-import os, shlex, sys
-work, cuda_include = sys.argv[1:]
-torch = os.path.join(work, "torch", "usr", "include")
+  python3 - "$work" "$cuda_include" "$package" "$torch_version" <<'PY'
+import os, re, shlex, sys
+work, cuda_include, package, version = sys.argv[1:]
+torch = os.path.join(work, package, "usr", "include")
+# cmake/cxx_standard.cmake: C++20 from LibTorch 2.14.
+major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", version).groups())
+cxx20 = (major, minor) >= (2, 14)
 pch, commands = None, []
 for line in open(os.path.join(work, "commands.txt")):
     args = shlex.split(line)
@@ -108,8 +132,11 @@ for line in open(os.path.join(work, "commands.txt")):
         a = args[i]
         if a == "-isystem" and args[i + 1].endswith("/torch/csrc/api/include"):
             out += ["-isystem", torch, "-isystem", os.path.join(torch, "torch/csrc/api/include"),
-                    "-isystem", cuda_include]
+                    "-isystem", os.path.join(work, "shim"), "-isystem", cuda_include]
             i += 2
+        elif cxx20 and re.fullmatch(r"-std=(gnu|c)\+\+17", a):
+            out.append(a.replace("17", "20"))
+            i += 1
         elif a == "-isystem" and args[i + 1] in ("/usr/include", "/usr/local/include"):
             i += 2   # the compiler's own: named, it would come before libstdc++'s
         elif a == "-include" and args[i + 1].endswith("cmake_pch.hxx"):
@@ -168,7 +195,7 @@ SH
     head -5 <<< "$system_torch" >&2
     failed+=(system-headers)
   fi
-  echo "check-cuda-sources: $compiled of $total sources compile against libtorch-cuda-dev" \
+  echo "check-cuda-sources: $compiled of $total sources compile against $package" \
     "$torch_version with BNN_HAVE_C10_CUDA, BNN_CUDA_KERNELS and NCCL (CUDART_VERSION $cuda_version);" \
     "$warnings warnings"
   kernels

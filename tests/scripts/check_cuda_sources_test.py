@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scripts/check-cuda-sources.sh --tree refuses a build folder it cannot check,
-with one line naming it and exit 2, before it downloads anything.
+or LibTorch headers it does not know, with one line naming it and exit 2,
+before it downloads anything.
 
     python3 tests/scripts/check_cuda_sources_test.py   (ctest: CheckCudaSources.Refusals)
 """
@@ -22,9 +23,9 @@ class CheckCudaSources(unittest.TestCase):
         self.build = os.path.join(self.dir, "build")
         os.makedirs(os.path.join(self.build, "CMakeFiles", "3.25.1"))
 
-    def check(self):
+    def check(self, *options):
         work = os.path.join(self.dir, "work")
-        r = subprocess.run(["bash", SCRIPT, "--tree", self.build, work], capture_output=True, text=True,
+        r = subprocess.run(["bash", SCRIPT, "--tree", self.build, *options, work], capture_output=True, text=True,
                            timeout=60)
         self.assertFalse(os.path.exists(os.path.join(work, "commands.txt")), "it went on past the refusal")
         return r
@@ -35,13 +36,23 @@ class CheckCudaSources(unittest.TestCase):
                          (2, f"check-cuda-sources: --tree: '{self.build}' is not a Ninja build folder "
                              "(make build makes one)\n"))
 
-    def test_a_build_not_compiled_with_gcc_is_refused(self):
+    def compiled_with(self, compiler_id):
         open(os.path.join(self.build, "build.ninja"), "w").close()
         with open(os.path.join(self.build, "CMakeFiles", "3.25.1", "CMakeCXXCompiler.cmake"), "w") as f:
-            f.write('set(CMAKE_CXX_COMPILER "/usr/bin/clang++")\nset(CMAKE_CXX_COMPILER_ID "Clang")\n')
+            f.write(f'set(CMAKE_CXX_COMPILER_ID "{compiler_id}")\n')
+
+    def test_a_build_not_compiled_with_gcc_is_refused(self):
+        self.compiled_with("Clang")
         r = self.check()
         self.assertEqual((r.returncode, r.stderr),
                          (2, f"check-cuda-sources: --tree: '{self.build}' compiles with 'Clang', not GCC\n"))
+
+    def test_a_libtorch_package_it_does_not_know_is_refused(self):
+        self.compiled_with("GNU")
+        r = self.check("--libtorch", "python3-torch")
+        self.assertEqual((r.returncode, r.stderr),
+                         (2, "check-cuda-sources: --libtorch: 'python3-torch' is not libtorch-cuda-dev or "
+                             "libtorch-dev\n"))
 
 
 if __name__ == "__main__":
