@@ -9,13 +9,16 @@
 # Without --debs the system's packages are used (the CUDA Dockerfile target).
 #
 #   scripts/build-pip-torch.sh [--python PY] [--debs DIR] [--build DIR]
-#                              [--no-tests] [--target T] [--jobs N]
+#                              [--no-tests] [--target T] [--jobs N] [--keep-going]
 #
 #   --python PY   the Python whose torch to build against (default python3)
 #   --debs DIR    .deb files to unpack into DIR/../<build>/deps
 #   --build DIR   build folder (default build-torch)
 #   --no-tests    skip GoogleTest and the benchmarks (no googletest .debs needed)
 #   --target T    build only target T (e.g. bnn)
+#   --jobs N      parallel compile jobs (default: all cores)
+#   --keep-going  build all that does not depend on a source that failed
+#                 (the log then names every error, not only the first)
 #   --with-data   also unpack dataset-fashion-mnist from --debs into / (needs
 #                 root; the tests and configs read /usr/share/datasets)
 #
@@ -33,6 +36,7 @@ tests=ON
 target=""
 jobs="$(nproc)"
 with_data=0
+keep_going=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --python) python="$2"; shift 2 ;;
@@ -42,7 +46,8 @@ while [[ $# -gt 0 ]]; do
     --target) target="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --with-data) with_data=1; shift ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    --keep-going) keep_going=1; shift ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "build-pip-torch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -107,13 +112,19 @@ nccl_include="$(ls -d "$site"/nvidia/nccl/include 2> /dev/null | head -1 || true
 # CMake's FindCUDAToolkit looks on PATH and in /usr/local/cuda. nvcc also
 # builds bnn's CUDA kernels (cmake/cuda_kernels.cmake): BNN_CUDA_KERNELS=ON in
 # the environment makes their absence an error, OFF leaves them out.
+# BNN_DISTRIBUTED=OFF in the environment leaves torch.distributed out.
 nvcc="$(command -v nvcc || true)"
 if [[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]]; then nvcc=/usr/local/cuda/bin/nvcc; fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
-  -DBNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-AUTO}" ${nvcc:+-DCMAKE_CUDA_COMPILER="$nvcc"} \
+  -DBNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-AUTO}" -DBNN_DISTRIBUTED="${BNN_DISTRIBUTED:-ON}" \
+  ${nvcc:+-DCMAKE_CUDA_COMPILER="$nvcc"} \
   -DCMAKE_PREFIX_PATH="$prefix_paths" -DBNN_BUILD_TESTS="$tests" -DBNN_BUILD_BENCH="$tests" \
   ${nccl_include:+-DBNN_C10D_INCLUDE_DIRS="$nccl_include"} \
   ${debs:+-DCMAKE_BUILD_RPATH="$build/deps/usr/lib/x86_64-linux-gnu"}
-cmake --build "$build" -j "$jobs" ${target:+--target "$target"}
+native=()  # the build tool's own keep-going option: Ninja's -k 0, Make's -k
+if [[ $keep_going == 1 ]]; then
+  if [[ -f "$build/build.ninja" ]]; then native=(-- -k 0); else native=(-- -k); fi
+fi
+cmake --build "$build" -j "$jobs" ${target:+--target "$target"} "${native[@]}"
 echo "build-pip-torch: built in $build"
 if [[ -x "$build/src/bnn" ]]; then "$build/src/bnn" version; fi

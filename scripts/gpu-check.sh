@@ -3,9 +3,10 @@
 # with a CUDA pip PyTorch, CMake and a compiler (docs/performance.md, "A GPU
 # session in 15 minutes"). In this order, each step in the time the steps
 # before it left, so that what matters most is done first:
-#   1. build with scripts/build-pip-torch.sh and bnn's CUDA kernels
-#      (BNN_CUDA_KERNELS=ON); if configuring them fails, without them, so
-#      that the steps below still run (the verdict fails on the first);
+#   1. build with scripts/build-pip-torch.sh, bnn's CUDA kernels
+#      (BNN_CUDA_KERNELS=ON) and torch.distributed; if that fails, again
+#      without both, so that the steps below still run on what could be
+#      built (the verdict fails on the first build);
 #   2. `bnn version` (the libstdc++ binding, the arithmetic on each GPU) and
 #      nvidia-smi;
 #   3. the GPU tests (CudaSamplers.*, CudaSync.*, CudaRun.*), which must run,
@@ -156,22 +157,28 @@ gpu_tests='^Cuda(Samplers|Sync|Run)\.'
 tests_env=(env -u BNN_BENCH_STACKED -u BNN_BENCH_PROCESSES -u BNN_BENCH_CUDNN_BENCHMARK)
 
 echo "gpus=$(timeout 30 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/summary.txt"
-# build NAME KERNELS: the build step, with bnn's CUDA kernels ON or OFF.
+# build NAME OPTIONAL: the build step, with bnn's CUDA kernels and
+# torch.distributed ON or OFF; it goes on past a failed source, so that
+# build.log names every error and what does not need that source is built.
 build_with() {
-  step "$1" 3 "$budget" "$out/build.log" env BNN_CUDA_KERNELS="$2" \
-    bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data}
+  step "$1" 3 "$budget" "$out/build.log" env BNN_CUDA_KERNELS="$2" BNN_DISTRIBUTED="$2" \
+    bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} --keep-going
 }
-# CMake has never configured the kernels against a pip LibTorch: if that is
-# what fails, the rest is built without them, so that the tests and
-# benchmarks still run; the verdict fails on the first build all the same.
+# The parts of bnn that no GPU build has compiled yet (the kernels, whose
+# configure CMake has never run against a pip LibTorch, and the NCCL
+# process group) are the likeliest to fail: if the build fails, it is built
+# again without them, so that the tests and benchmarks still run on what
+# can be built (a bnn that this check built). The verdict fails on the
+# first build all the same.
+started="$(mktemp)"
+trap 'rm -f "$started"' EXIT
 if ! build_with build ON; then
-  built=no
-  if grep -q "Configuring incomplete" "$out/build.log"; then
-    echo "gpu-check: configuring with bnn's CUDA kernels failed (build.log); building without them" |
-      tee -a "$out/summary.txt"
-    build_with build_without_kernels OFF && built=yes
-  fi
-  if [[ $built == no ]]; then
+  what="building"
+  grep -q "Configuring incomplete" "$out/build.log" && what="configuring"
+  echo "gpu-check: $what failed (build.log); building again without bnn's CUDA kernels and torch.distributed" |
+    tee -a "$out/summary.txt"
+  build_with build_reduced OFF
+  if [[ ! "$build/src/bnn" -nt "$started" ]]; then
     tail -30 "$out/build.log"
     verdict "$out"
     exit 1

@@ -48,8 +48,17 @@ if [[ -n "${FAKE_KERNELS_CONFIGURE_FAILS:-}" && "$*" == *-DBNN_CUDA_KERNELS=ON* 
   echo "-- Configuring incomplete, errors occurred!"
   exit 1
 fi
+if [[ "$1" == -S ]]; then
+  # A Ninja build folder, configured with these options.
+  mkdir -p "$4" && touch "$4/build.ninja" && echo "$*" > "$4/configured_with"
+fi
 if [[ "$1" == --build ]]; then
-  if [[ -n "${FAKE_COMPILE_FAILS:-}" ]]; then echo "samplers/fused_step.cpp:1: error: ..."; exit 1; fi
+  # FAKE_COMPILE_FAILS: "always", or "distributed" where torch.distributed is on.
+  if [[ "${FAKE_COMPILE_FAILS:-}" == always ]] ||
+     [[ "${FAKE_COMPILE_FAILS:-}" == distributed && "$(cat "$2/configured_with")" == *-DBNN_DISTRIBUTED=ON* ]]; then
+    echo "src/distributed/process_group.cpp:1: error: ..."
+    exit 1
+  fi
   sleep "${FAKE_BUILD_SECONDS:-0}"
   mkdir -p "$2/src" "$2/bench"
   cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn"
@@ -250,27 +259,53 @@ class GpuCheckScript(unittest.TestCase):
         self.assertEqual(left.stdout, "", "the stopped step's child outlived it")
 
 
+    def configures(self):
+        return [line for line in self.call_lines if line.startswith("cmake -S")]
+
     def test_when_configuring_the_kernels_fails_the_rest_is_built_without_them(self):
         r = self.run_check(FAKE_KERNELS_CONFIGURE_FAILS="1", BNN_GPU_MEMBERS="")
         self.assertEqual(r.returncode, 1)
-        configures = [line for line in self.call_lines if line.startswith("cmake -S")]
+        configures = self.configures()
         self.assertEqual(len(configures), 2)
-        self.assertIn("-DBNN_CUDA_KERNELS=ON", configures[0])
-        self.assertIn("-DBNN_CUDA_KERNELS=OFF", configures[1])
-        self.assertIn("gpu-check: configuring with bnn's CUDA kernels failed (build.log); building without them",
-                      self.summary)
-        # The tests and benchmarks ran on the build without kernels; the
-        # verdict fails on the first build, whose error stays in build.log.
+        self.assertIn("-DBNN_CUDA_KERNELS=ON -DBNN_DISTRIBUTED=ON", configures[0])
+        self.assertIn("-DBNN_CUDA_KERNELS=OFF -DBNN_DISTRIBUTED=OFF", configures[1])
+        self.assertIn("gpu-check: configuring failed (build.log); building again without bnn's CUDA kernels and "
+                      "torch.distributed", self.summary)
+        # The tests and benchmarks ran on the reduced build; the verdict
+        # fails on the first build, whose error stays in build.log.
         self.assertEqual([step for step, _ in self.steps()][:5],
-                         ["build_exit", "build_without_kernels_exit", "gpu_tests_exit", "bench_exit", "ctest_exit"])
+                         ["build_exit", "build_reduced_exit", "gpu_tests_exit", "bench_exit", "ctest_exit"])
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1")
         self.assertIn("Configuring incomplete", self.read("build.log"))
 
-    def test_a_build_that_fails_to_compile_is_not_tried_again(self):
-        r = self.run_check(FAKE_COMPILE_FAILS="1")
+    def test_when_a_source_fails_to_compile_the_rest_is_built_without_the_optional_parts(self):
+        r = self.run_check(FAKE_COMPILE_FAILS="distributed", BNN_GPU_MEMBERS="")
         self.assertEqual(r.returncode, 1)
-        self.assertEqual(len([line for line in self.call_lines if line.startswith("cmake --build")]), 1)
-        self.assertEqual(self.steps(), [["build_exit", "1"]])
+        # Both builds go on past a failed source (Ninja's -k 0), so that
+        # build.log names every error.
+        builds = [line for line in self.call_lines if line.startswith("cmake --build")]
+        self.assertEqual(len(builds), 2)
+        for line in builds:
+            self.assertTrue(line.endswith(" -- -k 0"), line)
+        self.assertIn("-DBNN_CUDA_KERNELS=OFF -DBNN_DISTRIBUTED=OFF", self.configures()[1])
+        self.assertIn("gpu-check: building failed (build.log); building again without bnn's CUDA kernels and "
+                      "torch.distributed", self.summary)
+        self.assertEqual(self.steps()[:5], [["build_exit", "1"], ["build_reduced_exit", "0"],
+                                            ["gpu_tests_exit", "0"], ["bench_exit", "0"], ["ctest_exit", "0"]])
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1")
+        self.assertIn("process_group.cpp:1: error", self.read("build.log"))
+
+    def test_where_no_bnn_is_built_even_then_the_check_stops(self):
+        # A bnn from before this check (an older build in the same folder) is not this check's.
+        os.makedirs(os.path.join(self.build, "src"))
+        old = os.path.join(self.build, "src", "bnn")
+        shutil.copy(os.path.join(self.fake, "programs", "bnn"), old)
+        os.utime(old, (time.time() - 3600, time.time() - 3600))
+        r = self.run_check(FAKE_COMPILE_FAILS="always")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(len([line for line in self.call_lines if line.startswith("cmake --build")]), 2)
+        self.assertEqual(self.steps(), [["build_exit", "1"], ["build_reduced_exit", "1"]])
+        self.assertFalse(any(line.startswith("bnn ") for line in self.call_lines))
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1; gpu_tests did not run; "
                                                     "bench did not run; ctest did not run; no GPU test in ctest.log")
 
