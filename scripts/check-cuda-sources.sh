@@ -40,7 +40,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 tree=""
 if [[ "${1:-}" == "--tree" ]]; then
-  tree="${2:?usage: scripts/check-cuda-sources.sh --tree BUILD_DIR [WORK_DIR]}"
+  tree="${2:?usage: scripts/check-cuda-sources.sh --tree BUILD_DIR [--libtorch PACKAGE] [WORK_DIR]}"
   [[ -f "$tree/build.ninja" ]] ||
     { echo "check-cuda-sources: --tree: '$tree' is not a Ninja build folder (make build makes one)" >&2; exit 2; }
   tree="$(cd "$tree" && pwd)"
@@ -61,6 +61,11 @@ if [[ "${1:-}" == "--tree" ]]; then
     libtorch-dev) component=main ;;
     *) echo "check-cuda-sources: --libtorch: '$package' is not libtorch-cuda-dev or libtorch-dev" >&2; exit 2 ;;
   esac
+fi
+if [[ $# -gt 1 || "${1:-}" == -* ]]; then
+  echo "check-cuda-sources: '$*': expected at most a work folder here (usage: scripts/check-cuda-sources.sh" \
+    "[--tree BUILD_DIR [--libtorch PACKAGE]] [WORK_DIR])" >&2
+  exit 2
 fi
 work="${1:-$(mktemp -d)}"
 mkdir -p "$work/lists/partial" "$work/cuda" "$work/shim/c10/cuda/impl"
@@ -119,7 +124,7 @@ import os, re, shlex, sys
 work, cuda_include, package, version = sys.argv[1:]
 torch = os.path.join(work, package, "usr", "include")
 # cmake/cxx_standard.cmake: C++20 from LibTorch 2.14.
-major, minor = (int(x) for x in re.match(r"(\d+)\.(\d+)", version).groups())
+major, minor = (int(x) for x in re.search(r"(\d+)\.(\d+)", version).groups())  # past an epoch
 cxx20 = (major, minor) >= (2, 14)
 pch, commands = None, []
 for line in open(os.path.join(work, "commands.txt")):

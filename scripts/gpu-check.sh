@@ -157,7 +157,7 @@ gpu_tests='^Cuda(Samplers|Sync|Run)\.'
 tests_env=(env -u BNN_BENCH_STACKED -u BNN_BENCH_PROCESSES -u BNN_BENCH_CUDNN_BENCHMARK)
 
 echo "gpus=$(timeout 30 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/summary.txt"
-# build NAME OPTIONAL: the build step, with bnn's CUDA kernels and
+# build_with NAME OPTIONAL: the build step, with bnn's CUDA kernels and
 # torch.distributed ON or OFF; it goes on past a failed source, so that
 # build.log names every error and what does not need that source is built.
 build_with() {
@@ -167,18 +167,23 @@ build_with() {
 # The parts of bnn that no GPU build has compiled yet (the kernels, whose
 # configure CMake has never run against a pip LibTorch, and the NCCL
 # process group) are the likeliest to fail: if the build fails, it is built
-# again without them, so that the tests and benchmarks still run on what
-# can be built (a bnn that this check built). The verdict fails on the
-# first build all the same.
-started="$(mktemp)"
+# again without them in the same folder (only fused_step.cpp and
+# process_group.cpp compile again), so that the tests and benchmarks still
+# run on a bnn this check built. The verdict fails on the first build all
+# the same. A build stopped at its limit leaves no time for another.
+started="$(mktemp)" || exit 2
 trap 'rm -f "$started"' EXIT
-if ! build_with build ON; then
-  what="building"
-  grep -q "Configuring incomplete" "$out/build.log" && what="configuring"
-  echo "gpu-check: $what failed (build.log); building again without bnn's CUDA kernels and torch.distributed" |
-    tee -a "$out/summary.txt"
-  build_with build_reduced OFF
-  if [[ ! "$build/src/bnn" -nt "$started" ]]; then
+build_with build ON
+code=$?
+if [[ $code != 0 ]]; then
+  if [[ $code != 124 && $code != 137 ]]; then
+    what="building"
+    grep -q "Configuring incomplete" "$out/build.log" && what="configuring"
+    echo "gpu-check: $what failed (build.log); building again without bnn's CUDA kernels and torch.distributed" |
+      tee -a "$out/summary.txt"
+    build_with build_reduced OFF
+  fi
+  if [[ ! "$build/src/bnn" -nt "$started" || $code == 124 || $code == 137 ]]; then
     tail -30 "$out/build.log"
     verdict "$out"
     exit 1

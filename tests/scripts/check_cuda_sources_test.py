@@ -54,6 +54,17 @@ class CheckCudaSources(unittest.TestCase):
                          (2, "check-cuda-sources: --libtorch: 'python3-torch' is not libtorch-cuda-dev or "
                              "libtorch-dev\n"))
 
+    def test_a_misplaced_option_is_refused(self):
+        # --libtorch after the work folder, or without --tree, would be taken
+        # for a folder, or ignored.
+        self.compiled_with("GNU")
+        work = os.path.join(self.dir, "work")
+        for args in (["--tree", self.build, work, "--libtorch", "libtorch-dev"], ["--libtorch", "libtorch-dev"]):
+            r = subprocess.run(["bash", SCRIPT, *args], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, args)
+            self.assertRegex(r.stderr, r"^check-cuda-sources: '.*': expected at most a work folder here \(usage: ")
+            self.assertFalse(os.path.exists(work))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -215,6 +215,9 @@ class GpuCheckScript(unittest.TestCase):
         r = self.run_check(BNN_GPU_DEADLINE="10", BNN_GPU_STEP_MINIMUM="2", FAKE_BUILD_SECONDS="600")
         self.assertEqual(r.returncode, 1)
         self.assertRegex(self.summary, r"gpu-check: build exit 124, [345] s \(stopped at its limit of [34] s\)")
+        # Stopped at its limit, it leaves no time to build again.
+        self.assertNotIn("building again", self.summary)
+        self.assertEqual(self.steps(), [["build_exit", "124"]])
         self.assertEqual(r.stdout.splitlines()[-1],
                          "gpu-check: FAIL: build ran out of time (exit 124); gpu_tests did not run; "
                          "bench did not run; ctest did not run; no GPU test in ctest.log")
