@@ -49,8 +49,9 @@ if [[ -n "${FAKE_KERNELS_CONFIGURE_FAILS:-}" && "$*" == *-DBNN_CUDA_KERNELS=ON* 
   exit 1
 fi
 if [[ "$1" == -S ]]; then
-  # A Ninja build folder, configured with these options.
-  mkdir -p "$4" && touch "$4/build.ninja" && echo "$*" > "$4/configured_with"
+  # A Ninja build folder (a Make one with FAKE_GENERATOR=make), configured with these options.
+  mkdir -p "$4" && echo "$*" > "$4/configured_with"
+  if [[ "${FAKE_GENERATOR:-ninja}" == make ]]; then touch "$4/Makefile"; else touch "$4/build.ninja"; fi
 fi
 if [[ "$1" == --build ]]; then
   # FAKE_COMPILE_FAILS: "always", or "distributed" where torch.distributed is on.
@@ -297,6 +298,17 @@ class GpuCheckScript(unittest.TestCase):
                                             ["gpu_tests_exit", "0"], ["bench_exit", "0"], ["ctest_exit", "0"]])
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1")
         self.assertIn("process_group.cpp:1: error", self.read("build.log"))
+
+    def test_a_make_build_goes_on_past_a_failed_source_with_make_s_own_option(self):
+        # Where the machine has no ninja, CMake writes Makefiles: Make's -k,
+        # not Ninja's -k 0, which Make would read as a target named 0.
+        r = self.run_check(FAKE_GENERATOR="make", FAKE_COMPILE_FAILS="distributed", BNN_GPU_MEMBERS="")
+        self.assertEqual(r.returncode, 1)
+        builds = [line for line in self.call_lines if line.startswith("cmake --build")]
+        self.assertEqual(len(builds), 2)
+        for line in builds:
+            self.assertTrue(line.endswith(" -- -k"), line)
+        self.assertEqual(self.steps()[:2], [["build_exit", "1"], ["build_reduced_exit", "0"]])
 
     def test_where_no_bnn_is_built_even_then_the_check_stops(self):
         # A bnn from before this check (an older build in the same folder) is not this check's.
