@@ -117,59 +117,10 @@ if [[ -n "$tree" ]]; then
   [[ -f "$work/$package/usr/include/c10/cuda/impl/cuda_cmake_macros.h" ]] ||
     echo '#define C10_CUDA_BUILD_SHARED_LIBS' > "$work/shim/c10/cuda/impl/cuda_cmake_macros.h"
   # The build's own compile commands, rewritten: the CUDA LibTorch's headers
-  # for the build's, syntax only, a precompiled header of its own.
+  # for the build's, syntax only, a precompiled header of its own
+  # (scripts/cuda_source_commands.py).
   ninja -C "$tree" -t commands > "$work/commands.txt"
-  python3 - "$work" "$cuda_include" "$package" "$torch_version" <<'PY'
-import os, re, shlex, sys
-work, cuda_include, package, version = sys.argv[1:]
-torch = os.path.join(work, package, "usr", "include")
-# cmake/cxx_standard.cmake: C++20 from LibTorch 2.14.
-major, minor = (int(x) for x in re.search(r"(\d+)\.(\d+)", version).groups())  # past an epoch
-cxx20 = (major, minor) >= (2, 14)
-pch, commands = None, []
-for line in open(os.path.join(work, "commands.txt")):
-    args = shlex.split(line)
-    if not args or not args[0].endswith(("c++", "g++", "clang++")) or "-c" not in args:
-        continue
-    source = args[args.index("-c") + 1]
-    out, i, header = [], 0, "-x" in args
-    while i < len(args):
-        a = args[i]
-        if a == "-isystem" and args[i + 1].endswith("/torch/csrc/api/include"):
-            out += ["-isystem", torch, "-isystem", os.path.join(torch, "torch/csrc/api/include"),
-                    "-isystem", os.path.join(work, "shim"), "-isystem", cuda_include]
-            i += 2
-        elif cxx20 and re.fullmatch(r"-std=(gnu|c)\+\+17", a):
-            out.append(a.replace("17", "20"))
-            i += 1
-        elif a == "-isystem" and args[i + 1] in ("/usr/include", "/usr/local/include"):
-            i += 2   # the compiler's own: named, it would come before libstdc++'s
-        elif a == "-include" and args[i + 1].endswith("cmake_pch.hxx"):
-            out += [] if header else ["-include", os.path.join(work, "pch.h")]
-            i += 2
-        elif a in ("-MT", "-MF", "-o", "-c", "-x"):
-            i += 2
-        elif a == "-MD":
-            i += 1
-        else:
-            out.append(a)
-            i += 1
-    # -H lists every header read, so that one of the build's own LibTorch
-    # (still on the compiler's default path) would be seen.
-    out += ["-DBNN_HAVE_C10_CUDA=1", "-DBNN_CUDA_KERNELS=1", "-H"]
-    if "-DBNN_HAVE_C10D" in out:
-        out += ["-DBNN_HAVE_C10D_NCCL", "-DUSE_C10D_NCCL"]
-    if header:
-        pch = out + ["-x", "c++-header", os.path.join(work, "pch.h"), "-o", os.path.join(work, "pch.h.gch")]
-    else:
-        commands.append(shlex.join(out + ["-fsyntax-only", source]))
-if pch is None:
-    sys.exit("check-cuda-sources: the build folder compiles no precompiled header")
-with open(os.path.join(work, "pch.sh"), "w") as f:
-    f.write(shlex.join(pch) + "\n")
-with open(os.path.join(work, "sources.txt"), "w") as f:
-    f.write("\n".join(commands) + "\n")
-PY
+  python3 "$root/scripts/cuda_source_commands.py" "$work" "$cuda_include" "$package" "$torch_version"
   # As a file of its own, the header is no system header.
   grep -v "pragma GCC system_header" "$tree/CMakeFiles/bnn_pch.dir/cmake_pch.hxx" > "$work/pch.h"
   bash "$work/pch.sh" 2> "$work/pch.txt" || { cat "$work/pch.txt" >&2; exit 1; }
