@@ -173,22 +173,20 @@ build_with() {
 # the same. A build stopped at its limit leaves no time for another.
 started="$(mktemp)" || exit 2
 trap 'rm -f "$started"' EXIT
+no_bnn() { tail -30 "$out/build.log"; verdict "$out"; exit 1; }
 build_with build ON
-code=$?
-if [[ $code != 0 ]]; then
-  if [[ $code != 124 && $code != 137 ]]; then
+case $? in
+  0) ;;
+  124 | 137) no_bnn ;;  # stopped at its limit
+  *)
     what="building"
     grep -q "Configuring incomplete" "$out/build.log" && what="configuring"
     echo "gpu-check: $what failed (build.log); building again without bnn's CUDA kernels and torch.distributed" |
       tee -a "$out/summary.txt"
     build_with build_reduced OFF
-  fi
-  if [[ ! "$build/src/bnn" -nt "$started" || $code == 124 || $code == 137 ]]; then
-    tail -30 "$out/build.log"
-    verdict "$out"
-    exit 1
-  fi
-fi
+    [[ "$build/src/bnn" -nt "$started" ]] || no_bnn
+    ;;
+esac
 build="$(cd "$build" && pwd)"
 cd "$build" || { verdict "$out"; exit 1; }  # ctest runs here
 { timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1
