@@ -25,7 +25,7 @@ const std::vector<std::string>& test_files() {
   return names;
 }
 
-void check_present(const fs::path& dir, const std::vector<std::string>& names) {
+void check_batches_present(const fs::path& dir, const std::vector<std::string>& names) {
   for (const auto& name : names) {
     std::error_code ec;
     if (fs::is_regular_file(dir / name, ec)) continue;
@@ -61,7 +61,7 @@ std::vector<uint8_t> read_bytes(const fs::path& path, int64_t size) {
   return bytes;
 }
 
-void check_labels(const std::vector<uint8_t>& records, const fs::path& path) {
+void check_record_labels(const std::vector<uint8_t>& records, const fs::path& path) {
   const auto n = static_cast<int64_t>(records.size()) / kCifar10RecordBytes;
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t label = records[i * kCifar10RecordBytes];
@@ -72,14 +72,14 @@ void check_labels(const std::vector<uint8_t>& records, const fs::path& path) {
   }
 }
 
-const ChannelStats& pixel_stats() {
+const ChannelStats& cifar_pixel_stats() {
   static const ChannelStats stats{{kCifar10Mean.begin(), kCifar10Mean.end()}, {kCifar10Std.begin(), kCifar10Std.end()}};
   return stats;
 }
 
 // Reads the split stored in `names` (in order), checking every file in full,
 // and keeps its first `limit` records (all when limit is 0).
-Split load_split(const fs::path& dir, const std::vector<std::string>& names, int64_t limit,
+Split load_batches(const fs::path& dir, const std::vector<std::string>& names, int64_t limit,
                  const char* limit_option, const ChannelStats& stats, torch::Device device) {
   std::vector<int64_t> counts;
   int64_t total = 0;
@@ -101,7 +101,7 @@ Split load_split(const fs::path& dir, const std::vector<std::string>& names, int
   for (size_t f = 0; f < names.size(); ++f) {
     const fs::path path = dir / names[f];
     const std::vector<uint8_t> records = read_bytes(path, counts[f] * kCifar10RecordBytes);
-    check_labels(records, path);
+    check_record_labels(records, path);
     for (int64_t i = 0; i < counts[f] && next < kept; ++i, ++next) {
       const uint8_t* record = records.data() + i * kCifar10RecordBytes;
       label_out[next] = record[0];
@@ -117,15 +117,15 @@ Dataset load_cifar10(const LoadOptions& options, torch::Device device) {
   check_limits(options.train_limit, options.test_limit);
   const fs::path dir = options.dir.empty() ? fs::path(kCifar10DefaultDir) : options.dir;
   require_directory(dir, "CIFAR-10");
-  if (!options.test_only) check_present(dir, train_files());
-  check_present(dir, test_files());
-  const ChannelStats stats = options.stats.value_or(pixel_stats());
+  if (!options.test_only) check_batches_present(dir, train_files());
+  check_batches_present(dir, test_files());
+  const ChannelStats stats = options.stats.value_or(cifar_pixel_stats());
   Dataset dataset;
   dataset.name = "cifar10";
   if (!options.test_only) {
-    dataset.train = load_split(dir, train_files(), options.train_limit, "train_limit", stats, device);
+    dataset.train = load_batches(dir, train_files(), options.train_limit, "train_limit", stats, device);
   }
-  dataset.test = load_split(dir, test_files(), options.test_limit, "test_limit", stats, device);
+  dataset.test = load_batches(dir, test_files(), options.test_limit, "test_limit", stats, device);
   dataset.num_classes = kCifar10NumClasses;
   dataset.input_shape = {kCifar10Channels, kCifar10Side, kCifar10Side};
   dataset.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};

@@ -37,8 +37,11 @@ std::string brief(const std::exception& e) {
   return brief(std::string(e.what()));
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// A parameter named "weight", or "<module>.weight".
+bool is_weight_name(const std::string& name) {
+  const std::string suffix = ".weight";
+  return name == "weight" ||
+         (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
 }
 
 // Two inputs of the data set's shape with distinct, reproducible values.
@@ -232,7 +235,7 @@ void TorchScriptClassifier::redraw_weights() {
   }
   for (const auto& name : order) {
     torch::Tensor w = by_name[name];
-    if (w.dim() < 2 || !(name == "weight" || ends_with(name, ".weight"))) continue;
+    if (w.dim() < 2 || !is_weight_name(name)) continue;
     const double fan_in = static_cast<double>(w.numel() / w.size(0));
     const double bound = 1.0 / std::sqrt(fan_in);
     w.uniform_(-bound, bound);

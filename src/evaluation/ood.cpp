@@ -10,7 +10,7 @@
 namespace bnn::evaluation {
 namespace {
 
-struct Scored {
+struct ScoredExample {
   double u;
   bool out;
 };
@@ -25,19 +25,19 @@ std::vector<double> checked_scores(const torch::Tensor& scores, const char* whic
 }
 
 // Every example, highest score first; ties keep no particular order (they are grouped).
-std::vector<Scored> pooled(const std::vector<double>& in, const std::vector<double>& out) {
-  std::vector<Scored> all;
+std::vector<ScoredExample> pooled(const std::vector<double>& in, const std::vector<double>& out) {
+  std::vector<ScoredExample> all;
   all.reserve(in.size() + out.size());
   for (const double u : in) all.push_back({u, false});
   for (const double u : out) all.push_back({u, true});
-  std::sort(all.begin(), all.end(), [](const Scored& a, const Scored& b) { return a.u > b.u; });
+  std::sort(all.begin(), all.end(), [](const ScoredExample& a, const ScoredExample& b) { return a.u > b.u; });
   return all;
 }
 
 // Calls visit(false positives, true positives) after each group of equal
 // scores, from the highest threshold down.
 template <typename Visit>
-void for_each_threshold(const std::vector<Scored>& all, Visit visit) {
+void for_each_threshold(const std::vector<ScoredExample>& all, Visit visit) {
   int64_t tp = 0, fp = 0;
   for (size_t i = 0; i < all.size();) {
     size_t j = i;

@@ -26,7 +26,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::error_of;
 
-void write_split(const fs::path& dir, const std::string& split, const torch::Tensor& x, const torch::Tensor& y) {
+void write_npy_split(const fs::path& dir, const std::string& split, const torch::Tensor& x, const torch::Tensor& y) {
   io::write_npy(dir / (split + "_x.npy"), x);
   io::write_npy(dir / (split + "_y.npy"), y);
 }
@@ -50,8 +50,8 @@ TEST(Arrays, ImagesAreStandardizedWithTheTrainingPixelsPerChannel) {
   train.select(1, 0).narrow(0, 0, 2).fill_(255);
   train.select(1, 1).fill_(51);
   const torch::Tensor test = torch::full({2, 2, 3, 3}, 255, torch::kByte);
-  write_split(dir, "train", train, torch::tensor({0, 1, 2, 1}, torch::kInt));
-  write_split(dir, "test", test, torch::tensor({2, 0}, torch::kLong));
+  write_npy_split(dir, "train", train, torch::tensor({0, 1, 2, 1}, torch::kInt));
+  write_npy_split(dir, "test", test, torch::tensor({2, 0}, torch::kLong));
   const Dataset d = load(dir);
   EXPECT_EQ(d.name, "arrays");
   EXPECT_EQ(d.input_shape, (std::vector<int64_t>{2, 3, 3}));
@@ -70,8 +70,8 @@ TEST(Arrays, ImagesAreStandardizedWithTheTrainingPixelsPerChannel) {
   EXPECT_TRUE(d.train.labels.equal(torch::tensor({0, 1, 2, 1}, torch::kLong)));
 
   // N x H x W is one channel; without standardization pixels are p / 255.
-  write_split(dir, "train", torch::full({3, 4, 4}, 51, torch::kByte), cycling(3, 2));
-  write_split(dir, "test", torch::full({1, 4, 4}, 255, torch::kByte), cycling(1, 2));
+  write_npy_split(dir, "train", torch::full({3, 4, 4}, 51, torch::kByte), cycling(3, 2));
+  write_npy_split(dir, "test", torch::full({1, 4, 4}, 255, torch::kByte), cycling(1, 2));
   const Dataset gray = load(dir, /*standardize=*/false);
   EXPECT_EQ(gray.input_shape, (std::vector<int64_t>{1, 4, 4}));
   EXPECT_NEAR(gray.train.inputs()[0][0][1][1].item<float>(), 0.2f, 1e-6);
@@ -79,8 +79,8 @@ TEST(Arrays, ImagesAreStandardizedWithTheTrainingPixelsPerChannel) {
 
   // A constant channel gets std 1 exactly: three pixels of value 1 leave a
   // residue of 3.4e-21 in E[x^2] - E[x]^2, which once gave std 5.8e-11.
-  write_split(dir, "train", torch::ones({3, 1, 1}, torch::kByte), cycling(3, 2));
-  write_split(dir, "test", torch::ones({1, 1, 1}, torch::kByte), cycling(1, 2));
+  write_npy_split(dir, "train", torch::ones({3, 1, 1}, torch::kByte), cycling(3, 2));
+  write_npy_split(dir, "test", torch::ones({1, 1, 1}, torch::kByte), cycling(1, 2));
   EXPECT_EQ(load(dir).pixel_stats.std[0], 1.0);
   fs::remove_all(dir);
 }
@@ -89,8 +89,8 @@ TEST(Arrays, FeaturesAreStandardizedPerColumnWithTheTrainingRows) {
   const auto dir = bnn::testing::unique_temp_dir("bnn_arrays_features");
   // Column 0: 1, 3, 5, 7 (mean 4, population std sqrt(5)); column 1 constant 2 (std 1).
   const torch::Tensor train = torch::tensor({{1.f, 2.f}, {3.f, 2.f}, {5.f, 2.f}, {7.f, 2.f}});
-  write_split(dir, "train", train, cycling(4, 2));
-  write_split(dir, "test", torch::tensor({{4.f + 2.f * std::sqrt(5.f), 0.f}}), torch::tensor({1}, torch::kLong));
+  write_npy_split(dir, "train", train, cycling(4, 2));
+  write_npy_split(dir, "test", torch::tensor({{4.f + 2.f * std::sqrt(5.f), 0.f}}), torch::tensor({1}, torch::kLong));
   io::write_file_atomically(dir / "class_names.txt", "benign\nmalignant\n");
   const Dataset d = load(dir);
   EXPECT_TRUE(d.features);
@@ -114,8 +114,8 @@ TEST(Arrays, FeaturesAreStandardizedPerColumnWithTheTrainingRows) {
 TEST(Arrays, BadInputIsOneLineNamingTheFile) {
   const auto dir = bnn::testing::unique_temp_dir("bnn_arrays_bad");
   const auto good = [&] {
-    write_split(dir, "train", torch::rand({6, 3}), cycling(6, 3));
-    write_split(dir, "test", torch::rand({2, 3}), cycling(2, 3));
+    write_npy_split(dir, "train", torch::rand({6, 3}), cycling(6, 3));
+    write_npy_split(dir, "test", torch::rand({2, 3}), cycling(2, 3));
     fs::remove(dir / "class_names.txt");
   };
   struct Case {
@@ -189,12 +189,12 @@ TEST(Arrays, RunAndPredictOnBothLayouts) {
   // Two well separated classes of 5 features, and the same as 1 x 6 x 6 images.
   const torch::Tensor y = cycling(400, 2);
   const torch::Tensor x = torch::randn({400, 5}) + 3.0 * y.unsqueeze(1).to(torch::kFloat);
-  write_split(features, "train", x.narrow(0, 0, 300), y.narrow(0, 0, 300).to(torch::kInt));
-  write_split(features, "test", x.narrow(0, 300, 100), y.narrow(0, 300, 100));
+  write_npy_split(features, "train", x.narrow(0, 0, 300), y.narrow(0, 0, 300).to(torch::kInt));
+  write_npy_split(features, "test", x.narrow(0, 300, 100), y.narrow(0, 300, 100));
   io::write_file_atomically(features / "class_names.txt", "low\nhigh\n");
   const torch::Tensor pixels = (y.view({400, 1, 1}) * 150 + torch::randint(0, 100, {400, 6, 6})).to(torch::kByte);
-  write_split(images, "train", pixels.narrow(0, 0, 300), y.narrow(0, 0, 300));
-  write_split(images, "test", pixels.narrow(0, 300, 100), y.narrow(0, 300, 100));
+  write_npy_split(images, "train", pixels.narrow(0, 0, 300), y.narrow(0, 0, 300));
+  write_npy_split(images, "test", pixels.narrow(0, 300, 100), y.narrow(0, 300, 100));
 
   for (const auto& data : {features, images}) {
     const auto out = work / ("run_" + data.filename().string());

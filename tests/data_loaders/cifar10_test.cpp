@@ -1,5 +1,5 @@
 // Tests for the CIFAR-10 binary-version loader on small generated files:
-// shapes, dtypes, labels, standardized pixels per channel, limits, and the
+// shapes, dtypes, labels, standardized_cifar pixels per channel, limits, and the
 // exact error text for each kind of bad input.
 #include "data_loaders/cifar10.h"
 
@@ -30,8 +30,8 @@ using testing::write_bytes;
 constexpr int64_t kTrainPerFile = 3;
 constexpr int64_t kTest = 4;
 
-// The float nearest the exact standardized value of `pixel` in `channel`.
-float standardized(int64_t channel, int pixel) {
+// The float nearest the exact standardized_cifar value of `pixel` in `channel`.
+float standardized_cifar(int64_t channel, int pixel) {
   return static_cast<float>((pixel / 255.0 - kCifar10Mean[channel]) / kCifar10Std[channel]);
 }
 
@@ -62,7 +62,7 @@ void expect_example(const Split& split, int64_t index, int64_t seed, int64_t rec
   EXPECT_EQ(split.labels[index].item<int64_t>(), label) << index;
   for (int64_t c = 0; c < 3; ++c) {
     const int64_t j = c * kCifarPlane + 2 * 32 + 3;
-    EXPECT_EQ(split.images[index][c][2][3].item<float>(), standardized(c, cifar_pixel(seed, record, j)))
+    EXPECT_EQ(split.images[index][c][2][3].item<float>(), standardized_cifar(c, cifar_pixel(seed, record, j)))
         << "example " << index << " channel " << c;
   }
 }
@@ -99,7 +99,7 @@ TEST_F(Cifar10Test, StandardizesEachPlaneWithItsChannelsStatistics) {
   EXPECT_EQ(data.test.labels[0].item<int64_t>(), 7);
   const std::vector<int> values = {0, 128, 255};
   for (int64_t c = 0; c < 3; ++c) {
-    EXPECT_TRUE(data.test.images[0][c].eq(standardized(c, values[c])).all().item<bool>()) << c;
+    EXPECT_TRUE(data.test.images[0][c].eq(standardized_cifar(c, values[c])).all().item<bool>()) << c;
   }
   EXPECT_FLOAT_EQ(data.test.images[0][0][0][0].item<float>(), -0.4914f / 0.2470f);
   EXPECT_FLOAT_EQ(data.test.images[0][2][31][31].item<float>(), (1.0f - 0.4465f) / 0.2616f);

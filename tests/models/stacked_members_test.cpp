@@ -8,16 +8,16 @@
 #include "models/flat_parameters.h"
 #include "models/registry.h"
 #include "models/stacked_members.h"
+#include "tests/support/relative_error.h"
 
 namespace bnn::models {
 namespace {
 
-// ||a - b|| / max(||b||, floor). In double precision the two ways of summing
-// differ by rounding alone, far below the tolerance; a member's slice mixed
-// up with another's, or statistics over the wrong images, are O(1).
-double relative_error(const torch::Tensor& a, const torch::Tensor& b, double floor = 1e-30) {
-  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), floor);
-}
+using testing::relative_error;
+
+// In double precision the two ways of summing differ by rounding alone, far
+// below the tolerance; a member's slice mixed up with another's, or
+// statistics over the wrong images, are O(1).
 constexpr double kTolerance = 1e-9;
 
 // Some gradients are zero but for rounding (the bias of a layer whose output
@@ -161,9 +161,9 @@ TEST(StackedMembers, CountsTheForwardFlopsOfFmnistCnn) {
 
 // A model that is the chain `body`; with `own_parameter`, it also holds a
 // parameter outside its layers.
-class Chain : public Classifier {
+class SequentialClassifier : public Classifier {
  public:
-  explicit Chain(torch::nn::Sequential body, bool own_parameter = false) {
+  explicit SequentialClassifier(torch::nn::Sequential body, bool own_parameter = false) {
     body_ = register_module("body", std::move(body));
     if (own_parameter) register_parameter("scale", torch::ones({1}));
   }
@@ -177,7 +177,7 @@ class Chain : public Classifier {
 // Two members of the chain that `make` builds.
 template <typename Make>
 std::vector<std::shared_ptr<Classifier>> two_of(Make make) {
-  return {std::make_shared<Chain>(make()), std::make_shared<Chain>(make())};
+  return {std::make_shared<SequentialClassifier>(make()), std::make_shared<SequentialClassifier>(make())};
 }
 
 template <typename F>
@@ -241,8 +241,8 @@ TEST(StackedMembers, RefusesWhatItCannotStackNamingTheLayer) {
             }),
             "stacked members: layer 0 (torch::nn::FlattenImpl) flattens other dimensions than 1 to the end");
   const auto with_own_parameter = std::vector<std::shared_ptr<Classifier>>{
-      std::make_shared<Chain>(torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2)), true),
-      std::make_shared<Chain>(torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2)), true)};
+      std::make_shared<SequentialClassifier>(torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2)), true),
+      std::make_shared<SequentialClassifier>(torch::nn::Sequential(torch::nn::Flatten(), torch::nn::Linear(16, 2)), true)};
   EXPECT_EQ(error_of([&] { StackedMembers s(with_own_parameter); }),
             "stacked members: the model has parameters outside its layers");
 

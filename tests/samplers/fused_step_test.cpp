@@ -62,12 +62,12 @@ TEST(FusedSteps, AtensRoundingOfAddIsKnown) {
 // Coordinates over three generator chunks per UBU stream, not a multiple of
 // the 16-draw block, and enough for several threads' pieces.
 constexpr int64_t kDim = 2 * detail::kNoiseChunk + 12345;
-constexpr double kAnchor = 0.3;
+constexpr double kFusedAnchor = 0.3;
 
-testing::QuadraticOracle make_oracle() {
+testing::QuadraticOracle make_fused_oracle() {
   torch::Tensor mask = torch::zeros({kDim}, torch::kDouble);
   mask.narrow(0, 0, kDim / 2).fill_(1.0);
-  return testing::QuadraticOracle(kDim, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kAnchor, torch::kCPU,
+  return testing::QuadraticOracle(kDim, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kFusedAnchor, torch::kCPU,
                                   torch::kFloat);
 }
 
@@ -77,7 +77,7 @@ using testing::kEstimators;
 
 constexpr double kBox = 0.4;
 
-LangevinOptions options_for(const std::string& name, const Estimator& e, double rho_max) {
+LangevinOptions fused_options_for(const std::string& name, const Estimator& e, double rho_max) {
   auto o = LangevinOptions(0.05).friction(2.0).rho(0.3).rho_max(rho_max).estimator(e.estimator).anchor_gradients(
       e.anchors);
   if (name == "csghmc") o.cycle_length(4);
@@ -85,12 +85,12 @@ LangevinOptions options_for(const std::string& name, const Estimator& e, double 
 }
 
 struct Chain {
-  testing::QuadraticOracle oracle = make_oracle();
+  testing::QuadraticOracle oracle = make_fused_oracle();
   std::unique_ptr<Sampler> sampler;
 
   Chain(const std::string& name, const Estimator& e, bool fused, double rho_max = kBox) {
-    const torch::Tensor anchor = torch::full({kDim}, kAnchor, torch::kFloat);
-    sampler = make_sampler(name, oracle, anchor, options_for(name, e, rho_max), 7);
+    const torch::Tensor anchor = torch::full({kDim}, kFusedAnchor, torch::kFloat);
+    sampler = make_sampler(name, oracle, anchor, fused_options_for(name, e, rho_max), 7);
     auto& kinetic = dynamic_cast<KineticLangevin&>(*sampler);
     kinetic.set_fused_steps(fused);
     // Fast velocities, so that many coordinates leave the box in the first
@@ -102,7 +102,7 @@ struct Chain {
   torch::Tensor x() { return oracle.parameters(); }
 };
 
-int64_t outside_box(const torch::Tensor& x) { return ((x - kAnchor).abs() > kBox).sum().item<int64_t>(); }
+int64_t outside_box(const torch::Tensor& x) { return ((x - kFusedAnchor).abs() > kBox).sum().item<int64_t>(); }
 
 // Every fused sampler with every way of forming the force, 6 steps with
 // bounces: the fused chain takes `path` and gives the tensor operations' bits.
@@ -269,7 +269,7 @@ TEST(FusedSteps, OffWhereTheyCannotRunOrAreTurnedOff) {
   // BNN_FUSED_STEPS=0
   ::setenv("BNN_FUSED_STEPS", "0", 1);
   Chain off("sms_ubu", kEstimators[0], false);
-  auto o = make_sampler("sms_ubu", off.oracle, torch::full({kDim}, kAnchor, torch::kFloat), LangevinOptions(0.1), 1);
+  auto o = make_sampler("sms_ubu", off.oracle, torch::full({kDim}, kFusedAnchor, torch::kFloat), LangevinOptions(0.1), 1);
   ::unsetenv("BNN_FUSED_STEPS");
   EXPECT_FALSE(dynamic_cast<KineticLangevin&>(*o).fused_steps());
   EXPECT_NE(fused_step_description().find("rounding like ATen"), std::string::npos) << fused_step_description();

@@ -21,24 +21,24 @@
 namespace bnn::samplers {
 namespace {
 
-constexpr int64_t kChains = 20000;  // first half carries the prior, second half does not
-constexpr double kAnchor = 0.3;
+constexpr int64_t kGaussianChains = 20000;  // first half carries the prior, second half does not
+constexpr double kGaussianAnchor = 0.3;
 
 struct Moments {
   double mean_prior, var_prior, mean_free, var_free;
 };
 
-testing::QuadraticOracle make_oracle(torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kDouble) {
-  torch::Tensor mask = torch::zeros({kChains}, torch::kDouble);
-  mask.narrow(0, 0, kChains / 2).fill_(1.0);
-  return testing::QuadraticOracle(kChains, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kAnchor, device,
+testing::QuadraticOracle make_gaussian_oracle(torch::Device device = torch::kCPU, torch::ScalarType dtype = torch::kDouble) {
+  torch::Tensor mask = torch::zeros({kGaussianChains}, torch::kDouble);
+  mask.narrow(0, 0, kGaussianChains / 2).fill_(1.0);
+  return testing::QuadraticOracle(kGaussianChains, {1.0, 2.0, 0.5, 1.5}, {-1.0, 0.5, 2.0, 0.0}, mask, kGaussianAnchor, device,
                                   dtype);
 }
 
 Moments run_chains(const std::string& name, const LangevinOptions& options, int64_t burn_in, int64_t steps,
                    int64_t every, testing::QuadraticOracle& oracle, uint64_t seed = 1,
                    std::string* fused_path = nullptr) {
-  auto sampler = make_sampler(name, oracle, torch::full_like(oracle.parameters(), kAnchor), options, seed);
+  auto sampler = make_sampler(name, oracle, torch::full_like(oracle.parameters(), kGaussianAnchor), options, seed);
   if (fused_path != nullptr) {
     const auto* kinetic = dynamic_cast<const KineticLangevin*>(sampler.get());
     *fused_path = kinetic == nullptr         ? "not a kinetic Langevin sampler"
@@ -59,17 +59,17 @@ Moments run_chains(const std::string& name, const LangevinOptions& options, int6
   }
   const torch::Tensor mean = sum / n, second = sq / n;
   auto half = [&](const torch::Tensor& t, int64_t start) {
-    return t.narrow(0, start, kChains / 2).mean().item<double>();
+    return t.narrow(0, start, kGaussianChains / 2).mean().item<double>();
   };
-  const double m1 = half(mean, 0), m2 = half(mean, kChains / 2);
-  return {m1, half(second, 0) - m1 * m1, m2, half(second, kChains / 2) - m2 * m2};
+  const double m1 = half(mean, 0), m2 = half(mean, kGaussianChains / 2);
+  return {m1, half(second, 0) - m1 * m1, m2, half(second, kGaussianChains / 2) - m2 * m2};
 }
 
 // The exact target for given lambda and rho.
 Moments exact(const testing::QuadraticOracle& oracle, double lambda, double rho) {
   const double loc = std::isfinite(rho) ? 1.0 / (rho * rho) : 0.0;
   const double p_prior = oracle.precision_sum() + lambda + loc, p_free = oracle.precision_sum() + loc;
-  const double b = oracle.weighted_mean_sum() + kAnchor * loc;
+  const double b = oracle.weighted_mean_sum() + kGaussianAnchor * loc;
   return {b / p_prior, 1.0 / p_prior, b / p_free, 1.0 / p_free};
 }
 
@@ -81,7 +81,7 @@ void expect_moments(const Moments& got, const Moments& want, double mean_tol, do
 }
 
 TEST(SmsUbuGaussian, StationaryMomentsPlainGradient) {
-  auto oracle = make_oracle();
+  auto oracle = make_gaussian_oracle();
   const auto options = LangevinOptions(0.05).friction(2.0).rho(1.0).prior_precision(1.0);
   const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
   expect_moments(got, exact(oracle, 1.0, 1.0), 0.01, 0.03);
@@ -89,7 +89,7 @@ TEST(SmsUbuGaussian, StationaryMomentsPlainGradient) {
 
 TEST(SmsUbuGaussian, StationaryMomentsControlVariateStoredAndRecomputed) {
   for (auto mode : {AnchorGradients::kStored, AnchorGradients::kRecomputed}) {
-    auto oracle = make_oracle();
+    auto oracle = make_gaussian_oracle();
     const auto options = LangevinOptions(0.05).friction(2.0).rho(0.5).prior_precision(2.0).estimator(
         GradientEstimator::kControlVariate).anchor_gradients(mode);
     const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
@@ -99,7 +99,7 @@ TEST(SmsUbuGaussian, StationaryMomentsControlVariateStoredAndRecomputed) {
 
 TEST(SmsUbuGaussian, StoredAndRecomputedAnchorsGiveTheSameChain) {
   auto run = [](AnchorGradients mode) {
-    auto oracle = make_oracle();
+    auto oracle = make_gaussian_oracle();
     const auto options = LangevinOptions(0.05).friction(2.0).rho(0.5).estimator(GradientEstimator::kControlVariate)
                              .anchor_gradients(mode);
     run_chains("sms_ubu", options, 0, 50, 50, oracle, /*seed=*/9);
@@ -109,7 +109,7 @@ TEST(SmsUbuGaussian, StoredAndRecomputedAnchorsGiveTheSameChain) {
 }
 
 TEST(SmsUbuGaussian, TemperatureScalesTheVariance) {
-  auto oracle = make_oracle();
+  auto oracle = make_gaussian_oracle();
   const auto options = LangevinOptions(0.05).friction(2.0).rho(1.0).temperature(2.0);
   const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
   Moments want = exact(oracle, 1.0, 1.0);
@@ -119,25 +119,25 @@ TEST(SmsUbuGaussian, TemperatureScalesTheVariance) {
 }
 
 TEST(SmsUbuGaussian, BouncesKeepEveryChainInTheBox) {
-  auto oracle = make_oracle();
+  auto oracle = make_gaussian_oracle();
   const double w = 0.2;
   const auto options = LangevinOptions(0.05).friction(2.0).rho(0.1).rho_max(w);
-  auto sampler = make_sampler("sms_ubu", oracle, torch::full({kChains}, kAnchor, torch::kDouble), options, 3);
+  auto sampler = make_sampler("sms_ubu", oracle, torch::full({kGaussianChains}, kGaussianAnchor, torch::kDouble), options, 3);
   for (int i = 0; i < 300; ++i) {
     sampler->step();
-    ASSERT_LE((oracle.parameters() - kAnchor).abs().max().item<double>(), w + 1e-12);
+    ASSERT_LE((oracle.parameters() - kGaussianAnchor).abs().max().item<double>(), w + 1e-12);
   }
 }
 
 TEST(SghmcGaussian, StationaryMomentsLocalized) {
-  auto oracle = make_oracle();
+  auto oracle = make_gaussian_oracle();
   const auto options = LangevinOptions(0.005).friction(2.0).rho(1.0).estimator(GradientEstimator::kControlVariate);
   const Moments got = run_chains("sghmc", options, 10000, 20000, 100, oracle);
   expect_moments(got, exact(oracle, 1.0, 1.0), 0.01, 0.04);
 }
 
 TEST(SghmcGaussian, StationaryMomentsGlobal) {
-  auto oracle = make_oracle();
+  auto oracle = make_gaussian_oracle();
   const auto options = LangevinOptions(0.005).friction(2.0);
   const Moments got = run_chains("sghmc", options, 10000, 20000, 100, oracle);
   expect_moments(got, exact(oracle, 1.0, std::numeric_limits<double>::infinity()), 0.015, 0.06);
@@ -151,7 +151,7 @@ TEST(CudaSamplers, StationaryMomentsOnTheGpu) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the GPU sampler test did not run";
   const torch::Device cuda(torch::kCUDA, 0);
   {
-    auto oracle = make_oracle(cuda);
+    auto oracle = make_gaussian_oracle(cuda);
     const auto options = LangevinOptions(0.05).friction(2.0).rho(0.5).prior_precision(2.0).estimator(
         GradientEstimator::kControlVariate);
     const Moments got = run_chains("sms_ubu", options, 2000, 4000, 20, oracle);
@@ -159,7 +159,7 @@ TEST(CudaSamplers, StationaryMomentsOnTheGpu) {
     expect_moments(got, exact(oracle, 2.0, 0.5), 0.01, 0.03);
   }
   {  // float32: bnn's CUDA kernels (Note [Buffered passes]) where built, else the tensor operations
-    auto oracle = make_oracle(cuda, torch::kFloat);
+    auto oracle = make_gaussian_oracle(cuda, torch::kFloat);
     const auto options = LangevinOptions(0.05).friction(2.0).rho(0.5).prior_precision(2.0).estimator(
         GradientEstimator::kControlVariate);
     std::string path;
@@ -170,23 +170,23 @@ TEST(CudaSamplers, StationaryMomentsOnTheGpu) {
     }
   }
   {
-    auto oracle = make_oracle(cuda);
+    auto oracle = make_gaussian_oracle(cuda);
     const auto options = LangevinOptions(0.005).friction(2.0).rho(1.0).estimator(GradientEstimator::kControlVariate);
     const Moments got = run_chains("sghmc", options, 10000, 20000, 100, oracle);
     expect_moments(got, exact(oracle, 1.0, 1.0), 0.01, 0.04);
   }
   {  // the bounce, on the device
-    auto oracle = make_oracle(cuda);
+    auto oracle = make_gaussian_oracle(cuda);
     const auto options = LangevinOptions(0.05).friction(2.0).rho(0.1).rho_max(0.2);
-    auto sampler = make_sampler("sms_ubu", oracle, torch::full_like(oracle.parameters(), kAnchor), options, 3);
+    auto sampler = make_sampler("sms_ubu", oracle, torch::full_like(oracle.parameters(), kGaussianAnchor), options, 3);
     for (int i = 0; i < 100; ++i) sampler->step();
-    EXPECT_LE((oracle.parameters() - kAnchor).abs().max().item<double>(), 0.2 + 1e-12);
+    EXPECT_LE((oracle.parameters() - kGaussianAnchor).abs().max().item<double>(), 0.2 + 1e-12);
   }
 }
 
 TEST(Samplers, SameSeedSameChainDifferentSeedDifferentChain) {
   auto run = [](const std::string& name, uint64_t seed) {
-    auto oracle = make_oracle();
+    auto oracle = make_gaussian_oracle();
     auto options = LangevinOptions(0.05).friction(2.0).rho(0.3).rho_max(0.5);
     if (name == "csghmc") options.cycle_length(10);
     run_chains(name, options, 0, 30, 30, oracle, seed);
@@ -198,22 +198,22 @@ TEST(Samplers, SameSeedSameChainDifferentSeedDifferentChain) {
   }
 }
 
-void expect_error(const LangevinOptions& options, const std::string& text) {
+void expect_options_error(const LangevinOptions& options, const std::string& text) {
   testing::expect_error<c10::Error>([&] { options.validate(); }, text);
 }
 
 TEST(LangevinOptions, InvalidValuesAreNamed) {
-  expect_error(LangevinOptions(0.0), "step_size h must be positive and finite, got 0");
-  expect_error(LangevinOptions(-1e-3), "step_size h must be positive");
-  expect_error(LangevinOptions(0.1).friction(0), "friction gamma must be positive");
-  expect_error(LangevinOptions(0.1).rho(0.5).rho_max(0.1), "rho_max must be at least rho, got rho_max 0.1 < rho 0.5");
-  expect_error(LangevinOptions(0.1).rho(-1), "localization rho must be positive");
-  expect_error(LangevinOptions(0.1).prior_precision(-1), "prior precision lambda must be non-negative");
-  expect_error(LangevinOptions(0.1).temperature(0), "temperature must be positive");
+  expect_options_error(LangevinOptions(0.0), "step_size h must be positive and finite, got 0");
+  expect_options_error(LangevinOptions(-1e-3), "step_size h must be positive");
+  expect_options_error(LangevinOptions(0.1).friction(0), "friction gamma must be positive");
+  expect_options_error(LangevinOptions(0.1).rho(0.5).rho_max(0.1), "rho_max must be at least rho, got rho_max 0.1 < rho 0.5");
+  expect_options_error(LangevinOptions(0.1).rho(-1), "localization rho must be positive");
+  expect_options_error(LangevinOptions(0.1).prior_precision(-1), "prior precision lambda must be non-negative");
+  expect_options_error(LangevinOptions(0.1).temperature(0), "temperature must be positive");
 }
 
 TEST(Samplers, UnknownNameListsValidNames) {
-  auto oracle = make_oracle();
+  auto oracle = make_gaussian_oracle();
   try {
     make_sampler("hmc", oracle, oracle.parameters().clone(), LangevinOptions(0.1), 1);
     FAIL();
@@ -224,8 +224,8 @@ TEST(Samplers, UnknownNameListsValidNames) {
 }
 
 TEST(Samplers, ControlVariateNeedsParametersAtTheAnchor) {
-  auto oracle = make_oracle();
-  EXPECT_THROW(make_sampler("sms_ubu", oracle, torch::zeros({kChains}, torch::kDouble),
+  auto oracle = make_gaussian_oracle();
+  EXPECT_THROW(make_sampler("sms_ubu", oracle, torch::zeros({kGaussianChains}, torch::kDouble),
                             LangevinOptions(0.1).estimator(GradientEstimator::kControlVariate), 1),
                c10::Error);
 }

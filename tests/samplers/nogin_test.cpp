@@ -73,13 +73,13 @@ class NoisyRowsOracle : public GradientOracle {
   double scale_;
 };
 
-struct Moments {
+struct NoginMoments {
   double var_x, var_v;
 };
 
 // Var(x) and Var(v) at step ends, averaged over coordinates and over the
 // states of every other step after burn-in.
-Moments run(const std::string& name, NoisyRowsOracle& oracle, const LangevinOptions& options, int64_t burn_in,
+NoginMoments run(const std::string& name, NoisyRowsOracle& oracle, const LangevinOptions& options, int64_t burn_in,
             int64_t steps) {
   auto sampler = make_sampler(name, oracle, torch::zeros_like(oracle.parameters()), options, 17);
   for (int64_t i = 0; i < burn_in; ++i) sampler->step();
@@ -114,12 +114,12 @@ TEST(Nogin, KeepsUnitVarianceUnderGaussianGradientNoise) {
     NoisyRowsOracle oracle(2000, /*batches=*/4, /*n=*/8, /*pattern_sd=*/0.3, covariance);
     const double noise = oracle.noise_variance().mean().item<double>();
     EXPECT_GT(h * h / 4 * noise, 0.4);
-    const Moments nogin = run("nogin", oracle, nogin_options(h, covariance), 200, 2000);
+    const NoginMoments nogin = run("nogin", oracle, nogin_options(h, covariance), 200, 2000);
     EXPECT_NEAR(nogin.var_x, 1.0, 0.02);
     EXPECT_NEAR(nogin.var_v, 1.0 / (1.0 - h * h / 4), 0.02);
 
     NoisyRowsOracle same(2000, 4, 8, 0.3, covariance);
-    const Moments plain = run("sg_baoab", same, LangevinOptions(h).friction(1.0).prior_precision(0.0), 200, 2000);
+    const NoginMoments plain = run("sg_baoab", same, LangevinOptions(h).friction(1.0).prior_precision(0.0), 200, 2000);
     EXPECT_GT(plain.var_x, 2.0) << "without the correction the gradient noise should heat the chain";
   }
 }

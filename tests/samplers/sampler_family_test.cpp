@@ -34,14 +34,14 @@ torch::Tensor anchor_for(testing::QuadraticOracle& oracle) { return torch::full_
 
 // Per-sampler settings: a step at which the integrator's own bias is small
 // against the tolerance, and enough steps to mix (relaxation ~ 1/(gamma h)).
-struct Case {
+struct FamilyCase {
   std::string name;
   double h;
   int64_t burn_in, steps, every;
   double mean_tol, var_rel_tol;
 };
 
-std::vector<Case> cases() {
+std::vector<FamilyCase> cases() {
   return {
       {"sms_ubu", 0.05, 500, 2000, 10, 0.01, 0.03},   {"sg_ubu", 0.05, 500, 2000, 10, 0.01, 0.04},
       {"ubu_rr", 0.05, 500, 2000, 10, 0.01, 0.03},    {"sms_baoab", 0.05, 500, 2000, 10, 0.01, 0.03},
@@ -54,7 +54,7 @@ std::vector<Case> cases() {
   };
 }
 
-LangevinOptions options_for(const Case& c) {
+LangevinOptions options_for(const FamilyCase& c) {
   auto o = LangevinOptions(c.h).friction(2.0).rho(1.0).prior_precision(1.0).estimator(
       GradientEstimator::kControlVariate);
   if (c.name == "csghmc") o.cycle_length(400);

@@ -18,24 +18,24 @@ using bnn::testing::kTinyConfig;
 
 // One work directory per checkout, so that several checkouts on one machine
 // can run their suites at the same time.
-const std::filesystem::path kWork =
+const std::filesystem::path kE2eWork =
     std::filesystem::temp_directory_path() /
     ("bnn_e2e_test_" + std::to_string(std::hash<std::string>{}(BNN_SOURCE_DIR) % 1000000007));
 
 using Result = bnn::testing::CommandResult;
 
 Result bnn(const std::string& args, const std::string& env = "") {
-  std::filesystem::create_directories(kWork);
+  std::filesystem::create_directories(kE2eWork);
   // ctest runs tests in parallel processes: one log file per test and call.
   static int calls = 0;
   const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return bnn::testing::run_bnn(args, kWork / (test + "_" + std::to_string(++calls) + ".txt"), env);
+  return bnn::testing::run_bnn(args, kE2eWork / (test + "_" + std::to_string(++calls) + ".txt"), env);
 }
 
 
 TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto out = kWork / "tiny";
+  const auto out = kE2eWork / "tiny";
   std::filesystem::remove_all(out);
   const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -71,7 +71,7 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   EXPECT_TRUE(bnn::data_loaders::read_npy(out / "member_001" / "bayes_probs.npy").equal(bayes));
 
   // Same seed, same results: rerun member 1 alone into a copy and compare.
-  const auto again = kWork / "tiny_again";
+  const auto again = kE2eWork / "tiny_again";
   std::filesystem::remove_all(again);
   ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + again.string() + " --members 1 --threads 1").code, 0);
   EXPECT_TRUE(bnn::data_loaders::read_npy(again / "member_001" / "bayes_probs.npy").equal(bayes));
@@ -79,7 +79,7 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
 
 TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto full = kWork / "merge_full", a = kWork / "merge_a", b = kWork / "merge_b", merged = kWork / "merged";
+  const auto full = kE2eWork / "merge_full", a = kE2eWork / "merge_a", b = kE2eWork / "merge_b", merged = kE2eWork / "merged";
   for (const auto& d : {full, a, b, merged}) std::filesystem::remove_all(d);
   ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + full.string() + " --threads 1").code, 0);
   ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + a.string() + " --members 0 --threads 1").code, 0);
@@ -94,14 +94,14 @@ TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
   Result twice = bnn("evaluate " + a.string() + " " + full.string() + " --out " + merged.string());
   EXPECT_EQ(twice.code, 2);
   EXPECT_NE(twice.output.find("member_000 is finished in both"), std::string::npos) << twice.output;
-  const auto other = kWork / "merge_other";
+  const auto other = kE2eWork / "merge_other";
   std::filesystem::remove_all(other);
   ASSERT_EQ(bnn("run --config " + kTinyConfig + " --out " + other.string() + " --members 1 --threads 1 --seed 8").code,
             0);
   Result mixed = bnn("evaluate " + a.string() + " " + other.string() + " --out " + merged.string());
   EXPECT_EQ(mixed.code, 2);
   EXPECT_NE(mixed.output.find("hold different configurations"), std::string::npos) << mixed.output;
-  Result missing = bnn("evaluate " + (kWork / "no_such_run").string());
+  Result missing = bnn("evaluate " + (kE2eWork / "no_such_run").string());
   EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.output.find("is not a bnn run directory: config.yaml missing"), std::string::npos)
       << missing.output;
@@ -109,7 +109,7 @@ TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
 
 TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto out = kWork / "diverge";
+  const auto out = kE2eWork / "diverge";
   std::filesystem::remove_all(out);
   const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() +
                        " --members 0 --threads 1 --set sampler.step_size=10 --set sampler.rho=.inf"
@@ -125,7 +125,7 @@ TEST(EndToEnd, DivergingMemberIsReportedAndKeepsNothingBroken) {
 // covariance variant taken from sampler.nogin_covariance.
 TEST(EndToEnd, NoginRunsOnANetwork) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto out = kWork / "nogin";
+  const auto out = kE2eWork / "nogin";
   std::filesystem::remove_all(out);
   const Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() +
                        " --members 0 --threads 1 --set sampler.name=nogin --set sampler.nogin_covariance=low_rank");
@@ -146,7 +146,7 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
        "cifar10_wide_cnn"},
       {"run --config /no/such.yaml", "config file /no/such.yaml does not exist"},
       {"run --config " + kTinyConfig + " --members 5", "--members: '5' selects members outside 0-1"},
-      {"run --config " + kTinyConfig + " --set data.dir=/no/such/dir --out " + (kWork / "nodata").string(),
+      {"run --config " + kTinyConfig + " --set data.dir=/no/such/dir --out " + (kE2eWork / "nodata").string(),
        "/no/such/dir"},
       {"frobnicate", "unknown command 'frobnicate'"},
   };

@@ -28,32 +28,32 @@ namespace fs = std::filesystem;
 using bnn::testing::CommandResult;
 
 // One work folder per build of bnn (two build trees of a checkout must not share one).
-const fs::path kWork = fs::temp_directory_path() /
+const fs::path kHostileWork = fs::temp_directory_path() /
                        ("bnn_hostile_test_" + std::to_string(std::hash<std::string>{}(BNN_BINARY) % 1000000007));
 
-CommandResult bnn(const std::string& args) {
+CommandResult bnn_as_user(const std::string& args) {
   static int calls = 0;
   const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return bnn::testing::run_bnn(args, kWork / "logs" / (test + "_" + std::to_string(++calls) + ".txt"));
+  return bnn::testing::run_bnn(args, kHostileWork / "logs" / (test + "_" + std::to_string(++calls) + ".txt"));
 }
 
 // Runs A and B, once for all test processes (under a lock; a marker says done).
 void make_fixture() {
-  fs::create_directories(kWork / "logs");
+  fs::create_directories(kHostileWork / "logs");
   std::optional<bnn::io::FileLock> lock;
-  while (!(lock = bnn::io::FileLock::try_acquire(kWork / "fixture.lock"))) {
+  while (!(lock = bnn::io::FileLock::try_acquire(kHostileWork / "fixture.lock"))) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   // Made again whenever bnn was rebuilt.
   const std::string stamp = std::to_string(fs::last_write_time(BNN_BINARY).time_since_epoch().count());
-  if (fs::exists(kWork / "fixture.done") && bnn::io::read_file(kWork / "fixture.done") == stamp) return;
+  if (fs::exists(kHostileWork / "fixture.done") && bnn::io::read_file(kHostileWork / "fixture.done") == stamp) return;
   for (const auto& [name, extra] : {std::pair{"A", ""}, std::pair{"B", " --seed 8"}}) {
-    fs::remove_all(kWork / name);
+    fs::remove_all(kHostileWork / name);
     const CommandResult r =
-        bnn("run --config " + kTinyConfig + " --out " + (kWork / name).string() + " --threads 1" + extra);
+        bnn_as_user("run --config " + kTinyConfig + " --out " + (kHostileWork / name).string() + " --threads 1" + extra);
     ASSERT_EQ(r.code, 0) << r.output;
   }
-  bnn::io::write_file_atomically(kWork / "fixture.done", stamp);
+  bnn::io::write_file_atomically(kHostileWork / "fixture.done", stamp);
 }
 
 // Every file under `root` (recursively) and its bytes.
@@ -69,15 +69,15 @@ std::map<std::string, std::string> snapshot(const fs::path& root) {
 
 // A fresh copy of run `name` for a case to damage.
 fs::path copy_of(const std::string& name, const std::string& as) {
-  const fs::path to = kWork / "cases" / as;
+  const fs::path to = kHostileWork / "cases" / as;
   fs::remove_all(to);
   fs::create_directories(to.parent_path());
-  fs::copy(kWork / name, to, fs::copy_options::recursive);
+  fs::copy(kHostileWork / name, to, fs::copy_options::recursive);
   return to;
 }
 
 fs::path fresh(const std::string& as) {
-  const fs::path p = kWork / "cases" / as;
+  const fs::path p = kHostileWork / "cases" / as;
   fs::remove_all(p);
   fs::create_directories(p.parent_path());
   return p;
@@ -109,11 +109,11 @@ void run_cases(const std::vector<Case>& cases) {
     SCOPED_TRACE(c.name);
     const std::string args = c.setup();
     std::vector<fs::path> kept = c.kept;
-    kept.push_back(kWork / "A");
-    kept.push_back(kWork / "B");
+    kept.push_back(kHostileWork / "A");
+    kept.push_back(kHostileWork / "B");
     std::vector<std::map<std::string, std::string>> before;
     for (const auto& k : kept) before.push_back(snapshot(k));
-    const CommandResult r = bnn(args);
+    const CommandResult r = bnn_as_user(args);
     EXPECT_EQ(r.code, c.code) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(c.message), std::string::npos) << args << "\n" << r.output;
     if (c.code == 2) {
@@ -130,12 +130,12 @@ void run_cases(const std::vector<Case>& cases) {
   }
 }
 
-std::string run_tiny(const std::string& out, const std::string& extra) {
+std::string tiny_run_args(const std::string& out, const std::string& extra) {
   return "run --config " + kTinyConfig + " --out " + out + " --threads 1" + extra;
 }
 
-std::string a() { return (kWork / "A").string(); }
-std::string b() { return (kWork / "B").string(); }
+std::string a() { return (kHostileWork / "A").string(); }
+std::string b() { return (kHostileWork / "B").string(); }
 
 // Findings 1-4 and the rest of ownership: no folder is written over.
 TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
@@ -147,27 +147,27 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
        [] {
          const auto c = copy_of("A", "no_config");
          fs::remove(c / "config.yaml");
-         return run_tiny(c.string(), " --set sampler.step_size=0.002");
+         return tiny_run_args(c.string(), " --set sampler.step_size=0.002");
        },
        2, "holds members of another experiment (sampler.step_size: 0.001 there, 0.002 now)",
-       {kWork / "cases" / "no_config"}},
+       {kHostileWork / "cases" / "no_config"}},
       {"3: run --out a folder of the user's own",
        [] {
          const auto u = fresh("user_folder");
          write_text(u / "metrics.json", "{\"mine\": 1}\n");
          write_text(u / "report.md", "# my notes\n");
-         return run_tiny(u.string(), "");
+         return tiny_run_args(u.string(), "");
        },
-       2, "is not empty and is not a bnn run directory (no bnn.json)", {kWork / "cases" / "user_folder"}},
+       2, "is not empty and is not a bnn run directory (no bnn.json)", {kHostileWork / "cases" / "user_folder"}},
       {"3b: evaluate --out a folder of the user's own",
        [] {
          const auto u = fresh("user_folder2");
          write_text(u / "report.md", "# my notes\n");
          return "evaluate " + a() + " --out " + u.string() + " --no-figures";
        },
-       2, "is not empty and is not a bnn evaluation folder", {kWork / "cases" / "user_folder2"}},
+       2, "is not empty and is not a bnn evaluation folder", {kHostileWork / "cases" / "user_folder2"}},
       {"another run's config into A",
-       [] { return run_tiny(a(), " --set sampler.step_size=0.002"); }, 2,
+       [] { return tiny_run_args(a(), " --set sampler.step_size=0.002"); }, 2,
        "holds members of another experiment (sampler.step_size: 0.001 there, 0.002 now); give --out a new folder"},
       {"evaluate A and B merged into B",
        [] { return "evaluate " + a() + " " + b() + " --out " + b() + " --no-figures"; }, 2,
@@ -175,33 +175,33 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
       {"evaluate B into an evaluation folder of A",
        [] {
          const auto e = fresh("eval_of_a");
-         const auto made = bnn("evaluate " + a() + " --out " + e.string() + " --no-figures");
+         const auto made = bnn_as_user("evaluate " + a() + " --out " + e.string() + " --no-figures");
          EXPECT_EQ(made.code, 0) << made.output;
          return "evaluate " + b() + " --out " + e.string() + " --no-figures";
        },
-       2, "holds the evaluation of another experiment", {kWork / "cases" / "eval_of_a"}},
+       2, "holds the evaluation of another experiment", {kHostileWork / "cases" / "eval_of_a"}},
       {"run into an evaluation folder",
        [] {
          const auto e = fresh("eval_of_a2");
-         const auto made = bnn("evaluate " + a() + " --out " + e.string() + " --no-figures");
+         const auto made = bnn_as_user("evaluate " + a() + " --out " + e.string() + " --no-figures");
          EXPECT_EQ(made.code, 0) << made.output;
-         return run_tiny(e.string(), "");
+         return tiny_run_args(e.string(), "");
        },
-       2, "holds the tables of `bnn evaluate`, not a run", {kWork / "cases" / "eval_of_a2"}},
+       2, "holds the tables of `bnn evaluate`, not a run", {kHostileWork / "cases" / "eval_of_a2"}},
       {"a run directory with a damaged manifest",
        [] {
          const auto c = copy_of("A", "bad_manifest");
          write_text(c / "bnn.json", "{not json");
-         return run_tiny(c.string(), "");
+         return tiny_run_args(c.string(), "");
        },
-       2, "bnn.json is not a bnn manifest", {kWork / "cases" / "bad_manifest"}},
+       2, "bnn.json is not a bnn manifest", {kHostileWork / "cases" / "bad_manifest"}},
       {"--out names a file",
        [] {
          const auto f = fresh("a_file");
          write_text(f, "data\n");
-         return run_tiny(f.string(), "");
+         return tiny_run_args(f.string(), "");
        },
-       2, "is a file; give --out a folder", {kWork / "cases" / "a_file"}},
+       2, "is a file; give --out a folder", {kHostileWork / "cases" / "a_file"}},
       {"9: --resume with a --set that changes the experiment",
        [] { return "run --resume " + a() + " --set sampler.step_size=0.002"; }, 2,
        "bnn run --resume " + a() + ": the --set options change the experiment (sampler.step_size: 0.001 there, "
@@ -218,70 +218,70 @@ TEST(HostileInput, AHeldMemberIsLeftAlone) {
   const auto before = snapshot(c / "member_000");
   auto lock = bnn::io::FileLock::try_acquire(c / "member_000" / "lock");
   ASSERT_TRUE(lock.has_value());
-  const CommandResult r = bnn("run --resume " + c.string() + " --members 0 --threads 1");
+  const CommandResult r = bnn_as_user("run --resume " + c.string() + " --members 0 --threads 1");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("member 0: another process is training it"), std::string::npos) << r.output;
   EXPECT_TRUE(snapshot(c / "member_000") == before);
   lock.reset();
   // Released (as by a process that died): the member is trained again.
-  const CommandResult again = bnn("run --resume " + c.string() + " --members 0 --threads 1");
+  const CommandResult again = bnn_as_user("run --resume " + c.string() + " --members 0 --threads 1");
   EXPECT_EQ(again.code, 0) << again.output;
   EXPECT_EQ(bnn::io::read_file(c / "member_000" / "bayes_probs.npy"),
-            bnn::io::read_file(kWork / "A" / "member_000" / "bayes_probs.npy"));
+            bnn::io::read_file(kHostileWork / "A" / "member_000" / "bayes_probs.npy"));
 }
 
 // Findings 5, 6 and 10: nonsense is a config error before any work.
 TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
   const auto out = [] { return fresh("never_made").string(); };
   const auto no_output = [](const CommandResult&) {
-    EXPECT_FALSE(fs::exists(kWork / "cases" / "never_made")) << "a config error created the run directory";
+    EXPECT_FALSE(fs::exists(kHostileWork / "cases" / "never_made")) << "a config error created the run directory";
   };
   run_cases({
       {"5: an empty config file",
        [&] {
-         write_text(kWork / "cases" / "empty.yaml", "# nothing\n");
-         return "run --config " + (kWork / "cases" / "empty.yaml").string() + " --out " + out();
+         write_text(kHostileWork / "cases" / "empty.yaml", "# nothing\n");
+         return "run --config " + (kHostileWork / "cases" / "empty.yaml").string() + " --out " + out();
        },
        2, "is empty (or only comments)", {}, no_output},
       {"5: a section given twice",
        [&] {
-         write_text(kWork / "cases" / "twice.yaml", "data:\n  train_limit: 1000\nmodel:\n  name: mlp\ndata:\n"
+         write_text(kHostileWork / "cases" / "twice.yaml", "data:\n  train_limit: 1000\nmodel:\n  name: mlp\ndata:\n"
                                                   "  test_limit: 500\n");
-         return "run --config " + (kWork / "cases" / "twice.yaml").string() + " --out " + out();
+         return "run --config " + (kHostileWork / "cases" / "twice.yaml").string() + " --out " + out();
        },
        2, "line 5: section 'data' is given twice (first at line 1); merge the two", {}, no_output},
       {"5: a key given twice",
        [&] {
-         write_text(kWork / "cases" / "key_twice.yaml", "sampler:\n  step_size: 1.0e-3\n  step_size: 1.0e-4\n");
-         return "run --config " + (kWork / "cases" / "key_twice.yaml").string() + " --out " + out();
+         write_text(kHostileWork / "cases" / "key_twice.yaml", "sampler:\n  step_size: 1.0e-3\n  step_size: 1.0e-4\n");
+         return "run --config " + (kHostileWork / "cases" / "key_twice.yaml").string() + " --out " + out();
        },
        2, "key 'sampler.step_size' is given twice (first at line 2)", {}, no_output},
       {"6: step size above float range",
-       [&] { return run_tiny(out(), " --set sampler.step_size=1e300"); }, 2,
+       [&] { return tiny_run_args(out(), " --set sampler.step_size=1e300"); }, 2,
        "config key 'sampler.step_size': invalid value '1e300': beyond the float32 range", {}, no_output},
-      {"6: swa.lr above float range", [&] { return run_tiny(out(), " --set swa.lr=1e39"); }, 2,
+      {"6: swa.lr above float range", [&] { return tiny_run_args(out(), " --set swa.lr=1e39"); }, 2,
        "config key 'swa.lr': invalid value '1e39': beyond the float32 range", {}, no_output},
-      {"6: prior precision above float range", [&] { return run_tiny(out(), " --set prior.precision=1e300"); }, 2,
+      {"6: prior precision above float range", [&] { return tiny_run_args(out(), " --set prior.precision=1e300"); }, 2,
        "config key 'prior.precision': invalid value '1e300'", {}, no_output},
-      {"9: friction above float range", [&] { return run_tiny(out(), " --set sampler.friction=1e300"); }, 2,
+      {"9: friction above float range", [&] { return tiny_run_args(out(), " --set sampler.friction=1e300"); }, 2,
        "config key 'sampler.friction': invalid value '1e300': beyond the float32 range", {}, no_output},
-      {"10: a step size that cannot move the chain", [&] { return run_tiny(out(), " --set sampler.step_size=1e-50"); },
+      {"10: a step size that cannot move the chain", [&] { return tiny_run_args(out(), " --set sampler.step_size=1e-50"); },
        2, "config key 'sampler.step_size': invalid value '1e-50'", {}, no_output},
       {"10: a step size in float range that cannot move the chain",
-       [&] { return run_tiny(out(), " --set sampler.step_size=1e-9"); }, 2,
+       [&] { return tiny_run_args(out(), " --set sampler.step_size=1e-9"); }, 2,
        "a step moves a weight by about h sqrt(T') = 1e-09 (T' = max(T, 1)), below float32's resolution at 1", {},
        no_output},
       {"10: sgld's step below resolution",
-       [&] { return run_tiny(out(), " --set sampler.name=sgld --set sampler.step_size=1e-16"); }, 2,
+       [&] { return tiny_run_args(out(), " --set sampler.name=sgld --set sampler.step_size=1e-16"); }, 2,
        "sqrt(2 h T')", {}, no_output},
-      {"10: an mlp without hidden layers", [&] { return run_tiny(out(), " --set model.hidden=[]"); }, 2,
+      {"10: an mlp without hidden layers", [&] { return tiny_run_args(out(), " --set model.hidden=[]"); }, 2,
        "config key 'model.hidden': invalid value '[]': the mlp needs at least one hidden layer", {}, no_output},
-      {"negative radius", [&] { return run_tiny(out(), " --set sampler.rho=-1"); }, 2,
+      {"negative radius", [&] { return tiny_run_args(out(), " --set sampler.rho=-1"); }, 2,
        "config key 'sampler.rho': invalid value '-1'", {}, no_output},
-      {"unknown key", [&] { return run_tiny(out(), " --set sampler.stepsize=0.1"); }, 2,
+      {"unknown key", [&] { return tiny_run_args(out(), " --set sampler.stepsize=0.1"); }, 2,
        "unknown config key 'sampler.stepsize'", {}, no_output},
       {"divergence thresholds must be positive",
-       [&] { return run_tiny(out(), " --set sampler.max_loss_increase=0"); }, 2,
+       [&] { return tiny_run_args(out(), " --set sampler.max_loss_increase=0"); }, 2,
        "config key 'sampler.max_loss_increase': invalid value '0'", {}, no_output},
   });
 }
@@ -290,35 +290,35 @@ TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
 TEST(HostileInput, MessagesNameWhatIsWrong) {
   const auto out = [] { return fresh("never_made2").string(); };
   run_cases({
-      {"8: a directory as --config", [&] { return "run --config " + kWork.string() + " --out " + out(); }, 2,
-       "config file " + kWork.string() + " is a directory; give a YAML file"},
+      {"8: a directory as --config", [&] { return "run --config " + kHostileWork.string() + " --out " + out(); }, 2,
+       "config file " + kHostileWork.string() + " is a directory; give a YAML file"},
       {"8: --threads abc", [&] { return "run --config " + kTinyConfig + " --out " + out() + " --threads abc"; }, 2,
        "option --threads: 'abc' is not a valid value"},
-      {"8: --seed=-x", [&] { return run_tiny(out(), "") + " --seed=xyz"; }, 2,
+      {"8: --seed=-x", [&] { return tiny_run_args(out(), "") + " --seed=xyz"; }, 2,
        "option --seed: 'xyz' is not a valid value"},
       {"8: the bad value is told apart from a good one that it contains",
-       [&] { return run_tiny(out(), " --members 1") + " --seed 1x"; }, 2, "option --seed: '1x' is not a valid value"},
+       [&] { return tiny_run_args(out(), " --members 1") + " --seed 1x"; }, 2, "option --seed: '1x' is not a valid value"},
       {"a key given twice, dotted and in its section",
        [&] {
-         write_text(kWork / "cases" / "dotted.yaml", "sampler.step_size: 1.0e-3\nsampler:\n  step_size: 1.0e-4\n");
-         return "run --config " + (kWork / "cases" / "dotted.yaml").string() + " --out " + out();
+         write_text(kHostileWork / "cases" / "dotted.yaml", "sampler.step_size: 1.0e-3\nsampler:\n  step_size: 1.0e-4\n");
+         return "run --config " + (kHostileWork / "cases" / "dotted.yaml").string() + " --out " + out();
        },
        2, "line 3: key 'sampler.step_size' is given twice (first at line 1)"},
       {"8: a model too wide to allocate",
-       [&] { return run_tiny(fresh("too_wide").string(), " --set model.hidden=[4000000000000]"); }, 2,
+       [&] { return tiny_run_args(fresh("too_wide").string(), " --set model.hidden=[4000000000000]"); }, 2,
        "config keys 'model.name' mlp, 'model.hidden' [4000000000000]: the model cannot be built for fashion_mnist "
        "inputs of shape [1, 28, 28]: can't allocate memory: you tried to allocate 12544000000000000 bytes"},
       {"8: an empty .npy in predict",
        [] {
-         bnn::io::write_npy(kWork / "cases" / "none.npy", torch::zeros({0, 28, 28}, torch::kByte));
-         return "predict --run " + a() + " --images " + (kWork / "cases" / "none.npy").string() + " --method swa";
+         bnn::io::write_npy(kHostileWork / "cases" / "none.npy", torch::zeros({0, 28, 28}, torch::kByte));
+         return "predict --run " + a() + " --images " + (kHostileWork / "cases" / "none.npy").string() + " --method swa";
        },
        2, "none.npy: holds no images (shape 0 x 28 x 28)"},
-      {"9: --members 1-0", [&] { return run_tiny(out(), " --members 1-0"); }, 2,
+      {"9: --members 1-0", [&] { return tiny_run_args(out(), " --members 1-0"); }, 2,
        "--members: '1-0' runs from 1 down to 0; write ranges low-high, e.g. 0-1"},
-      {"9: a file as data.dir", [&] { return run_tiny(out(), " --set data.dir=" + kTinyConfig); }, 2,
+      {"9: a file as data.dir", [&] { return tiny_run_args(out(), " --set data.dir=" + kTinyConfig); }, 2,
        "config key 'data.dir': " + kTinyConfig + " is a file; give the folder holding the fashion_mnist files"},
-      {"9: a missing data.dir", [&] { return run_tiny(out(), " --set data.dir=/no/such/folder"); }, 2,
+      {"9: a missing data.dir", [&] { return tiny_run_args(out(), " --set data.dir=/no/such/folder"); }, 2,
        "config key 'data.dir': /no/such/folder does not exist"},
       {"9: bnn bias --help shows the step sizes as the parser takes them",
        [] { return std::string("bias --help"); }, 0, "--step-sizes arg"},
@@ -326,17 +326,17 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
        [] {
          return "bias --samplers sms_ubu --step-sizes 0.5 --chains 50 --time 20 --burn-in 2 --bins 100 --threads 1 "
                 "--out " +
-                (kWork / "cases" / "bias.csv").string();
+                (kHostileWork / "cases" / "bias.csv").string();
        },
        0, "sms_ubu"},
       {"9: ... and writes over its own earlier output",
        [] {
-         EXPECT_TRUE(fs::exists(kWork / "cases" / "bias.csv"));
+         EXPECT_TRUE(fs::exists(kHostileWork / "cases" / "bias.csv"));
          return "bias --samplers sms_ubu --step-sizes 0.5 --chains 50 --time 20 --burn-in 2 --bins 100 --threads 1 "
                 "--out " +
-                (kWork / "cases" / "bias.csv").string();
+                (kHostileWork / "cases" / "bias.csv").string();
        },
-       0, "wrote " + (kWork / "cases" / "bias.csv").string()},
+       0, "wrote " + (kHostileWork / "cases" / "bias.csv").string()},
       // Note [Output files], Note [Run ownership]: A's files stay as they were.
       {"bias --out onto a run's file",
        [] { return "bias --chains 50 --time 20 --burn-in 2 --bins 100 --out " + a() + "/metrics.csv"; }, 2,
@@ -344,7 +344,7 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
        "not overwritten; give another file name, or move it away first"},
       {"predict --out onto a run's file",
        [] {
-         return "predict --run " + a() + " --images " + (kWork / "cases" / "none.npy").string() + " --out " + a() +
+         return "predict --run " + a() + " --images " + (kHostileWork / "cases" / "none.npy").string() + " --out " + a() +
                 "/metrics.json";
        },
        2, "bnn predict --out " + a() + "/metrics.json: the file exists and is not an earlier output of bnn predict"},
@@ -362,16 +362,16 @@ TEST(HostileInput, AFailedStartDoesNotLockTheDirectory) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   make_fixture();
   const auto dir = fresh("failed_start");
-  const CommandResult failed = bnn(run_tiny(dir.string(), " --set data.dir=/no/such/folder --set run.members=1"));
+  const CommandResult failed = bnn_as_user(tiny_run_args(dir.string(), " --set data.dir=/no/such/folder --set run.members=1"));
   ASSERT_EQ(failed.code, 2) << failed.output;
   EXPECT_FALSE(fs::exists(dir));
-  const CommandResult too_wide = bnn(run_tiny(dir.string(), " --set model.hidden=[4000000000000] --set run.members=1"));
+  const CommandResult too_wide = bnn_as_user(tiny_run_args(dir.string(), " --set model.hidden=[4000000000000] --set run.members=1"));
   ASSERT_EQ(too_wide.code, 2) << too_wide.output;
   EXPECT_FALSE(fs::exists(dir));
-  const CommandResult fixed = bnn(run_tiny(dir.string(), " --set run.members=1"));
+  const CommandResult fixed = bnn_as_user(tiny_run_args(dir.string(), " --set run.members=1"));
   ASSERT_EQ(fixed.code, 0) << fixed.output;
   EXPECT_EQ(bnn::io::read_file(dir / "member_000" / "bayes_probs.npy"),
-            bnn::io::read_file(kWork / "A" / "member_000" / "bayes_probs.npy"));
+            bnn::io::read_file(kHostileWork / "A" / "member_000" / "bayes_probs.npy"));
 }
 
 // Findings 8 and 10: damaged member files are named, nothing is rewritten.
@@ -389,7 +389,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
            write_text(c / "member_000" / "status.json", "{\"status\": ");
          }));
        },
-       2, "member_000/status.json is not a bnn status file", {kWork / "cases" / "bad_status"}},
+       2, "member_000/status.json is not a bnn status file", {kHostileWork / "cases" / "bad_status"}},
       {"8: a garbage status.json when resuming",
        [&] {
          const auto c = damaged("bad_status2", [](const fs::path& c) {
@@ -397,7 +397,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
          });
          return "run --resume " + c.string() + " --threads 1";
        },
-       2, "member_001/status.json is not a bnn status file", {kWork / "cases" / "bad_status2"}},
+       2, "member_001/status.json is not a bnn status file", {kHostileWork / "cases" / "bad_status2"}},
       {"8: NaN probabilities",
        [&] {
          return evaluate(damaged("nan_probs", [](const fs::path& c) {
@@ -406,7 +406,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
            bnn::io::write_npy(c / "member_000" / "swa_probs.npy", p);
          }));
        },
-       2, "member_000/swa_probs.npy: NaN or infinite probabilities", {kWork / "cases" / "nan_probs"}},
+       2, "member_000/swa_probs.npy: NaN or infinite probabilities", {kHostileWork / "cases" / "nan_probs"}},
       {"8: probabilities with a row too few",
        [&] {
          return evaluate(damaged("short_probs", [](const fs::path& c) {
@@ -415,7 +415,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
          }));
        },
        2, "member_001/bayes_probs.npy: probabilities of shape [499, 10], expected [500, 10]",
-       {kWork / "cases" / "short_probs"}},
+       {kHostileWork / "cases" / "short_probs"}},
       {"rows that are not probabilities",
        [&] {
          return evaluate(damaged("not_probs", [](const fs::path& c) {
@@ -423,7 +423,7 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
            bnn::io::write_npy(c / "member_000" / "adam_probs.npy", p * 2);
          }));
        },
-       2, "member_000/adam_probs.npy: not probabilities", {kWork / "cases" / "not_probs"}},
+       2, "member_000/adam_probs.npy: not probabilities", {kHostileWork / "cases" / "not_probs"}},
       {"10: a garbage trace.csv",
        [&] {
          return evaluate(damaged("bad_trace", [](const fs::path& c) {
@@ -431,14 +431,14 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
            write_text(c / "member_000" / "trace.csv", t + "sample,4,lots,0.5,0.001,0.1\n");
          }));
        },
-       2, "member_000/trace.csv: line 8 is not a trace row", {kWork / "cases" / "bad_trace"}},
+       2, "member_000/trace.csv: line 8 is not a trace row", {kHostileWork / "cases" / "bad_trace"}},
       {"probabilities stored as integers",
        [&] {
          return evaluate(damaged("int_probs", [](const fs::path& c) {
            bnn::io::write_npy(c / "member_000" / "adam_probs.npy", torch::zeros({500, 10}, torch::kLong));
          }));
        },
-       2, "member_000/adam_probs.npy: probabilities must be floats", {kWork / "cases" / "int_probs"}},
+       2, "member_000/adam_probs.npy: probabilities must be floats", {kHostileWork / "cases" / "int_probs"}},
       {"a trace.csv without its header",
        [&] {
          return evaluate(damaged("no_header", [](const fs::path& c) {
@@ -446,38 +446,38 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
            write_text(c / "member_000" / "trace.csv", t.substr(t.find('\n') + 1));
          }));
        },
-       2, "member_000/trace.csv: line 1 is not the header", {kWork / "cases" / "no_header"}},
+       2, "member_000/trace.csv: line 1 is not the header", {kHostileWork / "cases" / "no_header"}},
       {"a status.json whose sample count is not a count",
        [&] {
          return evaluate(damaged("bad_count", [](const fs::path& c) {
            write_text(c / "member_001" / "status.json", "{\"status\": \"done\", \"samples\": \"two\"}\n");
          }));
        },
-       2, "member_001/status.json: \"samples\" is not a count", {kWork / "cases" / "bad_count"}},
+       2, "member_001/status.json: \"samples\" is not a count", {kHostileWork / "cases" / "bad_count"}},
       {"evaluate --out a file",
        [] {
-         write_text(kWork / "cases" / "out_file", "mine\n");
-         return "evaluate " + a() + " --out " + (kWork / "cases" / "out_file").string() + " --no-figures";
+         write_text(kHostileWork / "cases" / "out_file", "mine\n");
+         return "evaluate " + a() + " --out " + (kHostileWork / "cases" / "out_file").string() + " --no-figures";
        },
-       2, "out_file is a file; give a folder", {kWork / "cases" / "out_file"}},
+       2, "out_file is a file; give a folder", {kHostileWork / "cases" / "out_file"}},
       {"10: a deleted samples folder",
        [&] {
          return evaluate(
              damaged("no_samples", [](const fs::path& c) { fs::remove_all(c / "member_000" / "samples"); }));
        },
-       2, "member_000/samples holds 0 of the 2 sample predictions", {kWork / "cases" / "no_samples"}},
+       2, "member_000/samples holds 0 of the 2 sample predictions", {kHostileWork / "cases" / "no_samples"}},
       {"10: ... which --members can leave out",
-       [] { return "evaluate " + (kWork / "cases" / "no_samples").string() + " --members 1 --no-figures"; }, 0,
+       [] { return "evaluate " + (kHostileWork / "cases" / "no_samples").string() + " --members 1 --no-figures"; }, 0,
        "report:"},
   });
 }
 
 // Finding 7: a chain that blows up but stays finite is caught.
 TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
-  const auto dir = kWork / "cases" / "diverged";
+  const auto dir = kHostileWork / "cases" / "diverged";
   run_cases({
       {"7: h = 5 with the default bounce box",
-       [&] { return run_tiny(fresh("diverged").string(), " --set sampler.step_size=5 --set run.members=1"); }, 3,
+       [&] { return tiny_run_args(fresh("diverged").string(), " --set sampler.step_size=5 --set run.members=1"); }, 3,
        "member 0 diverged: after burn-in the chain's mean training loss is",
        {},
        [&](const CommandResult& r) {
@@ -490,18 +490,18 @@ TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
          EXPECT_NE(r.output.find("the samples of a diverged chain are not of the posterior"), std::string::npos);
        }},
       {"7: ... and stays flagged on a rerun",
-       [&] { return run_tiny(dir.string(), " --set sampler.step_size=5 --set run.members=1"); }, 3,
+       [&] { return tiny_run_args(dir.string(), " --set sampler.step_size=5 --set run.members=1"); }, 3,
        "member_000 diverged", {dir / "member_000"}},
       {"7: a global chain with too little friction",
        [] {
-         return run_tiny(fresh("diverged_global").string(),
+         return tiny_run_args(fresh("diverged_global").string(),
                          " --set sampler.step_size=0.1 --set sampler.rho=.inf --set sampler.friction=5 "
                          "--set run.members=1");
        },
        3, "member 0 diverged"},
       {"7: the thresholds are config keys",
        [] {
-         return run_tiny(fresh("diverged_allowed").string(),
+         return tiny_run_args(fresh("diverged_allowed").string(),
                          " --set sampler.step_size=5 --set run.members=1 --set sampler.max_loss_increase=.inf "
                          "--set sampler.max_accuracy_drop=.inf");
        },

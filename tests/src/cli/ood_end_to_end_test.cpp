@@ -34,7 +34,7 @@ void write_ood(const fs::path& dir, int64_t side, int64_t n = 60) {
   io::write_npy(dir / "test_y.npy", torch::zeros({n}, torch::kLong));
 }
 
-std::string run_args(const fs::path& data, const std::string& ood, const fs::path& out) {
+std::string ood_run_args(const fs::path& data, const std::string& ood, const fs::path& out) {
   return "run --config " + std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml --out " + out.string() +
          " --threads 1 --set data.dataset=arrays --set data.dir=" + data.string() +
          " --set data.batch_size=50 --set data.train_limit=0 --set data.test_limit=0 --set run.members=2"
@@ -49,7 +49,7 @@ TEST(OodEndToEnd, RunPredictsTheSetAndEvaluateScoresIt) {
   write_ood(work / "board", 6);
   const auto out = work / "run";
   const std::string ood = "[{dataset: arrays, dir: " + (work / "board").string() + ", name: board, limit: 40}]";
-  const auto run = bnn::testing::run_bnn(run_args(work / "data", "'" + ood + "'", out), work / "run.txt");
+  const auto run = bnn::testing::run_bnn(ood_run_args(work / "data", "'" + ood + "'", out), work / "run.txt");
   ASSERT_EQ(run.code, 0) << run.output;
   EXPECT_NE(run.output.find("OOD set board: 40 examples"), std::string::npos) << run.output;
   EXPECT_NE(run.output.find("OOD set board: AUROC / AUPR / FPR95"), std::string::npos) << run.output;
@@ -133,7 +133,7 @@ TEST(OodEndToEnd, SetsTheModelCannotTakeAreRefusedBeforeAnythingIsWritten) {
   io::write_npy(work / "rgb" / "test_y.npy", torch::zeros({4}, torch::kLong));
   const auto out = work / "run";
   const auto expect_refused = [&](const std::string& ood, const std::string& message) {
-    const auto r = bnn::testing::run_bnn(run_args(work / "data", "'" + ood + "'", out), work / "bad.txt");
+    const auto r = bnn::testing::run_bnn(ood_run_args(work / "data", "'" + ood + "'", out), work / "bad.txt");
     EXPECT_EQ(r.code, 2) << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(out)) << ood;

@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-fs::path module_file(const std::string& name) { return fs::path(BNN_TORCHSCRIPT_DIR) / name; }
+fs::path scripted_module(const std::string& name) { return fs::path(BNN_TORCHSCRIPT_DIR) / name; }
 
 std::string run_args(const fs::path& data, const fs::path& module, const fs::path& out) {
   return "run --config " + std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml --out " + out.string() +
@@ -31,13 +31,13 @@ std::string run_args(const fs::path& data, const fs::path& module, const fs::pat
 }
 
 TEST(TorchScriptEndToEnd, ScriptedAndTracedModulesRunPredictAndResume) {
-  ASSERT_TRUE(fs::exists(module_file("cnn_bn_scripted.pt")))
-      << module_file("cnn_bn_scripted.pt") << " missing: the build makes it with a python3 that has torch";
+  ASSERT_TRUE(fs::exists(scripted_module("cnn_bn_scripted.pt")))
+      << scripted_module("cnn_bn_scripted.pt") << " missing: the build makes it with a python3 that has torch";
   const auto work = bnn::testing::unique_temp_dir("bnn_torchscript_run");
   const auto data = work / "data";
   bnn::testing::write_dark_and_bright(data, 11);
   const auto module = work / "my_net.pt";
-  fs::copy_file(module_file("cnn_bn_scripted.pt"), module);
+  fs::copy_file(scripted_module("cnn_bn_scripted.pt"), module);
 
   const auto out = work / "cnn";
   const auto run = bnn::testing::run_bnn(run_args(data, module, out), work / "cnn.txt");
@@ -62,7 +62,7 @@ TEST(TorchScriptEndToEnd, ScriptedAndTracedModulesRunPredictAndResume) {
   // A resume has nothing left to do; the same path with other contents is refused.
   const auto again = bnn::testing::run_bnn("run --resume " + out.string() + " --threads 1", work / "again.txt");
   EXPECT_EQ(again.code, 0) << again.output;
-  fs::copy_file(module_file("mlp_scripted.pt"), module, fs::copy_options::overwrite_existing);
+  fs::copy_file(scripted_module("mlp_scripted.pt"), module, fs::copy_options::overwrite_existing);
   for (const std::string& args : {run_args(data, module, out), "run --resume " + out.string()}) {
     const auto other = bnn::testing::run_bnn(args, work / "other.txt");
     EXPECT_EQ(other.code, 2) << other.output;
@@ -71,11 +71,11 @@ TEST(TorchScriptEndToEnd, ScriptedAndTracedModulesRunPredictAndResume) {
               std::string::npos)
         << other.output;
   }
-  EXPECT_EQ(io::read_file(out / "model.pt"), io::read_file(module_file("cnn_bn_scripted.pt")));
+  EXPECT_EQ(io::read_file(out / "model.pt"), io::read_file(scripted_module("cnn_bn_scripted.pt")));
 
   // A traced module without BatchNorm, keeping the file's weights.
   const auto traced = bnn::testing::run_bnn(
-      run_args(data, module_file("mlp_traced.pt"), work / "traced") + " --set model.init=file", work / "traced.txt");
+      run_args(data, scripted_module("mlp_traced.pt"), work / "traced") + " --set model.init=file", work / "traced.txt");
   ASSERT_EQ(traced.code, 0) << traced.output;
   EXPECT_GT(bnn::testing::ensemble_row(work / "traced", "bayes", 1)["accuracy"]["mean"].get<double>(), 0.9);
   fs::remove_all(work);
@@ -89,17 +89,17 @@ TEST(TorchScriptEndToEnd, MistakesAreRefusedBeforeTheRunDirectoryIsMade) {
     std::string args;
     std::string expected;
   };
-  const std::string base = run_args(data, module_file("mlp_scripted.pt"), work / "out");
+  const std::string base = run_args(data, scripted_module("mlp_scripted.pt"), work / "out");
   const std::vector<Case> cases = {
-      {run_args(data, module_file("wrong_classes.pt"), work / "out"),
-       "config key 'model.path': model file " + module_file("wrong_classes.pt").string() +
+      {run_args(data, scripted_module("wrong_classes.pt"), work / "out"),
+       "config key 'model.path': model file " + scripted_module("wrong_classes.pt").string() +
            ": forward returns shape [2, 5] for a batch of shape [2, 1, 6, 6]; bnn needs [2, 2]"},
       {run_args(data, work / "nothing.pt", work / "out"),
        "config key 'model.path': model file " + (work / "nothing.pt").string() + ": no such file"},
       {base + " --set \"model.path=''\"",
        "config key 'model.path': model.name torchscript needs the file of your module"},
       {base + " --set model.name=mlp", "config key 'model.path': invalid value '" +
-                                           module_file("mlp_scripted.pt").string() +
+                                           scripted_module("mlp_scripted.pt").string() +
                                            "': only model.name torchscript reads it (model.name is mlp)"},
       {base + " --member-design stacked --members-per-device 2",
        "bnn: error: --member-design stacked: model.name torchscript cannot be stacked (only bnn's own models can); "

@@ -16,12 +16,14 @@
 
 #include "src/evaluation/metrics.h"
 #include "tests/support/golden_json.h"
+#include "tests/support/synthetic_labels.h"
 
 namespace bnn::evaluation {
 namespace {
 
 using testing::labels_from_json;
 using testing::probs_from_json;
+using testing::synthetic_labels;
 
 const char* const kMetricNames[] = {"accuracy", "nll", "ace", "rps", "ece", "brier", "entropy"};
 
@@ -41,9 +43,6 @@ std::vector<torch::Tensor> synthetic_members(int64_t members, int64_t n, int64_t
   return out;
 }
 
-torch::Tensor synthetic_labels(int64_t n, int64_t k) {
-  return torch::remainder(torch::arange(n, torch::kLong) * 7, k);
-}
 
 const Summary& summary_of(const EnsembleRow& row, const std::string& name) {
   if (name == "accuracy") return row.accuracy;

@@ -10,6 +10,7 @@
 
 #include "src/evaluation/metrics.h"
 #include "tests/support/figure_files.h"
+#include "tests/support/synthetic_labels.h"
 #include "tests/support/temp_dir.h"
 
 namespace bnn::evaluation {
@@ -20,7 +21,7 @@ torch::Tensor synthetic_probs(int64_t n, int64_t k, double sharpness) {
   return torch::softmax(torch::sin(grid * 0.37) * sharpness, /*dim=*/1);
 }
 
-torch::Tensor synthetic_labels(int64_t n, int64_t k) { return torch::remainder(torch::arange(n, torch::kLong) * 7, k); }
+using testing::synthetic_labels;
 
 TEST(Reliability, TopLabelBinsGiveTheEce) {
   const torch::Tensor p = synthetic_probs(500, 10, 3.0), y = synthetic_labels(500, 10);

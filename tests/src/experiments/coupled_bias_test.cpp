@@ -97,17 +97,17 @@ TEST(CoupledBias, SamplersWithoutACouplingAreRefusedByName) {
 }
 
 // The command line, on a slice of the real Fashion-MNIST.
-const std::filesystem::path kWork = testing::slice_work_dir("bnn_coupled_bias_test");
-const std::string kConfig = testing::kLogisticConfig;
-const std::string kSlice = testing::kLogisticSlice;
+const std::filesystem::path kCoupledWork = testing::slice_work_dir("bnn_coupled_bias_test");
+const std::string kCoupledConfig = testing::kLogisticConfig;
+const std::string kCoupledSlice = testing::kLogisticSlice;
 
-testing::CommandResult bnn_cli(const std::string& args) { return testing::run_logged(kWork, args); }
+testing::CommandResult coupled_cli(const std::string& args) { return testing::run_logged(kCoupledWork, args); }
 
 TEST(LogisticEndToEnd, CoupledBiasWritesOneRowPerSamplerAndLevel) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto csv = kWork / "coupled.csv";
+  const auto csv = kCoupledWork / "coupled.csv";
   std::filesystem::remove(csv);
-  const auto r = bnn_cli("coupled-bias --config " + kConfig + kSlice +
+  const auto r = coupled_cli("coupled-bias --config " + kCoupledConfig + kCoupledSlice +
                          " --samplers sms_ubu,sghmc --levels 2 --epochs 4 --chunks 2 --out " + csv.string());
   ASSERT_EQ(r.code, 0) << r.output;
   std::istringstream in(io::read_file(csv));
@@ -136,16 +136,16 @@ TEST(LogisticEndToEnd, CoupledBiasWritesOneRowPerSamplerAndLevel) {
       EXPECT_EQ(rows[i][5], rows[i][7]);
     }
   }
-  const auto bad = bnn_cli("coupled-bias --config " + kConfig + " --samplers nogin");
+  const auto bad = coupled_cli("coupled-bias --config " + kCoupledConfig + " --samplers nogin");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.output.find("sampler 'nogin' has no synchronous coupling"), std::string::npos) << bad.output;
   // Note [Output files]: a file it did not write is refused before any work.
-  io::write_file_atomically(kWork / "notes.csv", "mine\n");
-  const auto refused = bnn_cli("coupled-bias --config " + kConfig + " --out " + (kWork / "notes.csv").string());
+  io::write_file_atomically(kCoupledWork / "notes.csv", "mine\n");
+  const auto refused = coupled_cli("coupled-bias --config " + kCoupledConfig + " --out " + (kCoupledWork / "notes.csv").string());
   EXPECT_EQ(refused.code, 2);
   EXPECT_NE(refused.output.find("the file exists and is not an earlier output of bnn coupled-bias"), std::string::npos)
       << refused.output;
-  EXPECT_EQ(io::read_file(kWork / "notes.csv"), "mine\n");
+  EXPECT_EQ(io::read_file(kCoupledWork / "notes.csv"), "mine\n");
 }
 
 }  // namespace

@@ -24,17 +24,17 @@ namespace {
 using bnn::testing::kTinyConfig;
 
 // This test program's own folder (removed at its end unless a test failed).
-const std::filesystem::path& work() {
+const std::filesystem::path& evaluate_work() {
   static const auto dir = bnn::testing::unique_temp_dir("bnn_evaluate_test");
   return dir;
 }
 
-using Result = bnn::testing::CommandResult;
+using EvaluateResult = bnn::testing::CommandResult;
 
-Result bnn_cli(const std::string& args) {
+EvaluateResult evaluate_cli(const std::string& args) {
   static int calls = 0;
   const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return bnn::testing::run_bnn(args, work() / (test + "_" + std::to_string(++calls) + ".txt"));
+  return bnn::testing::run_bnn(args, evaluate_work() / (test + "_" + std::to_string(++calls) + ".txt"));
 }
 
 nlohmann::json read_json(const std::filesystem::path& path) {
@@ -50,9 +50,9 @@ nlohmann::json bayes_size1(const std::filesystem::path& dir) {
 // the CPU like every run_bnn command that names no device.
 const std::filesystem::path& tiny_run() {
   static const std::filesystem::path dir = [] {
-    const auto d = work() / "tiny";
+    const auto d = evaluate_work() / "tiny";
     std::filesystem::remove_all(d);
-    const Result r = bnn_cli("run --config " + kTinyConfig + " --out " + d.string() + " --threads 1");
+    const EvaluateResult r = evaluate_cli("run --config " + kTinyConfig + " --out " + d.string() + " --threads 1");
     EXPECT_EQ(r.code, 0) << r.output;
     return d;
   }();
@@ -72,9 +72,9 @@ TEST(SelectSampleSteps, BurnInThenEveryKth) {
 TEST(Evaluate, WritesReportUncertaintyAndFigures) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto out = work() / "report_out";
+  const auto out = evaluate_work() / "report_out";
   std::filesystem::remove_all(out);
-  const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string());
+  const EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.output;
   // Without options the tables are those `bnn run` wrote.
   EXPECT_EQ(bnn::io::read_file(out / "metrics.json"), bnn::io::read_file(run / "metrics.json"));
@@ -123,22 +123,22 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
   // --thin 1 keeps every stored sample: the run's own ensemble up to float16.
-  const auto all = work() / "thin1";
+  const auto all = evaluate_work() / "thin1";
   std::filesystem::remove_all(all);
-  ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + all.string() + " --thin 1 --no-figures").code, 0);
+  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + all.string() + " --thin 1 --no-figures").code, 0);
   EXPECT_NEAR(bayes_size1(all)["nll"]["mean"].get<double>(), bayes_size1(run)["nll"]["mean"].get<double>(), 2e-3);
   EXPECT_EQ(read_json(all / "uncertainty.json")["selection"]["bayes_probabilities"], "stored samples");
 
   // --burn-in 2 on a run with burn-in 1 equals a run made with burn-in 2 (the
   // trajectory does not depend on burn-in), up to float16 rounding.
-  const auto late = work() / "burn2";
+  const auto late = evaluate_work() / "burn2";
   std::filesystem::remove_all(late);
-  ASSERT_EQ(bnn_cli("evaluate " + run.string() + " --out " + late.string() + " --burn-in 2 --members 0 --no-figures")
+  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + late.string() + " --burn-in 2 --members 0 --no-figures")
                 .code,
             0);
-  const auto direct = work() / "burn2_run";
+  const auto direct = evaluate_work() / "burn2_run";
   std::filesystem::remove_all(direct);
-  ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + direct.string() +
+  ASSERT_EQ(evaluate_cli("run --config " + kTinyConfig + " --out " + direct.string() +
                     " --members 0 --threads 1 --set sampler.burn_in=2")
                 .code,
             0);
@@ -157,9 +157,9 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
 TEST(Evaluate, SamplingDiagnosticsPerMember) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   // Six sampling epochs after one of burn-in: five loss draws per member.
-  const auto run = work() / "longer";
+  const auto run = evaluate_work() / "longer";
   std::filesystem::remove_all(run);
-  ASSERT_EQ(bnn_cli("run --config " + kTinyConfig + " --out " + run.string() +
+  ASSERT_EQ(evaluate_cli("run --config " + kTinyConfig + " --out " + run.string() +
                     " --members 0 --threads 1 --set sampler.epochs=6")
                 .code,
             0);
@@ -173,7 +173,7 @@ TEST(Evaluate, SamplingDiagnosticsPerMember) {
 
 TEST(Evaluate, BadSelectionsAreClearErrors) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const std::string run = tiny_run().string(), out = " --out " + (work() / "bad").string() + " --no-figures";
+  const std::string run = tiny_run().string(), out = " --out " + (evaluate_work() / "bad").string() + " --no-figures";
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"--burn-in 0", "--burn-in 0 must be at least the run's sampler.burn_in 1"},
       {"--burn-in 3", "less than sampler.epochs 3"},
@@ -182,7 +182,7 @@ TEST(Evaluate, BadSelectionsAreClearErrors) {
       {"--members 5", "--members: '5' selects members outside 0-1"},
   };
   for (const auto& [args, text] : cases) {
-    const Result r = bnn_cli("evaluate " + run + out + " " + args);
+    const EvaluateResult r = evaluate_cli("evaluate " + run + out + " " + args);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(text), std::string::npos) << args << "\n" << r.output;
   }
@@ -193,14 +193,14 @@ TEST(Evaluate, BadSelectionsAreClearErrors) {
 TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto dir = work() / "reference";
+  const auto dir = evaluate_work() / "reference";
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   const torch::Tensor labels = bnn::data_loaders::read_npy(run / "labels.npy");
   const torch::Tensor onehot = torch::one_hot(labels, 10).to(torch::kFloat);
   bnn::io::write_npy(dir / "hmc.npy", onehot);
   const auto out = dir / "out";
-  const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures --reference-probs " +
+  const EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures --reference-probs " +
                            (dir / "hmc.npy").string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("agree "), std::string::npos) << r.output;
@@ -238,7 +238,7 @@ TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
       {"missing.npy", "missing.npy"},
   };
   for (const auto& [file, text] : cases) {
-    const Result bad = bnn_cli("evaluate " + run.string() + " --out " + (dir / "bad").string() +
+    const EvaluateResult bad = evaluate_cli("evaluate " + run.string() + " --out " + (dir / "bad").string() +
                                " --no-figures --reference-probs " + (dir / file).string());
     EXPECT_EQ(bad.code, 2) << file << "\n" << bad.output;
     EXPECT_NE(bad.output.find("--reference-probs " + (dir / "").string() + text), std::string::npos)
@@ -251,10 +251,10 @@ TEST(Evaluate, ReferenceProbabilitiesAddAgreementAndTotalVariation) {
 TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto out = work() / "no_gnuplot";
+  const auto out = evaluate_work() / "no_gnuplot";
   std::filesystem::remove_all(out);
   ::setenv("BNN_GNUPLOT", "/no/such/gnuplot", 1);
-  const Result r = bnn_cli("evaluate " + run.string() + " --out " + out.string());
+  const EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + out.string());
   ::unsetenv("BNN_GNUPLOT");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("figures not drawn: gnuplot not found"), std::string::npos) << r.output;
@@ -269,15 +269,15 @@ TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
 TEST(Evaluate, WaitsForTheLockAndCountsMembersThatFinishedMeanwhile) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   namespace fs = std::filesystem;
-  const auto run = work() / "locked", aside = work() / "member_001_aside";
+  const auto run = evaluate_work() / "locked", aside = evaluate_work() / "member_001_aside";
   fs::remove_all(run);
   fs::copy(tiny_run(), run, fs::copy_options::recursive);
   fs::rename(run / "member_001", aside);  // finished later
   fs::remove(run / "metrics.json");
   auto held = bnn::io::FileLock::try_acquire(run / "evaluate.lock");
   ASSERT_TRUE(held.has_value());
-  const auto log = work() / "locked_evaluate.txt";
-  Result result{-1, ""};
+  const auto log = evaluate_work() / "locked_evaluate.txt";
+  EvaluateResult result{-1, ""};
   std::thread evaluate([&] { result = bnn::testing::run_bnn("evaluate " + run.string() + " --no-figures", log); });
   const auto waiting = [&] {
     return fs::exists(log) && bnn::io::read_file(log).find("waiting for another bnn") != std::string::npos;

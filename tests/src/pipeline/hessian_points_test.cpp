@@ -22,22 +22,22 @@ namespace {
 using bnn::testing::kTinyConfig;
 
 // This test program's own folder (removed at its end unless a test failed).
-const std::filesystem::path& work() {
+const std::filesystem::path& hessian_work() {
   static const auto dir = bnn::testing::unique_temp_dir("bnn_hessian_test");
   return dir;
 }
 
-bnn::testing::CommandResult bnn_cli(const std::string& args) {
+bnn::testing::CommandResult hessian_cli(const std::string& args) {
   static int calls = 0;
   const std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-  return bnn::testing::run_bnn(args, work() / (test + "_" + std::to_string(++calls) + ".txt"));
+  return bnn::testing::run_bnn(args, hessian_work() / (test + "_" + std::to_string(++calls) + ".txt"));
 }
 
 TEST(HessianCli, FourPointsOfATinyRun) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto run = work() / "tiny";
+  const auto run = hessian_work() / "tiny";
   std::filesystem::remove_all(run);
-  const auto r = bnn_cli("run --config " + kTinyConfig + " --out " + run.string() + " --members 0 --threads 1");
+  const auto r = hessian_cli("run --config " + kTinyConfig + " --out " + run.string() + " --members 0 --threads 1");
   ASSERT_EQ(r.code, 0) << r.output;
   const auto member = run / "member_000";
 
@@ -54,7 +54,7 @@ TEST(HessianCli, FourPointsOfATinyRun) {
   EXPECT_TRUE(
       torch::allclose(probs, bnn::data_loaders::read_npy(member / "swa_probs.npy"), /*rtol=*/1e-5, /*atol=*/1e-6));
 
-  const auto h = bnn_cli("hessian --checkpoint " + member.string() +
+  const auto h = hessian_cli("hessian --checkpoint " + member.string() +
                          " --examples 200 --iterations 30 --seed 7 --tolerance 1e-3 --threads 1");
   ASSERT_EQ(h.code, 0) << h.output;
   const auto report = nlohmann::json::parse(bnn::io::read_file(member / "hessian.json"));
@@ -82,20 +82,20 @@ TEST(HessianCli, FourPointsOfATinyRun) {
 // a missing file names the phase that writes it.
 TEST(HessianCli, PointsOfAnLbfgsRun) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
-  const auto run = work() / "lbfgs";
+  const auto run = hessian_work() / "lbfgs";
   std::filesystem::remove_all(run);
-  const auto r = bnn_cli("run --config " + bnn::testing::kLogisticConfig + bnn::testing::kLogisticSlice +
+  const auto r = hessian_cli("run --config " + bnn::testing::kLogisticConfig + bnn::testing::kLogisticSlice +
                          " --set sampler.epochs=2 --set sampler.burn_in=1 --out " + run.string());
   ASSERT_EQ(r.code, 0) << r.output;
   const auto member = run / "member_000";
-  const auto h = bnn_cli("hessian --checkpoint " + member.string() + " --examples 200 --iterations 20 --threads 1");
+  const auto h = hessian_cli("hessian --checkpoint " + member.string() + " --examples 200 --iterations 20 --threads 1");
   ASSERT_EQ(h.code, 0) << h.output;
   const auto report = nlohmann::json::parse(bnn::io::read_file(member / "hessian.json"));
   std::vector<std::string> names;
   for (const auto& p : report["points"]) names.push_back(p["point"]);
   EXPECT_EQ(names, (std::vector<std::string>{"init", "map", "map_perturbed"}));
   std::filesystem::remove(member / "map_weights.npy");
-  const auto missing = bnn_cli("hessian --checkpoint " + member.string() + " --examples 200 --threads 1");
+  const auto missing = hessian_cli("hessian --checkpoint " + member.string() + " --examples 200 --threads 1");
   EXPECT_EQ(missing.code, 2) << missing.output;
   EXPECT_NE(missing.output.find("map_weights.npy missing: the member has not finished L-BFGS"), std::string::npos)
       << missing.output;
@@ -103,7 +103,7 @@ TEST(HessianCli, PointsOfAnLbfgsRun) {
 }
 
 TEST(HessianCli, MissingCheckpointIsAClearError) {
-  const auto r = bnn_cli("hessian --checkpoint /no/such/run/member_000");
+  const auto r = hessian_cli("hessian --checkpoint /no/such/run/member_000");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("is not a member directory of a bnn run"), std::string::npos) << r.output;
 }

@@ -46,7 +46,7 @@ std::vector<uint8_t> pixels_of(int index, int label) {
   return p;
 }
 
-void write_split(const fs::path& dir, const std::string& prefix, int n, int first_index) {
+void write_idx_split(const fs::path& dir, const std::string& prefix, int n, int first_index) {
   std::vector<uint8_t> images, labels;
   for (int i = 0; i < n; ++i) {
     const int label = (i * 7 + first_index) % 10;
@@ -72,8 +72,8 @@ class Predict : public ::testing::Test {
     work_ = bnn::testing::unique_temp_dir("bnn_predict_test");
     const fs::path data = work_ / "data";
     fs::create_directories(data);
-    write_split(data, "train", kTrain, 0);
-    write_split(data, "t10k", kTest, kTrain);
+    write_idx_split(data, "train", kTrain, 0);
+    write_idx_split(data, "t10k", kTest, kTrain);
     bnn::io::write_file_atomically(work_ / "tiny.yaml", fmt::format(R"(data:
   dataset: fashion_mnist
   dir: {}

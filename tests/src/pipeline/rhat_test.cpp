@@ -25,26 +25,26 @@ namespace {
 namespace fs = std::filesystem;
 using bnn::testing::CommandResult;
 
-constexpr int kSide = 28;
+constexpr int kImageSide = 28;
 constexpr int kSampleEpochs = 7;
 constexpr int kBurnIn = 2;
 
 // Class k lights rows 2k+4 .. 2k+6 over deterministic noise, so a small mlp
 // learns it within an epoch or two.
-void write_split(const fs::path& dir, const std::string& prefix, int n, uint32_t seed) {
-  std::vector<uint8_t> pixels(static_cast<size_t>(n) * kSide * kSide), labels(n);
+void write_random_idx_split(const fs::path& dir, const std::string& prefix, int n, uint32_t seed) {
+  std::vector<uint8_t> pixels(static_cast<size_t>(n) * kImageSide * kImageSide), labels(n);
   uint32_t state = seed;
   for (int i = 0; i < n; ++i) {
     labels[i] = static_cast<uint8_t>(i % 10);
-    for (int p = 0; p < kSide * kSide; ++p) {
+    for (int p = 0; p < kImageSide * kImageSide; ++p) {
       state = state * 1664525u + 1013904223u;
-      const int row = p / kSide;
+      const int row = p / kImageSide;
       const bool lit = row >= 2 * labels[i] + 4 && row < 2 * labels[i] + 7;
-      pixels[static_cast<size_t>(i) * kSide * kSide + p] = static_cast<uint8_t>((lit ? 160 : 0) + (state >> 26));
+      pixels[static_cast<size_t>(i) * kImageSide * kImageSide + p] = static_cast<uint8_t>((lit ? 160 : 0) + (state >> 26));
     }
   }
   bnn::testing::write_plain(dir / (prefix + "-images-idx3-ubyte"),
-                            bnn::testing::idx_bytes(bnn::testing::kImagesMagic, {n, kSide, kSide}, pixels));
+                            bnn::testing::idx_bytes(bnn::testing::kImagesMagic, {n, kImageSide, kImageSide}, pixels));
   bnn::testing::write_plain(dir / (prefix + "-labels-idx1-ubyte"),
                             bnn::testing::idx_bytes(bnn::testing::kLabelsMagic, {n}, labels));
 }
@@ -59,8 +59,8 @@ struct Experiment {
 Experiment make_experiment(const std::string& name) {
   Experiment s;
   s.dir = bnn::testing::unique_temp_dir("bnn_rhat_" + name);
-  write_split(s.dir, "train", 240, 1);
-  write_split(s.dir, "t10k", 60, 2);
+  write_random_idx_split(s.dir, "train", 240, 1);
+  write_random_idx_split(s.dir, "t10k", 60, 2);
   s.config = s.dir / "rhat_smoke.yaml";
   std::ofstream(s.config) << "data:\n  dataset: fashion_mnist\n  dir: " << s.dir.string()
                           << "\n  batch_size: 40\nmodel:\n  name: mlp\n  hidden: [16]\n"
@@ -73,7 +73,7 @@ Experiment make_experiment(const std::string& name) {
 }
 
 // `bnn run` and `bnn rhat` on one thread; logs kept in the experiment directory.
-CommandResult bnn(const Experiment& s, const std::string& args) {
+CommandResult bnn_on(const Experiment& s, const std::string& args) {
   static int calls = 0;
   const bool threads = args.rfind("evaluate", 0) != 0;
   return bnn::testing::run_bnn(args + (threads ? " --threads 1" : ""),
@@ -102,7 +102,7 @@ TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
   const Experiment s = make_experiment("outputs");
   const auto out = s.dir / "out";
   const CommandResult r =
-      bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --out " + out.string());
+      bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --out " + out.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("split R-hat"), std::string::npos) << r.output;
 
@@ -149,7 +149,7 @@ TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
 
   // Same seed, same numbers.
   const auto again = s.dir / "again";
-  ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --no-figures --out " +
+  ASSERT_EQ(bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --no-figures --out " +
                        again.string()).code, 0);
   EXPECT_EQ(bnn::io::read_file(again / "rhat.csv"), bnn::io::read_file(out / "rhat.csv"));
   EXPECT_EQ(bnn::io::read_file(again / "chains.csv"), bnn::io::read_file(out / "chains.csv"));
@@ -159,7 +159,7 @@ TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
   fs::create_directories(again / "figures");
   bnn::io::write_file_atomically(again / "figures" / "rhat_vs_epoch.png", "an earlier run's figure");
   const std::string rhat_csv = bnn::io::read_file(again / "rhat.csv");
-  ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --no-figures --out " +
+  ASSERT_EQ(bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --loss-every 4 --no-figures --out " +
                        again.string()).code, 0);
   EXPECT_EQ(bnn::io::read_file(again / "rhat.csv"), rhat_csv);
   EXPECT_FALSE(fs::exists(again / "figures" / "rhat_vs_epoch.png"));
@@ -177,7 +177,7 @@ TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
 TEST(RhatCommand, StartsFarFromXStarAreDetected) {
   const Experiment s = make_experiment("far");
   const auto out = s.dir / "out";
-  const CommandResult r = bnn(s, "rhat --config " + s.config.string() +
+  const CommandResult r = bnn_on(s, "rhat --config " + s.config.string() +
                                      " --set sampler.burn_in=0 --chains 3 --repeats 2 --rho 1 --no-figures --out " +
                                      out.string());
   ASSERT_EQ(r.code, 0) << r.output;
@@ -192,16 +192,16 @@ TEST(RhatCommand, StartsFarFromXStarAreDetected) {
 TEST(RhatCommand, RefusesBadOptions) {
   const Experiment s = make_experiment("errors");
   const std::string config = " --config " + s.config.string() + " --out " + (s.dir / "out").string();
-  CommandResult r = bnn(s, "rhat" + config + " --chains 1");
+  CommandResult r = bnn_on(s, "rhat" + config + " --chains 1");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("R-hat needs at least 2 chains"), std::string::npos) << r.output;
-  r = bnn(s, "rhat" + config + " --set sampler.burn_in=4");
+  r = bnn_on(s, "rhat" + config + " --set sampler.burn_in=4");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("at least 4 sampling epochs after burn-in"), std::string::npos) << r.output;
-  r = bnn(s, "rhat" + config + " --rho=-1");
+  r = bnn_on(s, "rhat" + config + " --rho=-1");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--rho must be finite and >= 0"), std::string::npos) << r.output;
-  r = bnn(s, "rhat --chains 3");
+  r = bnn_on(s, "rhat --chains 3");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("bnn rhat needs --config"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(s.dir / "out"));
@@ -213,8 +213,8 @@ TEST(RhatCommand, RefusesBadOptions) {
 TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   const Experiment s = make_experiment("run");
   const auto run = s.dir / "run", rhat = s.dir / "rhat";
-  ASSERT_EQ(bnn(s, "run --config " + s.config.string() + " --out " + run.string()).code, 0);
-  ASSERT_EQ(bnn(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures --out " +
+  ASSERT_EQ(bnn_on(s, "run --config " + s.config.string() + " --out " + run.string()).code, 0);
+  ASSERT_EQ(bnn_on(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures --out " +
                        rhat.string()).code, 0);
   for (const char* member : {"member_000", "member_001"}) {
     EXPECT_TRUE(bnn::data_loaders::read_npy(rhat / member / "swa_weights.npy")
@@ -225,13 +225,13 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   const std::string run_config = bnn::io::read_file(run / "config.yaml");
   const std::string run_trace = bnn::io::read_file(run / "member_000" / "trace.csv");
   const std::string summary = bnn::io::read_file(rhat / "summary.json");
-  CommandResult refused = bnn(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures "
+  CommandResult refused = bnn_on(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures "
                                   "--set sampler.step_size=2e-3 --out " + run.string());
   EXPECT_EQ(refused.code, 2) << refused.output;
   EXPECT_NE(refused.output.find("holds the members of a bnn run; bnn rhat would write its own config.yaml"),
             std::string::npos)
       << refused.output;
-  refused = bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --no-figures --out " +
+  refused = bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 2 --no-figures --out " +
                        rhat.string());
   EXPECT_EQ(refused.code, 2) << refused.output;
   EXPECT_NE(refused.output.find("(rhat.chains: 2 there, 3 now)"), std::string::npos) << refused.output;
@@ -240,7 +240,7 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   EXPECT_EQ(bnn::io::read_file(rhat / "summary.json"), summary);
   // Without its summary (as after a failed bnn rhat) the folder holds no result, and other options may take it.
   fs::remove(rhat / "summary.json");
-  refused = bnn(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 1 --no-figures --out " +
+  refused = bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 1 --no-figures --out " +
                        rhat.string());
   EXPECT_EQ(refused.code, 0) << refused.output;
   EXPECT_EQ(nlohmann::json::parse(bnn::io::read_file(rhat / "bnn.json"))["settings"]["rhat.chains"], "3");
@@ -253,7 +253,7 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
 
   // One member: a visible note instead of the table.
   const auto one = s.dir / "one";
-  ASSERT_EQ(bnn(s, "evaluate " + run.string() + " --members 0 --no-figures --out " + one.string()).code, 0);
+  ASSERT_EQ(bnn_on(s, "evaluate " + run.string() + " --members 0 --no-figures --out " + one.string()).code, 0);
   EXPECT_NE(bnn::io::read_file(one / "report.md").find("Not computed: R-hat across members needs at least 2 members"),
             std::string::npos);
   const bool figures = bnn::testing::has_gnuplot();

@@ -11,16 +11,16 @@
 #include "models/registry.h"
 #include "src/pipeline/model_oracle.h"
 #include "src/pipeline/stacked_group.h"
+#include "tests/support/relative_error.h"
 
 namespace bnn::pipeline {
 namespace {
 
-double relative_error(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a - b).norm().item<double>() / std::max(b.norm().item<double>(), 1e-30);
-}
+using testing::relative_error;
+
 // Float32 sums in another order: a few ulps of the largest terms. A member
 // given another member's batch, slice or statistics is off by O(1).
-constexpr double kTolerance = 2e-5;
+constexpr double kGroupTolerance = 2e-5;
 
 data_loaders::Split random_split(const models::ModelSpec& spec, int64_t n, uint64_t seed) {
   torch::manual_seed(seed);
@@ -50,7 +50,7 @@ std::vector<std::shared_ptr<models::Classifier>> templates(const models::ModelSp
 // Each member in its own thread takes `steps[k]` steps (evaluate at its own
 // batch, then a small move along the gradient), the twin alone the same
 // steps; gradients, losses and running statistics are compared at each.
-void expect_members_as_alone(const models::ModelSpec& spec, const std::vector<int64_t>& steps, int64_t slots) {
+void expect_group_members_as_alone(const models::ModelSpec& spec, const std::vector<int64_t>& steps, int64_t slots) {
   const auto train = random_split(spec, 40, 5);
   StackedGroup group(templates(spec, slots));
   std::vector<std::unique_ptr<TestMember>> members;
@@ -71,16 +71,16 @@ void expect_members_as_alone(const models::ModelSpec& spec, const std::vector<in
         const double loss = oracles[k]->evaluate(b).item<double>();
         const double expected = m.alone.evaluate(b).item<double>();
         const auto where = "member " + std::to_string(k) + ", step " + std::to_string(s) + ": ";
-        if (std::abs(loss - expected) > kTolerance * std::abs(expected)) {
+        if (std::abs(loss - expected) > kGroupTolerance * std::abs(expected)) {
           failures[k].push_back(where + "loss " + std::to_string(loss) + " against " + std::to_string(expected));
         }
         const double error = relative_error(m.flat.grads(), m.twin_flat.grads());
-        if (!(error < kTolerance)) failures[k].push_back(where + "gradient off by " + std::to_string(error));
+        if (!(error < kGroupTolerance)) failures[k].push_back(where + "gradient off by " + std::to_string(error));
         const auto buffers = m.model->buffers(), twin_buffers = m.twin->buffers();
         for (size_t i = 0; i < buffers.size(); ++i) {
           if (buffers[i].scalar_type() != torch::kFloat) continue;  // num_batches_tracked
           const double stat_error = relative_error(buffers[i], twin_buffers[i]);
-          if (!(stat_error < kTolerance)) failures[k].push_back(where + "running statistic " + std::to_string(i));
+          if (!(stat_error < kGroupTolerance)) failures[k].push_back(where + "running statistic " + std::to_string(i));
         }
         torch::NoGradGuard no_grad;
         m.flat.values().sub_(m.flat.grads(), 1e-3);
@@ -101,7 +101,7 @@ void expect_members_as_alone(const models::ModelSpec& spec, const std::vector<in
 TEST(StackedGroup, CnnMembersGetTheirOwnGradientsLossesAndStatistics) {
   models::ModelSpec spec = models::default_spec("fmnist_cnn");
   spec.input_shape = {1, 8, 8};
-  expect_members_as_alone(spec, {3, 3, 3}, /*slots=*/3);
+  expect_group_members_as_alone(spec, {3, 3, 3}, /*slots=*/3);
 }
 
 // One member stops early and another slot stays free: the others go on,
@@ -110,7 +110,7 @@ TEST(StackedGroup, MembersLeaveWhenTheyFinishAndSlotsMayStayFree) {
   models::ModelSpec spec = models::default_spec("mlp");
   spec.hidden = {16};
   spec.batch_norm = true;
-  expect_members_as_alone(spec, {5, 2, 4}, /*slots=*/4);
+  expect_group_members_as_alone(spec, {5, 2, 4}, /*slots=*/4);
 }
 
 // Two small mlp members, batches of 8 and `batch_b`, in a group of two slots.
@@ -146,7 +146,7 @@ TEST(StackedGroup, MembersEnterAtTheirFirstEvaluationAndLeaveWhenDone) {
   oracle_a->leave_group();
   oracle_b->evaluate(0);  // and now b's alone
   EXPECT_EQ(group.rounds(), 3);
-  EXPECT_LT(relative_error(b.flat.grads(), (b.alone.evaluate(0), b.twin_flat.grads())), kTolerance);
+  EXPECT_LT(relative_error(b.flat.grads(), (b.alone.evaluate(0), b.twin_flat.grads())), kGroupTolerance);
   oracle_b->leave_group();
   oracle_a->evaluate(2);  // back in
   EXPECT_EQ(group.rounds(), 4);
