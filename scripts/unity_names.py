@@ -12,11 +12,15 @@ other file's. This names every such pair before the compiler can miss it.
 A target's sources: every .cpp of samplers/, data_loaders/ and models/;
 every .cpp of one folder of src/; every *_test.cpp under tests/ (one test
 program; tests/data holds fixtures). The parser knows enough C++ for bnn's
-files: comments, string and character literals (raw ones too) and
-preprocessor lines are dropped; a declaration's name is the identifier
-before its first parenthesis (a function), after struct/class/union/enum,
-after `using`, or before its `=`, `{` or `[` (a variable). Macro calls at
-namespace scope (TEST(...), all capitals) declare nothing.
+files: comments, string and character literals (raw ones too),
+preprocessor lines and attributes are dropped; a declaration's name is the
+identifier before its parameter list (a function; std::function<int(int)>
+is a type and decltype(...) no name), after struct/class/union/enum, after
+`using`, or before its `=`, `{` or `[` (a variable). Macro calls at
+namespace scope (TEST(...), all capitals) declare nothing. It does not see
+the second name of `int a, b;`, a variable declared with its struct
+(`struct S {} s;`), unscoped enumerators, or what an inline namespace
+holds; bnn's sources have none of these file-local.
 
 Prints "FOLDER: NAME in FILE, FILE" for each shared name and exits 1, or
 prints "no file-local name is shared within a target" and exits 0.
@@ -30,7 +34,14 @@ import re
 import sys
 
 LIBRARY_FOLDERS = ["samplers", "data_loaders", "models"]
-TOKEN = re.compile(r"[A-Za-z_]\w*|::|\S")
+# Operators of two characters are one token, so that `->`, `==` or `>=` is
+# not read as a bracket or an initialiser's `=`.
+TOKEN = re.compile(r"[A-Za-z_]\w*|::|->|==|!=|<=|>=|<<|>>|&&|\|\||\S")
+# Attributes ([[nodiscard]], __attribute__((...)), alignas(...)) declare nothing.
+ATTRIBUTE = re.compile(r"\[\[.*?\]\]|__attribute__\s*\(\(.*?\)\)|\balignas\s*\([^()]*\)", re.S)
+# Words before a parenthesis that is not a function's parameter list.
+NOT_A_NAME = {"decltype", "alignas", "noexcept", "sizeof", "alignof", "static_assert", "catch", "throw",
+              "return", "typeid", "requires"}
 RAW_STRING = re.compile(r'R"([^()\\\s]{0,16})\(.*?\)\1"', re.S)
 LITERAL_OR_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 PREPROCESSOR = re.compile(r"^[ \t]*#(?:[^\n]*\\\n)*[^\n]*", re.M)
@@ -71,6 +82,7 @@ def tokens(text):
     text = RAW_STRING.sub(" 0 ", text)
     text = LITERAL_OR_COMMENT.sub(lambda m: " " if m.group().startswith("/") else " 0 ", text)
     text = PREPROCESSOR.sub(" ", text)
+    text = ATTRIBUTE.sub(" ", text)
     return TOKEN.findall(text)
 
 
@@ -81,9 +93,9 @@ def strip_templates(head):
         while i < len(head):
             if head[i] == "<":
                 depth += 1
-            elif head[i] == ">":
-                depth -= 1
-                if depth == 0:
+            elif head[i] in (">", ">>"):
+                depth -= len(head[i])
+                if depth <= 0:
                     break
             i += 1
         head = head[i + 1:]
@@ -107,10 +119,7 @@ def declared_name(head):
             name = head[j] if j < len(head) else None
             return name if name and re.match(r"[A-Za-z_]", name) else None
         if t == "(":
-            # A function (or a variable initialised with parentheses).
-            if i == 0 or not re.match(r"[A-Za-z_]", head[i - 1]) or (i >= 2 and head[i - 2] == "::"):
-                return None
-            return head[i - 1]
+            return function_name(head)
         if t in ("=", "[", "{"):
             break
     cut = len(head)
@@ -124,14 +133,51 @@ def declared_name(head):
     return last[-1]
 
 
-def nesting(head):
-    """How many parentheses and angle brackets are open at the end of head."""
+def function_name(head):
+    """The name before a declaration's parameter list: the first parenthesis
+    outside angle brackets (std::function<int(int)> is a type) that follows
+    a name, not decltype(...) and the like; None for a member defined out of
+    its class (A::f) or where there is no such name."""
+    angles, i = 0, 0
+    while i < len(head):
+        t = head[i]
+        if t == "<":
+            angles += 1
+        elif t in (">", ">>"):
+            angles = max(0, angles - len(t))
+        elif t == "(" and angles == 0:
+            before = head[i - 1] if i else ""
+            if re.match(r"[A-Za-z_]\w*$", before) and before not in NOT_A_NAME:
+                return None if i >= 2 and head[i - 2] == "::" else before
+            depth = 0  # skip decltype(...) and the like
+            while i < len(head):
+                depth += {"(": 1, ")": -1}.get(head[i], 0)
+                if depth == 0:
+                    break
+                i += 1
+        elif t in ("=", "{") and angles == 0:
+            return None
+        i += 1
+    return None
+
+
+def open_brackets(head):
+    """How many parentheses, and angle brackets of a leading `template <`,
+    are open at the end of head: an `=` there is a default argument, not an
+    initialiser."""
     depth = 0
     for t in head:
-        if t in ("(", "<"):
-            depth += 1
-        elif t in (")", ">"):
-            depth -= 1
+        depth += {"(": 1, ")": -1}.get(t, 0)
+    if head and head[0] == "template":
+        angles = 0
+        for t in head:
+            if t == "<":
+                angles += 1
+            elif t in (">", ">>"):
+                angles -= len(t)
+                if angles <= 0:
+                    break
+        depth += max(angles, 0)
     return depth
 
 
@@ -150,7 +196,8 @@ def local_names(text):
     def note(statement):
         if not statement:
             return
-        local = "anon" in scopes or statement[0] == "static"
+        first = statement.index("(") if "(" in statement else len(statement)
+        local = "anon" in scopes or "static" in statement[:first]
         body = [t for t in statement if t not in ("static", "inline", "constexpr", "const", "thread_local")]
         name = declared_name(body) if local else None
         if name:
@@ -193,7 +240,7 @@ def local_names(text):
                 head, in_initialiser = [], False
                 i += 1
                 continue
-            if t == "=" and not in_initialiser and head and nesting(head) == 0:
+            if t == "=" and not in_initialiser and head and open_brackets(head) == 0:
                 note(head + ["="])
                 in_initialiser = True
             head.append(t)

@@ -1,5 +1,5 @@
 // Tests for the CIFAR-10 binary-version loader on small generated files:
-// shapes, dtypes, labels, standardized_cifar pixels per channel, limits, and the
+// shapes, dtypes, labels, standardized pixels per channel, limits, and the
 // exact error text for each kind of bad input.
 #include "data_loaders/cifar10.h"
 
@@ -30,7 +30,7 @@ using testing::write_bytes;
 constexpr int64_t kTrainPerFile = 3;
 constexpr int64_t kTest = 4;
 
-// The float nearest the exact standardized_cifar value of `pixel` in `channel`.
+// The float nearest the exact standardized value of `pixel` in `channel`.
 float standardized_cifar(int64_t channel, int pixel) {
   return static_cast<float>((pixel / 255.0 - kCifar10Mean[channel]) / kCifar10Std[channel]);
 }

@@ -1,5 +1,7 @@
-// A fixture of scripts/unity_names.py: with b.cpp, two file-local names
-// shared (helper, Row); the rest declares nothing local or nothing shared.
+// A fixture of scripts/unity_names.py: with b.cpp, four file-local names
+// shared (helper, Row, same, adder); the rest declares nothing local or
+// nothing shared.
+#include <functional>
 #include <string>
 
 #define HELPER_TEXT "namespace { int not_a_name(); }"
@@ -20,6 +22,12 @@ const auto twice = [](int x) { return 2 * x; };
 const char* kText = R"(namespace { int in_a_raw_string(); })";
 
 TEST(Fixture, MacroCallsDeclareNothing) { helper(1); }
+
+// `->` and `==` are neither brackets nor an initialiser: adder is still seen.
+auto same(int a, int b) -> decltype(a == b) { return a == b; }
+std::function<int(int)> adder(int n) {
+  return [n](int x) { return x + n; };
+}
 
 }  // namespace
 

@@ -2,13 +2,18 @@
 namespace bnn::pipeline {
 
 static double helper(double x) { return x / 2; }
+[[nodiscard]] static bool same(double a, double b) { return a == b; }
 
 namespace {
 struct Row {
   double b = 0;
 };
 
-template <typename T>
+std::function<double(double)> adder(double n) {
+  return [n](double x) { return x + n; };
+}
+
+template <typename T = std::vector<int>>
 T largest(T a, T b) {
   return a < b ? b : a;
 }
