@@ -86,19 +86,26 @@ def tokens(text):
     return TOKEN.findall(text)
 
 
+def template_prefix_end(head):
+    """The index after the `>` that closes a leading `template <...>` (`>>`
+    closes two), len(head) + 1 while it is still open, 0 without one."""
+    if not head or head[0] != "template":
+        return 0
+    depth = 0
+    for i, t in enumerate(head):
+        if t == "<":
+            depth += 1
+        elif t in (">", ">>"):
+            depth -= len(t)
+            if depth <= 0:
+                return i + 1
+    return len(head) + 1
+
+
 def strip_templates(head):
     """The head without `template <...>` prefixes."""
     while head and head[0] == "template":
-        depth, i = 0, 1
-        while i < len(head):
-            if head[i] == "<":
-                depth += 1
-            elif head[i] in (">", ">>"):
-                depth -= len(head[i])
-                if depth <= 0:
-                    break
-            i += 1
-        head = head[i + 1:]
+        head = head[template_prefix_end(head):]
     return head
 
 
@@ -162,23 +169,11 @@ def function_name(head):
 
 
 def open_brackets(head):
-    """How many parentheses, and angle brackets of a leading `template <`,
+    """How many parentheses, and the angle brackets of a leading `template <`,
     are open at the end of head: an `=` there is a default argument, not an
     initialiser."""
-    depth = 0
-    for t in head:
-        depth += {"(": 1, ")": -1}.get(t, 0)
-    if head and head[0] == "template":
-        angles = 0
-        for t in head:
-            if t == "<":
-                angles += 1
-            elif t in (">", ">>"):
-                angles -= len(t)
-                if angles <= 0:
-                    break
-        depth += max(angles, 0)
-    return depth
+    depth = sum({"(": 1, ")": -1}.get(t, 0) for t in head)
+    return depth + (1 if template_prefix_end(head) > len(head) else 0)
 
 
 def local_names(text):
