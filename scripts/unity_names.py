@@ -23,7 +23,8 @@ the second name of `int a, b;`, a variable declared with its struct
 holds; bnn's sources have none of these file-local.
 
 Prints "FOLDER: NAME in FILE, FILE" for each shared name and exits 1, or
-prints "no file-local name is shared within a target" and exits 0.
+prints "no file-local name is shared within a target" and exits 0; exits 2
+for a ROOT that is not a folder, or more than one argument.
 
     scripts/unity_names.py [ROOT]      (default: the repository)
 
@@ -274,6 +275,9 @@ def main(argv):
         print("usage: scripts/unity_names.py [ROOT]", file=sys.stderr)
         return 2
     root = argv[1] if len(argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    if not os.path.isdir(root):
+        print(f"unity_names: {root} is not a folder; give the repository's root", file=sys.stderr)
+        return 2
     found = shared(root)
     for group, name, paths in found:
         print(f"{group}: {name} in {', '.join(paths)}")
