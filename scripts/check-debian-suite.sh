@@ -4,7 +4,7 @@
 # newer LibTorch, compiler, fmt, spdlog, yaml-cpp and GoogleTest than
 # bookworm's. Needs root, debootstrap and Debian's archive, nothing else.
 #
-#   scripts/check-debian-suite.sh SUITE CHROOT_DIR OUT_DIR
+#   scripts/check-debian-suite.sh [--cuda CUDNN_DIR] SUITE CHROOT_DIR OUT_DIR
 #
 # A chroot made by an earlier call is reused (apt brings it up to date). The
 # repository's HEAD, not the working tree, is cloned into CHROOT_DIR/src/bnn
@@ -12,9 +12,28 @@
 # ctest.log, and versions.txt (compiler, LibTorch, the libraries).
 # BNN_CTEST_TIMEOUT (seconds, default 1800) bounds the test run;
 # BNN_DEBIAN_MIRROR names the archive, BNN_DEBOOTSTRAP the debootstrap to run.
+#
+# --cuda builds against Debian's CUDA LibTorch instead (libtorch-cuda-dev:
+# trixie or newer, contrib and non-free; BNN_LIBTORCH=cuda in install-deps.sh),
+# with bnn's CUDA kernels (-DBNN_CUDA_KERNELS=ON, the toolkit's nvcc) and NCCL,
+# and runs the suite on the CPU: the check that bnn links against a CUDA
+# LibTorch and that its CPU paths and refusals hold where LibTorch has CUDA and
+# the machine no GPU. Debian's nvidia-cudnn only downloads cuDNN from NVIDIA at
+# install time; here a placeholder package stands in for it and the cuDNN 9
+# libraries are copied from CUDNN_DIR (a folder with libcudnn.so.9, such as a
+# pip nvidia-cudnn wheel's lib/) into the chroot. OUT_DIR also gets version.txt
+# (`bnn version`).
 set -uo pipefail
 
-usage() { echo "usage: scripts/check-debian-suite.sh SUITE CHROOT_DIR OUT_DIR ($1)" >&2; exit 2; }
+usage() { echo "usage: scripts/check-debian-suite.sh [--cuda CUDNN_DIR] SUITE CHROOT_DIR OUT_DIR ($1)" >&2; exit 2; }
+cudnn=""
+if [ "${1:-}" = "--cuda" ]; then
+  [ "$#" -ge 2 ] || usage "--cuda needs CUDNN_DIR"
+  cudnn="$2"
+  shift 2
+  compgen -G "$cudnn/libcudnn.so.9*" > /dev/null || usage "--cuda: '$cudnn' holds no libcudnn.so.9"
+  cudnn="$(cd "$cudnn" && pwd)"
+fi
 [ "$#" -eq 3 ] || usage "got $# arguments"
 for a in "$@"; do [ -n "$a" ] || usage "an argument is empty"; done
 suite="$1" dir="$2" out="$3"
@@ -36,6 +55,9 @@ if [ ! -x "$dir/usr/bin/apt-get" ]; then
   "$debootstrap" --variant=minbase --include=ca-certificates "$suite" "$dir" "$mirror" \
     > "$out/debootstrap.log" 2>&1 ||
     { tail -5 "$out/debootstrap.log"; echo "check-debian-suite: debootstrap failed" >&2; exit 1; }
+fi
+if [ -n "$cudnn" ]; then
+  echo "deb $mirror $suite main contrib non-free" > "$dir/etc/apt/sources.list"
 fi
 # A mirror that is a snapshot serves Release files past their Valid-Until.
 echo 'Acquire::Check-Valid-Until "false";' > "$dir/etc/apt/apt.conf.d/99bnn-snapshot"
@@ -67,14 +89,34 @@ step() {  # step NAME COMMAND: runs COMMAND in the chroot, its output in OUT_DIR
   fi
 }
 
-step deps "apt-get update -q && apt-get upgrade -y -q && bash scripts/install-deps.sh"
-in_chroot "g++ --version | head -1; cmake --version | head -1;
-  dpkg-query -W -f='\${Package} \${Version}\n' libtorch-dev libfmt-dev libspdlog-dev \
-    libyaml-cpp-dev libcxxopts-dev nlohmann-json3-dev libgtest-dev python3-torch python3-numpy" \
+torch_packages="libtorch-dev python3-torch"
+configure_options=""
+if [ -n "$cudnn" ]; then
+  # The placeholder for nvidia-cudnn: no files, no install-time download.
+  # Its version sorts above the archive's, and it is held, so apt keeps it.
+  rm -rf "$dir/tmp/bnn-cudnn" && mkdir -p "$dir/tmp/bnn-cudnn/DEBIAN" "$dir/usr/local/lib/bnn-cudnn"
+  printf '%s\n' "Package: nvidia-cudnn" "Version: 9.0.0.312~cuda12+bnnplaceholder" "Architecture: amd64" \
+    "Maintainer: bnn check-debian-suite <nobody@invalid>" \
+    "Description: placeholder for cuDNN (copied into /usr/local/lib/bnn-cudnn)" > "$dir/tmp/bnn-cudnn/DEBIAN/control"
+  cp -a "$cudnn"/libcudnn*.so* "$dir/usr/local/lib/bnn-cudnn/"
+  echo /usr/local/lib/bnn-cudnn > "$dir/etc/ld.so.conf.d/bnn-cudnn.conf"
+  step placeholder "dpkg-deb --build /tmp/bnn-cudnn /tmp/nvidia-cudnn.deb && dpkg -i /tmp/nvidia-cudnn.deb &&
+    apt-mark hold nvidia-cudnn && ldconfig"
+  torch_packages="libtorch-cuda-dev python3-torch-cuda nvidia-cuda-toolkit libnccl-dev nvidia-cudnn"
+  configure_options="-DBNN_CUDA_KERNELS=ON"
+fi
+
+step deps "apt-get update -q && apt-get upgrade -y -q &&
+  BNN_LIBTORCH=${cudnn:+cuda} bash scripts/install-deps.sh"
+in_chroot "g++ --version | head -1; cmake --version | head -1; (nvcc --version 2> /dev/null | tail -1);
+  dpkg-query -W -f='\${Package} \${Version}\n' $torch_packages libfmt-dev libspdlog-dev \
+    libyaml-cpp-dev libcxxopts-dev nlohmann-json3-dev libgtest-dev python3-numpy" \
   | tee "$out/versions.txt"
-step configure "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release"
-grep "bnn: C++" "$out/configure.log"
+step configure "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $configure_options"
+grep -E "bnn: (C\+\+|CUDA|c10)|torch.distributed" "$out/configure.log"
 step build "cmake --build build -j $(nproc)"
+in_chroot "build/src/bnn version" > "$out/version.txt" 2>&1
+cat "$out/version.txt"
 start=$SECONDS
 in_chroot "cd build && timeout ${BNN_CTEST_TIMEOUT:-1800} ctest -j $(nproc) --output-on-failure" > "$out/ctest.log" 2>&1
 status=$?

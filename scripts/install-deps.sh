@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Installs everything bnn needs on Debian 12 from Debian's archive. Idempotent:
 # packages already present are skipped, so a second run costs a dpkg query.
+#
+# BNN_LIBTORCH=cuda installs Debian's CUDA build of LibTorch instead of its CPU
+# build (Debian 13 or newer, with the contrib and non-free components; the two
+# conflict): libtorch-cuda-dev and python3-torch-cuda, with the CUDA toolkit
+# (nvcc, for bnn's kernels), the CUDA build of Gloo and NCCL's headers. Its
+# cuDNN comes from the nvidia-cudnn package, which downloads it from NVIDIA at
+# install time; the GPU driver (libcuda1) is the host's business.
 set -euo pipefail
 
 packages=(
   cmake g++ make ninja-build pkg-config
-  libtorch-dev libgloo-dev
+  libtorch-dev libgloo-dev  # see BNN_LIBTORCH below
   libcxxopts-dev libfmt-dev libspdlog-dev
   libyaml-cpp-dev nlohmann-json3-dev zlib1g-dev
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
@@ -16,6 +23,21 @@ packages=(
   python3-sklearn  # its handwritten digits are the demo's OOD set (scripts/make_digits_ood.py)
   gnuplot-nox
 )
+
+case "${BNN_LIBTORCH:-cpu}" in
+  cpu) ;;
+  cuda)
+    for i in "${!packages[@]}"; do
+      case "${packages[$i]}" in
+        libtorch-dev) packages[i]=libtorch-cuda-dev ;;
+        libgloo-dev) packages[i]=libgloo-cuda-dev ;;
+        python3-torch) packages[i]=python3-torch-cuda ;;
+      esac
+    done
+    packages+=(nvidia-cuda-toolkit libnccl-dev)
+    ;;
+  *) echo "install-deps: BNN_LIBTORCH must be cpu or cuda, got '$BNN_LIBTORCH'" >&2; exit 2 ;;
+esac
 
 blas_variant="${BNN_BLAS:-pthread}"
 case "$blas_variant" in
