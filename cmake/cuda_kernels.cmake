@@ -35,6 +35,7 @@ if(BNN_CUDA_KERNELS STREQUAL "ON" OR (BNN_CUDA_KERNELS STREQUAL "AUTO" AND BNN_H
       set(CMAKE_CUDA_ARCHITECTURES ${BNN_CUDA_ARCHITECTURES})  # enable_language's own check needs one
     endif()
     enable_language(CUDA)
+    include(${CMAKE_CURRENT_LIST_DIR}/cuda_link_dirs.cmake)  # Note [The CUDA host compiler's runtime]
     set(BNN_WITH_CUDA_KERNELS ON)
   elseif(BNN_CUDA_KERNELS STREQUAL "ON")
     message(FATAL_ERROR "BNN_CUDA_KERNELS=ON, but CMake found no CUDA compiler: set CMAKE_CUDA_COMPILER "
