@@ -11,6 +11,8 @@
 # compiler's runtime; so a CUDA link folder that holds a C++ runtime
 # (libstdc++ or libgcc) and is not one of the C++ compiler's own folders is
 # left out. The toolkit's folders (cudart, cudadevrt) hold neither and stay.
+# A folder that holds both (a conda environment's lib/ can) stays, since the
+# programs need CUDA's runtime from it, and configure says so.
 # Tested in script mode, with the three lists given by -D:
 #   cmake -DCMAKE_CUDA_IMPLICIT_LINK_DIRECTORIES=... -DCMAKE_CXX_IMPLICIT_LINK_DIRECTORIES=... -P cmake/cuda_link_dirs.cmake
 set(bnn_cxx_link_dirs "")
@@ -24,7 +26,12 @@ foreach(dir IN LISTS CMAKE_CUDA_IMPLICIT_LINK_DIRECTORIES)
   get_filename_component(real "${dir}" REALPATH)
   file(GLOB bnn_runtime_files "${real}/libstdc++.so" "${real}/libstdc++.a" "${real}/libgcc.a")
   list(FIND bnn_cxx_link_dirs "${real}" bnn_cxx_index)  # not IN_LIST: script mode sets no policies
-  if(bnn_runtime_files AND bnn_cxx_index EQUAL -1)
+  file(GLOB bnn_cuda_runtime_files "${real}/libcudart*" "${real}/libcudadevrt*")
+  if(bnn_runtime_files AND bnn_cxx_index EQUAL -1 AND bnn_cuda_runtime_files)
+    message(STATUS "bnn: CUDA link folder kept though it holds another compiler's C++ runtime "
+                   "(it holds CUDA's runtime too): ${dir}")
+    list(APPEND bnn_cuda_link_dirs "${dir}")
+  elseif(bnn_runtime_files AND bnn_cxx_index EQUAL -1)
     list(APPEND bnn_cuda_link_dirs_left_out "${dir}")
   else()
     list(APPEND bnn_cuda_link_dirs "${dir}")
