@@ -9,7 +9,8 @@
 # A chroot made by an earlier call is reused (apt brings it up to date). The
 # repository's HEAD, not the working tree, is cloned into CHROOT_DIR/src/bnn
 # afresh. OUT_DIR gets the logs: deps.log, configure.log, build.log,
-# ctest.log, and versions.txt (compiler, LibTorch, the libraries).
+# ctest.log, versions.txt (compiler, LibTorch, the libraries) and
+# version.txt (`bnn version`).
 # BNN_CTEST_TIMEOUT (seconds, default 1800) bounds the test run;
 # BNN_DEBIAN_MIRROR names the archive, BNN_DEBOOTSTRAP the debootstrap to run.
 #
@@ -21,8 +22,11 @@
 # the machine no GPU. Debian's nvidia-cudnn only downloads cuDNN from NVIDIA at
 # install time; here a placeholder package stands in for it and the cuDNN 9
 # libraries are copied from CUDNN_DIR (a folder with libcudnn.so.9, such as a
-# pip nvidia-cudnn wheel's lib/) into the chroot. OUT_DIR also gets version.txt
-# (`bnn version`).
+# pip nvidia-cudnn wheel's lib/) into the chroot (placeholder.log). After the
+# build it checks that no program's link line names a folder that configure
+# left out (Note [The CUDA host compiler's runtime]). A chroot serves one mode:
+# the first call marks it (etc/bnn-check-mode), and a call in the other mode
+# is refused, since apt would keep the other mode's packages around.
 set -uo pipefail
 
 usage() { echo "usage: scripts/check-debian-suite.sh [--cuda CUDNN_DIR] SUITE CHROOT_DIR OUT_DIR ($1)" >&2; exit 2; }
@@ -56,6 +60,14 @@ if [ ! -x "$dir/usr/bin/apt-get" ]; then
     > "$out/debootstrap.log" 2>&1 ||
     { tail -5 "$out/debootstrap.log"; echo "check-debian-suite: debootstrap failed" >&2; exit 1; }
 fi
+mode=cpu
+[ -z "$cudnn" ] || mode=cuda
+marked="$(cat "$dir/etc/bnn-check-mode" 2> /dev/null || echo "$mode")"
+[ "$marked" = "$mode" ] || {
+  echo "check-debian-suite: $dir was set up for a $marked build, not $mode: give another CHROOT_DIR" >&2
+  exit 2
+}
+echo "$mode" > "$dir/etc/bnn-check-mode"
 if [ -n "$cudnn" ]; then
   echo "deb $mirror $suite main contrib non-free" > "$dir/etc/apt/sources.list"
 fi
@@ -93,15 +105,22 @@ torch_packages="libtorch-dev python3-torch"
 configure_options=""
 if [ -n "$cudnn" ]; then
   # The placeholder for nvidia-cudnn: no files, no install-time download.
-  # Its version sorts above the archive's, and it is held, so apt keeps it.
-  rm -rf "$dir/tmp/bnn-cudnn" && mkdir -p "$dir/tmp/bnn-cudnn/DEBIAN" "$dir/usr/local/lib/bnn-cudnn"
-  printf '%s\n' "Package: nvidia-cudnn" "Version: 9.0.0.312~cuda12+bnnplaceholder" "Architecture: amd64" \
-    "Maintainer: bnn check-debian-suite <nobody@invalid>" \
-    "Description: placeholder for cuDNN (copied into /usr/local/lib/bnn-cudnn)" > "$dir/tmp/bnn-cudnn/DEBIAN/control"
-  cp -a "$cudnn"/libcudnn*.so* "$dir/usr/local/lib/bnn-cudnn/"
-  echo /usr/local/lib/bnn-cudnn > "$dir/etc/ld.so.conf.d/bnn-cudnn.conf"
-  step placeholder "dpkg-deb --build /tmp/bnn-cudnn /tmp/nvidia-cudnn.deb && dpkg -i /tmp/nvidia-cudnn.deb &&
-    apt-mark hold nvidia-cudnn && ldconfig"
+  # Its version is the archive's with a suffix, so it sorts above it and
+  # meets libtorch-cuda's dependency, and it is held, so apt keeps it.
+  if ! { rm -rf "$dir/tmp/bnn-cudnn" "$dir/usr/local/lib/bnn-cudnn" &&
+    mkdir -p "$dir/tmp/bnn-cudnn/DEBIAN" "$dir/usr/local/lib/bnn-cudnn" &&
+    cp -L "$cudnn"/libcudnn*.so* "$dir/usr/local/lib/bnn-cudnn/" &&
+    echo /usr/local/lib/bnn-cudnn > "$dir/etc/ld.so.conf.d/bnn-cudnn.conf"; }; then
+    echo "check-debian-suite: could not copy cuDNN from $cudnn into $dir" >&2
+    exit 1
+  fi
+  step placeholder "apt-get update -q &&
+    version=\$(apt-cache show nvidia-cudnn | sed -n 's/^Version: //p' | grep -v bnnplaceholder | sort -V | tail -1) &&
+    [ -n \"\$version\" ] && printf '%s\n' 'Package: nvidia-cudnn' \"Version: \$version+bnnplaceholder\" \
+      'Architecture: all' 'Maintainer: bnn check-debian-suite <nobody@invalid>' \
+      'Description: placeholder for cuDNN (copied into /usr/local/lib/bnn-cudnn)' > /tmp/bnn-cudnn/DEBIAN/control &&
+    { apt-mark unhold nvidia-cudnn > /dev/null 2>&1 || true; } && dpkg-deb --build /tmp/bnn-cudnn /tmp/nvidia-cudnn.deb &&
+    dpkg -i /tmp/nvidia-cudnn.deb && apt-mark hold nvidia-cudnn && ldconfig"
   torch_packages="libtorch-cuda-dev python3-torch-cuda nvidia-cuda-toolkit libnccl-dev nvidia-cudnn"
   configure_options="-DBNN_CUDA_KERNELS=ON"
 fi
@@ -115,6 +134,17 @@ in_chroot "g++ --version | head -1; cmake --version | head -1; (nvcc --version 2
 step configure "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $configure_options"
 grep -E "bnn: (C\+\+|CUDA|c10)|torch.distributed" "$out/configure.log"
 step build "cmake --build build -j $(nproc)"
+if [ -n "$cudnn" ]; then
+  left_out="$(sed -n 's/.*CUDA link folders left out (another compiler.s C++ runtime): //p' "$out/configure.log")"
+  for folder in ${left_out//,/ }; do
+    [ "$folder" = none ] && continue
+    if in_chroot "grep -rlF -- '-L$folder' build --include=link.txt --include=build.ninja"; then
+      echo "check-debian-suite: a link line still names $folder, which configure left out" >&2
+      exit 1
+    fi
+  done
+  echo "check-debian-suite: no link line names a folder configure left out (${left_out:-no line in configure.log})"
+fi
 in_chroot "build/src/bnn version" > "$out/version.txt" 2>&1
 cat "$out/version.txt"
 start=$SECONDS
