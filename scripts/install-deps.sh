@@ -7,7 +7,9 @@
 # conflict): libtorch-cuda-dev and python3-torch-cuda, with the CUDA toolkit
 # (nvcc, for bnn's kernels), the CUDA build of Gloo and NCCL's headers. Its
 # cuDNN comes from the nvidia-cudnn package, which downloads it from NVIDIA at
-# install time; the GPU driver (libcuda1) is the host's business.
+# install time. LibTorch's package also brings Debian's libcuda1 (the driver's
+# user-space library, 550 in Debian 13), which must match the kernel's driver
+# on a GPU machine: there, use Debian's driver packages of the same version.
 set -euo pipefail
 
 packages=(
