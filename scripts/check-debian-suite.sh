@@ -138,7 +138,7 @@ if [ -n "$cudnn" ]; then
   left_out="$(sed -n 's/.*CUDA link folders left out (another compiler.s C++ runtime): //p' "$out/configure.log")"
   for folder in ${left_out//,/ }; do
     [ "$folder" = none ] && continue
-    if in_chroot "grep -rlF -- '-L$folder' build --include=link.txt --include=build.ninja"; then
+    if in_chroot "grep -rlF --include=link.txt --include=build.ninja -e '-L$folder' build"; then
       echo "check-debian-suite: a link line still names $folder, which configure left out" >&2
       exit 1
     fi
