@@ -10,6 +10,7 @@
 #
 #   scripts/build-pip-torch.sh [--python PY] [--debs DIR] [--build DIR]
 #                              [--no-tests] [--target T] [--jobs N] [--keep-going]
+#                              [--save-kit FILE | --from-kit FILE]
 #
 #   --python PY   the Python whose torch to build against (default python3)
 #   --debs DIR    .deb files to unpack into DIR/../<build>/deps
@@ -21,6 +22,18 @@
 #                 (the log then names every error, not only the first)
 #   --with-data   also unpack dataset-fashion-mnist from --debs into / (needs
 #                 root; the tests and configs read /usr/share/datasets)
+#   --save-kit FILE  after the build, write FILE (.tar.gz): the built bnn, its
+#                 `bnn version` and kit.txt (the torch it was built against, a
+#                 digest of the sources that go into bnn, the commit, the time)
+#   --from-kit FILE  take bnn from FILE instead of compiling it, if it was
+#                 built against this Python's torch from these sources and
+#                 starts here; else say why and build as usual (needs
+#                 --no-tests: a kit holds bnn alone)
+#
+# A kit is for machines that start bare each time, such as a lent GPU whose
+# sessions each pay the build again: one session's build comes back as a
+# file and the next ones carry it. The deps folder is found from the binary's
+# place ($ORIGIN/../deps), so the build folder may move.
 #
 # Afterwards: BUILD/src/bnn version (must say std::filesystem from
 # .../libstdc++.so.6), then (cd BUILD && ctest -j"$(nproc)" --output-on-failure).
@@ -37,6 +50,8 @@ target=""
 jobs="$(nproc)"
 with_data=0
 keep_going=0
+save_kit=""
+from_kit=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --python) python="$2"; shift 2 ;;
@@ -47,10 +62,23 @@ while [[ $# -gt 0 ]]; do
     --jobs) jobs="$2"; shift 2 ;;
     --with-data) with_data=1; shift ;;
     --keep-going) keep_going=1; shift ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --save-kit) save_kit="${2:?--save-kit needs a file}"; shift 2 ;;
+    --from-kit) from_kit="${2:?--from-kit needs a file}"; shift 2 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "build-pip-torch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
+
+if [[ -n "$from_kit" ]]; then
+  [[ -z "$save_kit" ]] || { echo "build-pip-torch: --from-kit and --save-kit together: give one" >&2; exit 2; }
+  [[ $tests == OFF && ( -z "$target" || "$target" == bnn ) ]] ||
+    { echo "build-pip-torch: --from-kit gives bnn alone: add --no-tests (and no --target other than bnn)" >&2; exit 2; }
+  [[ -f "$from_kit" ]] || { echo "build-pip-torch: --from-kit: no file '$from_kit'" >&2; exit 2; }
+  from_kit="$(cd "$(dirname "$from_kit")" && pwd)/$(basename "$from_kit")"
+fi
+# The library path the caller's later commands will have (the deps below are
+# added to it for this script's own calls).
+caller_library_path="${LD_LIBRARY_PATH:-}"
 
 torch_prefix="$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)" ||
   { echo "build-pip-torch: '$python' cannot import torch (give --python)" >&2; exit 2; }
@@ -103,6 +131,51 @@ if [[ $with_data == 1 ]]; then
   unpack_deb "$data_deb" /
 fi
 
+# The sources that go into bnn, as one digest (a kit's bnn is reused only
+# where they are these).
+sources_digest() {
+  (cd "$root" && find CMakeLists.txt cmake src models samplers data_loaders -type f -print0 |
+    LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64)
+}
+kit_value() { sed -n "s/^$1=//p" "$2" | head -1; }
+
+# use_kit: bnn from $from_kit into $build/src, if it fits this machine and
+# these sources (returns 0); else says why and returns 1. A file that is not
+# a kit is an error.
+use_kit() {
+  local tmp reason="" version
+  tmp="$(mktemp -d)"
+  if ! tar -xzf "$from_kit" -C "$tmp" kit.txt bnn 2> /dev/null || [[ ! -s "$tmp/kit.txt" || ! -f "$tmp/bnn" ]]; then
+    rm -rf "$tmp"
+    echo "build-pip-torch: --from-kit: '$from_kit' is not a kit (a .tar.gz with kit.txt and bnn, from --save-kit)" >&2
+    exit 2
+  fi
+  if [[ "$(kit_value torch "$tmp/kit.txt")" != "$torch_version" ]]; then
+    reason="it was built against torch $(kit_value torch "$tmp/kit.txt"), this Python has $torch_version"
+  elif [[ "$(kit_value sources "$tmp/kit.txt")" != "$(sources_digest)" ]]; then
+    reason="it was built from other sources (commit $(kit_value commit "$tmp/kit.txt")) than these"
+  else
+    mkdir -p "$build/src"
+    rm -f "$build/src/bnn"
+    install -m 755 "$tmp/bnn" "$build/src/bnn.tmp.$$" && mv -f "$build/src/bnn.tmp.$$" "$build/src/bnn"
+    if ! version="$(LD_LIBRARY_PATH="$caller_library_path" "$build/src/bnn" version 2>&1)"; then
+      rm -f "$build/src/bnn"
+      reason="its bnn does not start here: $(echo "$version" | head -3 | tr '\n' ' ')"
+    fi
+  fi
+  if [[ -n "$reason" ]]; then
+    rm -rf "$tmp"
+    echo "build-pip-torch: not using the kit $from_kit: $reason; building bnn"
+    return 1
+  fi
+  echo "build-pip-torch: bnn from the kit $from_kit (commit $(kit_value commit "$tmp/kit.txt"), built" \
+    "$(kit_value built "$tmp/kit.txt")), nothing compiled"
+  cp "$tmp/kit.txt" "$build/kit.txt"
+  rm -rf "$tmp"
+  echo "$version"
+}
+if [[ -n "$from_kit" ]] && use_kit; then exit 0; fi
+
 generator=()
 if command -v ninja > /dev/null; then generator=(-G Ninja); fi
 # NCCL's header comes with the wheel's nvidia-nccl package: with it,
@@ -120,7 +193,7 @@ cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   ${nvcc:+-DCMAKE_CUDA_COMPILER="$nvcc"} \
   -DCMAKE_PREFIX_PATH="$prefix_paths" -DBNN_BUILD_TESTS="$tests" -DBNN_BUILD_BENCH="$tests" \
   ${nccl_include:+-DBNN_C10D_INCLUDE_DIRS="$nccl_include"} \
-  ${debs:+-DCMAKE_BUILD_RPATH="$build/deps/usr/lib/x86_64-linux-gnu"}
+  ${debs:+"-DCMAKE_BUILD_RPATH=\$ORIGIN/../deps/usr/lib/x86_64-linux-gnu"}
 native=()  # the build tool's own keep-going option: Ninja's -k 0, Make's -k
 if [[ $keep_going == 1 ]]; then
   if [[ -f "$build/build.ninja" ]]; then native=(-- -k 0); else native=(-- -k); fi
@@ -128,3 +201,21 @@ fi
 cmake --build "$build" -j "$jobs" ${target:+--target "$target"} "${native[@]}"
 echo "build-pip-torch: built in $build"
 if [[ -x "$build/src/bnn" ]]; then "$build/src/bnn" version; fi
+
+# The kit: written beside its place and moved there whole.
+if [[ -n "$save_kit" ]]; then
+  [[ -x "$build/src/bnn" ]] || { echo "build-pip-torch: --save-kit: the build made no bnn" >&2; exit 1; }
+  kit_dir="$(mktemp -d)"
+  trap 'rm -rf "$kit_dir"' EXIT
+  cp "$build/src/bnn" "$kit_dir/bnn"
+  "$build/src/bnn" version > "$kit_dir/version.txt" 2>&1 || true
+  {
+    echo "torch=$torch_version"
+    echo "sources=$(sources_digest)"
+    echo "commit=${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
+    echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  } > "$kit_dir/kit.txt"
+  mkdir -p "$(dirname "$save_kit")"
+  tar -czf "$save_kit.tmp.$$" -C "$kit_dir" kit.txt bnn version.txt && mv -f "$save_kit.tmp.$$" "$save_kit"
+  echo "build-pip-torch: kit written to $save_kit ($(du -k "$save_kit" | cut -f1) KiB)"
+fi

@@ -17,9 +17,12 @@
 #      and 7. bnn_bench_members (the designs side by side): measurements,
 #      outside the verdict.
 # Logs go to OUT_DIR in eight files, so that they come back from a machine
-# that returns few: summary.txt (each step's exit code and seconds, the
-# verdict last), build.log, version.txt, ctest.log, cuda_tests.txt,
-# bench_sampling.txt, members_per_device.csv and bench_members.txt.
+# that returns few: summary.txt (each step's exit code and seconds, each GPU
+# test's result, the verdict last), build.log, version.txt, ctest.log,
+# bench_sampling.txt, members_per_device.csv, bench_members.txt and
+# bnn-kit.tar.gz, the bnn this check built (build-pip-torch.sh --save-kit),
+# which later sessions on a machine like this one carry instead of building
+# (--from-kit).
 #
 #   scripts/gpu-check.sh OUT_DIR [DEBS_DIR]
 #   scripts/gpu-check.sh --verdict OUT_DIR     (the last step alone, on the logs)
@@ -52,7 +55,8 @@ set -uo pipefail
 multi_gpu_tests=" CudaRun.DevicesAllSpreadsMembersOverTheGpus "
 
 # verdict OUT_DIR: reads summary.txt (each step's exit code, gpus=N) and
-# ctest.log; writes cuda_tests.txt and appends the verdict to summary.txt.
+# ctest.log; appends the GPU tests' result lines and the verdict to
+# summary.txt.
 verdict() {
   local out="$1" reasons=() step code gpus
   for step in build gpu_tests bench ctest; do
@@ -71,8 +75,8 @@ verdict() {
   gpus="${gpus:-0}"
   # The GPU tests' result lines (ctest prints "N/M Test #K: Name .... Passed  0.45 sec"
   # or "...***Skipped  0.45 sec"): name and result.
-  grep -E "Test +#[0-9]+: Cuda(Samplers|Sync|Run)\." "$out/ctest.log" > "$out/cuda_tests.txt" 2> /dev/null
-  local total=0 passed=0 excused=0 name result
+  local tests total=0 passed=0 excused=0 name result
+  tests="$(grep -E "Test +#[0-9]+: Cuda(Samplers|Sync|Run)\." "$out/ctest.log" 2> /dev/null)"
   while IFS='|' read -r name result; do
     total=$((total + 1))
     if [[ "$result" == Passed ]]; then
@@ -82,7 +86,8 @@ verdict() {
     else
       reasons+=("GPU test $name: $result")
     fi
-  done < <(sed -E 's/.*Test +#[0-9]+: ([^ ]+) [. ]*(\*\*\*)?(.*[^ ]) +[0-9.]+ sec.*/\1|\3/' "$out/cuda_tests.txt")
+  done < <([[ -z "$tests" ]] || sed -E 's/.*Test +#[0-9]+: ([^ ]+) [. ]*(\*\*\*)?(.*[^ ]) +[0-9.]+ sec.*/\1|\3/' <<< "$tests")
+  [[ -z "$tests" ]] || echo "$tests" >> "$out/summary.txt"
   local line="gpu-check: GPU tests: $passed of $total passed"
   [[ $excused -eq 0 ]] || line+=", $excused skipped as they need 2 GPUs ($gpus here)"
   echo "$line" | tee -a "$out/summary.txt"
@@ -112,8 +117,8 @@ build="${BNN_GPU_BUILD_DIR:-$root/build-torch}"
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"
 # What an earlier check left in OUT_DIR would be read as this one's.
-(cd "$out" && rm -f summary.txt build.log version.txt ctest.log cuda_tests.txt bench_sampling.txt \
-  members_per_device.csv bench_members.txt)
+(cd "$out" && rm -f summary.txt build.log version.txt ctest.log bench_sampling.txt \
+  members_per_device.csv bench_members.txt bnn-kit.tar.gz)
 : > "$out/summary.txt"
 budget="${BNN_GPU_DEADLINE:-540}"
 deadline=$(( $(date +%s) + budget ))
@@ -160,9 +165,11 @@ echo "gpus=$(timeout 30 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/
 # build_with NAME OPTIONAL: the build step, with bnn's CUDA kernels and
 # torch.distributed ON or OFF; it goes on past a failed source, so that
 # build.log names every error and what does not need that source is built.
+# A build that succeeds leaves its bnn in OUT_DIR as a kit.
 build_with() {
   step "$1" 3 "$budget" "$out/build.log" env BNN_CUDA_KERNELS="$2" BNN_DISTRIBUTED="$2" \
-    bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} --keep-going
+    bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} --keep-going \
+    --save-kit "$out/bnn-kit.tar.gz"
 }
 # The parts of bnn that no GPU build has compiled yet (the kernels, whose
 # configure CMake has never run against a pip LibTorch, and the NCCL

@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import unittest
@@ -146,6 +147,18 @@ class GpuCheckScript(unittest.TestCase):
         with open(os.path.join(self.out, name)) as f:
             return f.read()
 
+    def read_program(self, name):
+        with open(os.path.join(self.fake, "programs", name), "rb") as f:
+            return f.read()
+
+    def kit_bnn(self):
+        with tarfile.open(os.path.join(self.out, "bnn-kit.tar.gz")) as kit:
+            return kit.extractfile("bnn").read()
+
+    def gpu_test_lines(self):
+        # The GPU tests' result lines in summary.txt, up to their names.
+        return [line.split(" ..")[0] for line in self.summary.splitlines() if " Test #" in line]
+
     def steps(self):
         # The steps in summary.txt in the order they ran, with their exit codes.
         return [line.split("=") for line in self.summary.splitlines() if "_exit=" in line]
@@ -160,8 +173,10 @@ class GpuCheckScript(unittest.TestCase):
                                         ["ctest_exit", "0"], ["members_table_exit", "1"], ["members_exit", "0"],
                                         ["members_channels_last_exit", "0"]])
         self.assertEqual(sorted(os.listdir(self.out)),
-                         ["bench_members.txt", "bench_sampling.txt", "build.log", "ctest.log", "cuda_tests.txt",
+                         ["bench_members.txt", "bench_sampling.txt", "bnn-kit.tar.gz", "build.log", "ctest.log",
                           "members_per_device.csv", "summary.txt", "version.txt"])
+        # The kit holds the bnn this check built, for later sessions to carry.
+        self.assertEqual(self.kit_bnn(), self.read_program("bnn"))
         # The GPU tests first and alone, then the rest without them, both in the build folder.
         ctests = [line for line in self.call_lines if line.startswith("ctest ")]
         gpu_regex = r"^Cuda(Samplers|Sync|Run)\."
@@ -174,7 +189,7 @@ class GpuCheckScript(unittest.TestCase):
         version = self.read("version.txt")
         self.assertIn("NVIDIA H100 80GB HBM3, 81559 MiB", version)
         self.assertIn("std::filesystem from: /lib/x86_64-linux-gnu/libstdc++.so.6", version)
-        self.assertEqual(len(self.read("cuda_tests.txt").splitlines()), 3)
+        self.assertEqual(self.gpu_test_lines(), [f"{i}/3 Test #{i}: {name}" for i, name in enumerate(GPU_TESTS, 1)])
         # The member table's rows (each K a run the stand-in could not train)
         # are a measurement: its exit code does not fail the check.
         rows = self.read("members_per_device.csv").splitlines()
@@ -188,7 +203,7 @@ class GpuCheckScript(unittest.TestCase):
         # check is left to be read as this one's.
         r = self.run_check(BNN_GPU_MEMBERS="")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertEqual(len(self.read("cuda_tests.txt").splitlines()), 3)
+        self.assertEqual(len(self.gpu_test_lines()), 3)
         self.assertEqual(self.read("ctest.log").count("100% tests passed"), 2)
         self.assertFalse(os.path.exists(os.path.join(self.out, "members_per_device.csv")))
         self.assertNotIn("members_table", self.summary)
@@ -298,6 +313,8 @@ class GpuCheckScript(unittest.TestCase):
                                             ["gpu_tests_exit", "0"], ["bench_exit", "0"], ["ctest_exit", "0"]])
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1")
         self.assertIn("process_group.cpp:1: error", self.read("build.log"))
+        # The kit is the reduced build's bnn, the one the steps ran on.
+        self.assertEqual(self.kit_bnn(), self.read_program("bnn"))
 
     def test_a_make_build_goes_on_past_a_failed_source_with_make_s_own_option(self):
         # Where the machine has no ninja, CMake writes Makefiles: Make's -k,
@@ -321,6 +338,7 @@ class GpuCheckScript(unittest.TestCase):
         self.assertEqual(len([line for line in self.call_lines if line.startswith("cmake --build")]), 2)
         self.assertEqual(self.steps(), [["build_exit", "1"], ["build_reduced_exit", "1"]])
         self.assertFalse(any(line.startswith("bnn ") for line in self.call_lines))
+        self.assertFalse(os.path.exists(os.path.join(self.out, "bnn-kit.tar.gz")))
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1; gpu_tests did not run; "
                                                     "bench did not run; ctest did not run; no GPU test in ctest.log")
 

@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""scripts/build-pip-torch.sh --save-kit / --from-kit with stand-ins.
+
+A lent GPU machine starts bare, so each session would pay bnn's build again;
+a kit is one build's bnn that later sessions carry. It may be used only
+where it fits: the same torch, the same sources, and a bnn that starts
+there; anywhere else the script must say why and build. The script runs
+from a copy in a small stand-in checkout (so that its sources can change),
+with stand-ins for python3's torch and cmake on PATH.
+
+    python3 tests/scripts/build_pip_torch_kit_test.py   (ctest: BuildPipTorch.Kit)
+"""
+import os
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import unittest
+
+from script_test_support import ROOT, write_executable
+
+STAND_INS = {
+    "python3": """
+case "$*" in
+  *cmake_prefix_path*) echo "$FAKE_ROOT/site-packages/torch/share/cmake" ;;
+  *torch*) echo "${FAKE_TORCH:-2.11.0+cu130 13.0}" ;;
+  *) exit 1 ;;
+esac
+""",
+    # A build writes the stand-in bnn and a mark that it was built in this folder.
+    "cmake": """
+echo "cmake $*" >> "$FAKE_CALLS"
+if [[ "$1" == -S ]]; then mkdir -p "$4" && touch "$4/build.ninja"; fi
+if [[ "$1" == --build ]]; then
+  mkdir -p "$2/src" && cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn" && touch "$2/built_here"
+fi
+""",
+}
+# bnn: `version` answers; with FAKE_KIT_BNN_CANNOT_START set, only in the
+# folder it was built in (as a binary whose libraries are elsewhere).
+BNN = """#!/usr/bin/env bash
+echo "bnn $*" >> "$FAKE_CALLS"
+if [[ -n "${FAKE_KIT_BNN_CANNOT_START:-}" && ! -e "$(dirname "$0")/../built_here" ]]; then
+  echo "bnn: error while loading shared libraries: libfmt.so.9: cannot open shared object file" >&2
+  exit 127
+fi
+echo "bnn 0.1.0 (stand-in)"
+"""
+
+
+class BuildPipTorchKit(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="bnn_kit_test")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.root = os.path.join(self.tmp, "checkout")
+        for folder in ("scripts", "cmake", "src", "models", "samplers", "data_loaders", "configs"):
+            os.makedirs(os.path.join(self.root, folder))
+        shutil.copy(os.path.join(ROOT, "scripts", "build-pip-torch.sh"), os.path.join(self.root, "scripts"))
+        for name, text in (("CMakeLists.txt", "project(bnn)\n"), ("src/main.cpp", "int main() {}\n"),
+                           ("samplers/ubu.cpp", "// ubu\n"), ("configs/tiny.yaml", "seed: 1\n")):
+            with open(os.path.join(self.root, name), "w") as f:
+                f.write(text)
+        for folder in ("bin", "programs", "site-packages/torch/share/cmake"):
+            os.makedirs(os.path.join(self.tmp, folder))
+        for name, body in STAND_INS.items():
+            write_executable(os.path.join(self.tmp, "bin", name), "#!/usr/bin/env bash\n" + body.lstrip())
+        write_executable(os.path.join(self.tmp, "programs", "bnn"), BNN)
+        self.calls = os.path.join(self.tmp, "calls.txt")
+        self.kit = os.path.join(self.tmp, "kits", "bnn-kit.tar.gz")
+
+    def build(self, *args, **env):
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("BNN_", "FAKE_"))}
+        full_env = dict(base, PATH=os.path.join(self.tmp, "bin") + ":" + os.environ["PATH"], FAKE_ROOT=self.tmp,
+                        FAKE_CALLS=self.calls, **env)
+        if os.path.exists(self.calls):
+            os.remove(self.calls)
+        r = subprocess.run(["bash", os.path.join(self.root, "scripts", "build-pip-torch.sh"), *args],
+                           capture_output=True, text=True, env=full_env, timeout=60)
+        self.call_lines = []
+        if os.path.exists(self.calls):
+            with open(self.calls) as f:
+                self.call_lines = f.read().splitlines()
+        return r
+
+    def folder(self, name):
+        return os.path.join(self.tmp, name)
+
+    def save(self, **env):
+        r = self.build("--build", self.folder("a"), "--no-tests", "--target", "bnn", "--save-kit", self.kit,
+                       BNN_COMMIT="abc123", **env)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        return r
+
+    def reuse(self, *extra, **env):
+        return self.build("--build", self.folder("b"), "--no-tests", "--from-kit", self.kit, *extra, **env)
+
+    def compiled(self):
+        return [line for line in self.call_lines if line.startswith("cmake --build")]
+
+    def test_a_kit_is_used_in_another_folder_and_nothing_is_compiled(self):
+        r = self.save()
+        self.assertIn(f"build-pip-torch: kit written to {self.kit}", r.stdout)
+        self.assertEqual(os.listdir(os.path.dirname(self.kit)), ["bnn-kit.tar.gz"])  # moved in whole
+        with tarfile.open(self.kit) as kit:
+            self.assertEqual(sorted(kit.getnames()), ["bnn", "kit.txt", "version.txt"])
+            fields = dict(line.split("=", 1) for line in kit.extractfile("kit.txt").read().decode().splitlines())
+            self.assertEqual(kit.extractfile("version.txt").read().decode(), "bnn 0.1.0 (stand-in)\n")
+        self.assertEqual(sorted(fields), ["built", "commit", "sources", "torch"])
+        self.assertEqual(fields["torch"], "2.11.0+cu130 13.0")
+        self.assertEqual(fields["commit"], "abc123")
+        self.assertRegex(fields["sources"], r"^[0-9a-f]{64}$")
+        self.assertRegex(fields["built"], r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+        r = self.reuse("--target", "bnn")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual([line for line in self.call_lines if line.startswith("cmake")], [])
+        self.assertRegex(r.stdout, f"build-pip-torch: bnn from the kit {self.kit} \\(commit abc123, built "
+                                   r"\d{4}-[-0-9T:]+Z\), nothing compiled\nbnn 0.1.0 \(stand-in\)\n$")
+        with open(self.folder("b/src/bnn"), "rb") as f, open(self.folder("programs/bnn"), "rb") as g:
+            self.assertEqual(f.read(), g.read())
+        self.assertTrue(os.access(self.folder("b/src/bnn"), os.X_OK))
+        with open(self.folder("b/kit.txt")) as f:
+            self.assertIn("commit=abc123\n", f.read())
+        # The sources outside bnn (configs, scripts) do not count.
+        with open(os.path.join(self.root, "configs", "tiny.yaml"), "a") as f:
+            f.write("members: 2\n")
+        r = self.reuse()
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.compiled(), [])
+
+    def test_a_kit_for_another_torch_or_other_sources_is_not_used(self):
+        self.save()
+        r = self.reuse(FAKE_TORCH="2.12.0+cu130 13.0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"build-pip-torch: not using the kit {self.kit}: it was built against torch 2.11.0+cu130 "
+                      "13.0, this Python has 2.12.0+cu130 13.0; building bnn", r.stdout)
+        self.assertEqual(len(self.compiled()), 1)
+        self.assertFalse(os.path.exists(self.folder("b/kit.txt")))
+
+        for change in ("src/main.cpp", "samplers/new.cpp"):  # an edit, a new file
+            with open(os.path.join(self.root, change), "a") as f:
+                f.write("// changed\n")
+            shutil.rmtree(self.folder("b"))
+            r = self.reuse()
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"not using the kit {self.kit}: it was built from other sources (commit abc123) than "
+                          "these; building bnn", r.stdout)
+            self.assertEqual(len(self.compiled()), 1, change)
+
+    def test_a_kit_whose_bnn_does_not_start_here_is_built_again(self):
+        self.save(FAKE_KIT_BNN_CANNOT_START="1")
+        r = self.reuse(FAKE_KIT_BNN_CANNOT_START="1")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"not using the kit {self.kit}: its bnn does not start here: bnn: error while loading shared "
+                      "libraries: libfmt.so.9: cannot open shared object file ; building bnn", r.stdout)
+        self.assertEqual(len(self.compiled()), 1)
+        self.assertTrue(os.path.exists(self.folder("b/built_here")))
+
+    def test_bad_kit_arguments_are_named(self):
+        missing = self.folder("none.tar.gz")
+        r = self.build("--no-tests", "--from-kit", missing)
+        self.assertEqual((r.returncode, r.stderr), (2, f"build-pip-torch: --from-kit: no file '{missing}'\n"))
+        not_a_kit = self.folder("notes.tar.gz")
+        with tarfile.open(not_a_kit, "w:gz") as tar:
+            tar.add(os.path.join(self.root, "CMakeLists.txt"), arcname="CMakeLists.txt")
+        r = self.build("--build", self.folder("b"), "--no-tests", "--from-kit", not_a_kit)
+        self.assertEqual((r.returncode, r.stderr), (2, f"build-pip-torch: --from-kit: '{not_a_kit}' is not a kit "
+                                                       "(a .tar.gz with kit.txt and bnn, from --save-kit)\n"))
+        self.assertFalse(os.path.exists(self.folder("b/src")))
+        self.save()
+        r = self.build("--from-kit", self.kit)
+        self.assertEqual((r.returncode, r.stderr), (2, "build-pip-torch: --from-kit gives bnn alone: add --no-tests "
+                                                       "(and no --target other than bnn)\n"))
+        r = self.build("--no-tests", "--target", "bnn_bench_sampling", "--from-kit", self.kit)
+        self.assertEqual(r.returncode, 2)
+        r = self.build("--no-tests", "--from-kit", self.kit, "--save-kit", self.folder("other.tar.gz"))
+        self.assertEqual((r.returncode, r.stderr),
+                         (2, "build-pip-torch: --from-kit and --save-kit together: give one\n"))
+        self.assertEqual(self.call_lines, [])
+
+    @unittest.skipUnless(shutil.which("dpkg-deb"), "dpkg-deb makes the stand-in .deb")
+    def test_with_debs_the_libraries_are_found_from_the_binary_s_place(self):
+        # A build folder that moves (a kit's bnn in another folder) finds the
+        # unpacked .debs through $ORIGIN, not through the first folder's path.
+        package = self.folder("pkg")
+        os.makedirs(os.path.join(package, "DEBIAN"))
+        os.makedirs(os.path.join(package, "usr/lib/x86_64-linux-gnu"))
+        with open(os.path.join(package, "DEBIAN/control"), "w") as f:
+            f.write("Package: libstandin\nVersion: 1\nArchitecture: all\nMaintainer: bnn\nDescription: stand-in\n")
+        open(os.path.join(package, "usr/lib/x86_64-linux-gnu/libstandin.so.1"), "w").close()
+        os.makedirs(self.folder("debs"))
+        subprocess.run(["dpkg-deb", "--build", package, self.folder("debs/libstandin_1_all.deb")], check=True,
+                       capture_output=True)
+        r = self.build("--build", self.folder("a"), "--no-tests", "--debs", self.folder("debs"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        configure = next(line for line in self.call_lines if line.startswith("cmake -S"))
+        self.assertIn(" -DCMAKE_BUILD_RPATH=$ORIGIN/../deps/usr/lib/x86_64-linux-gnu", configure)
+        self.assertNotIn(self.folder("a"), configure.split("-DCMAKE_BUILD_RPATH=")[1])
+        self.assertTrue(os.path.exists(self.folder("a/deps/usr/lib/x86_64-linux-gnu/libstandin.so.1")))
+
+
+if __name__ == "__main__":
+    unittest.main()
