@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""scripts/paper-slice.sh: one slice of the paper's run, on tiny.yaml and the CPU.
+
+Members trained in slices on machines that keep nothing must come back as
+archives that, unpacked together and evaluated, score exactly as the same
+members trained in one run; a slice stopped before any member finished
+resumes on the same machine; bnn comes from the kit where one fits; bad
+arguments are named before anything runs.
+
+    python3 tests/scripts/paper_slice_test.py   (ctest: PaperSliceScript.Script; BNN_BINARY: the bnn)
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from script_test_support import BNN, ROOT, skip_without_fashion_mnist, write_executable
+
+SLICE = os.path.join(ROOT, "scripts", "paper-slice.sh")
+PACK = os.path.join(ROOT, "scripts", "pack-members.sh")
+TINY = os.path.join(ROOT, "configs", "tiny.yaml")
+
+
+class PaperSliceScript(unittest.TestCase):
+    def setUp(self):
+        skip_without_fashion_mnist(self)
+        self.tmp = tempfile.mkdtemp(prefix="bnn_paper_slice")
+        self.addCleanup(shutil.rmtree, self.tmp)
+        self.out = os.path.join(self.tmp, "out")
+
+    def path(self, *parts):
+        return os.path.join(self.tmp, *parts)
+
+    def slice(self, name, members, *options, path_first=None, **env):
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("BNN_", "FAKE_"))}
+        settings = dict(BNN_SLICE_BNN=BNN, BNN_SLICE_CONFIG=TINY, BNN_SLICE_WORK=self.path("work"),
+                        BNN_COMMIT="test-commit")
+        settings.update(env)
+        if path_first:
+            base["PATH"] = path_first + ":" + base["PATH"]
+        return subprocess.run(["bash", SLICE, name, members, self.out, "--device", "cpu", "--threads", "1", *options],
+                              capture_output=True, text=True, env=dict(base, **settings), timeout=300)
+
+    def read(self, *parts):
+        with open(self.path(*parts)) as f:
+            return f.read()
+
+    def test_slices_trained_apart_score_as_one_run(self):
+        for name, members in (("a", "0"), ("b", "1")):
+            r = self.slice(name, members)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(sorted(os.listdir(self.out)), ["a.log", "a.tsv", "a_01.tar", "b.log", "b.tsv", "b_01.tar"])
+        rows = self.read("out", "a.tsv").splitlines()
+        self.assertEqual(rows[0], "started_utc\tseconds\texit_code\tcommand")
+        self.assertEqual(len(rows), 2)
+        self.assertIn("\t0\t" + BNN + " run --config " + TINY, rows[1])
+        self.assertIn(" --members 0 --set evaluation.save_sample_probs=false --time-limit ", rows[1])
+        self.assertIn("paper-slice: done in", self.read("out", "b.log"))
+        self.assertIn("b_01.tar: 1 member(s) (member_001)", self.read("out", "b.log"))
+
+        reference = self.path("reference")
+        subprocess.run([BNN, "run", "--config", TINY, "--out", reference, "--device", "cpu", "--threads", "1",
+                        "--set", "evaluation.save_sample_probs=false"], check=True, capture_output=True)
+        merged = self.path("merged")
+        subprocess.run(["bash", PACK, "unpack", merged, self.path("out", "a_01.tar"), self.path("out", "b_01.tar")],
+                       check=True, capture_output=True)
+        subprocess.run([BNN, "evaluate", merged], check=True, capture_output=True)
+        for name in ("metrics.json", "metrics.csv"):
+            self.assertEqual(self.read("merged", name), self.read("reference", name), name)
+
+    def test_a_slice_stopped_before_any_member_finished_resumes_on_the_same_machine(self):
+        # The last --time-limit given wins: this one stops the run at once.
+        r = self.slice("a", "0-1", "--time-limit", "0.001")
+        self.assertEqual(r.returncode, 75, r.stdout + r.stderr)
+        self.assertIn("paper-slice: no member finished in time: nothing to pack (call again on this machine to "
+                      f"resume {self.path('work', 'a', 'run')})", r.stdout)
+        self.assertEqual(sorted(os.listdir(self.out)), ["a.log", "a.tsv"])
+        r = self.slice("a", "0-1")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"paper-slice: resuming {self.path('work', 'a', 'run')}", r.stdout)
+        self.assertIn("a_01.tar: 2 member(s) (member_000 member_001)", r.stdout)
+        rows = self.read("out", "a.tsv").splitlines()[1:]
+        self.assertEqual([row.split("\t")[2] for row in rows], ["75", "0"])
+        self.assertIn(" run --resume " + self.path("work", "a", "run") + " --members 0-1 --time-limit ", rows[1])
+        self.assertNotIn("--set", rows[1])
+
+    def test_bnn_comes_from_the_kit_where_it_fits_else_it_is_built(self):
+        # Stand-ins: python3's torch, and cmake whose "build" is a bnn that
+        # hands every command but `version` to the real one.
+        bin_dir = self.path("bin")
+        os.makedirs(bin_dir)
+        os.makedirs(self.path("site-packages", "torch", "share", "cmake"))
+        write_executable(os.path.join(bin_dir, "python3"), f"""#!/usr/bin/env bash
+case "$*" in
+  *cmake_prefix_path*) echo "{self.tmp}/site-packages/torch/share/cmake"; exit 0 ;;
+  *"import torch;"*) echo "2.11.0+cu130 13.0"; exit 0 ;;
+esac
+exec {sys.executable} "$@"
+""")
+        write_executable(self.path("bnn-wrapper"), f"""#!/usr/bin/env bash
+if [[ "$1" == version ]]; then echo "bnn (the test's build)"; exit 0; fi
+exec {BNN} "$@"
+""")
+        write_executable(os.path.join(bin_dir, "cmake"), f"""#!/usr/bin/env bash
+echo "cmake $*" >> {self.tmp}/cmake_calls
+if [[ "$1" == --build ]]; then mkdir -p "$2/src" && cp {self.tmp}/bnn-wrapper "$2/src/bnn"; fi
+""")
+        no_debs = dict(BNN_SLICE_BNN="", BNN_SLICE_DEBS=self.path("no-debs"), BNN_SLICE_BUILD=self.path("build"))
+        kit = self.path("kit.tar.gz")
+        r = self.slice("a", "0", path_first=bin_dir, BNN_SLICE_KIT=kit, **no_debs)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"paper-slice: bnn from scripts/build-pip-torch.sh --build {self.path('build')} --no-tests "
+                      "--target bnn\n", r.stdout)
+        self.assertIn("a_01.tar: 1 member(s) (member_000)", r.stdout)
+        self.assertTrue(os.path.exists(self.path("cmake_calls")))
+
+        # A kit of that build: the next slice takes it and compiles nothing.
+        subprocess.run(["bash", os.path.join(ROOT, "scripts", "build-pip-torch.sh"), "--build", self.path("build"),
+                        "--no-tests", "--target", "bnn", "--save-kit", kit], check=True, capture_output=True,
+                       env=dict(os.environ, PATH=bin_dir + ":" + os.environ["PATH"]))
+        os.remove(self.path("cmake_calls"))
+        shutil.rmtree(self.path("build"))
+        r = self.slice("b", "1", path_first=bin_dir, BNN_SLICE_KIT=kit, **no_debs)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"--target bnn --from-kit {kit}\n", r.stdout)
+        self.assertIn(f"build-pip-torch: bnn from the kit {kit}", r.stdout)
+        self.assertFalse(os.path.exists(self.path("cmake_calls")))
+        self.assertIn("b_01.tar: 1 member(s) (member_001)", r.stdout)
+
+    def test_bad_arguments_are_named_before_anything_runs(self):
+        cases = [
+            (("a/b", "0"), {}, 2,
+             re.escape("paper-slice: NAME 'a/b' must be letters, digits and '-' (it names the files that come back)")),
+            (("a", "first"), {}, 2,
+             re.escape("paper-slice: MEMBERS 'first' is not a member list such as 0-3 or 4,6-9")),
+            (("a", "0"), {"BNN_SLICE_DEADLINE": "9m"}, 2,
+             re.escape("paper-slice: BNN_SLICE_DEADLINE '9m' is not a whole number of seconds")),
+            (("a", "0"), {"BNN_SLICE_CONFIG": self.path("none.yaml")}, 2,
+             re.escape(f"paper-slice: no config file {self.path('none.yaml')}")),
+            (("a", "0"), {"BNN_SLICE_BNN": self.path("none")}, 1,
+             re.escape(f"paper-slice: {self.path('none')} is not an executable bnn")),
+            # 45 s less the 20 kept for packing leave 25 (24 if a second turns), under the 30 needed.
+            (("a", "0"), {"BNN_SLICE_DEADLINE": "45"}, 1,
+             r"paper-slice: no time left to train: 2[45] s after bnn was had \(deadline 45 s, 20 s kept for packing\)"),
+        ]
+        for args, env, code, message in cases:
+            r = self.slice(*args, **env)
+            self.assertEqual(r.returncode, code, (args, env, r.stdout, r.stderr))
+            self.assertRegex(r.stdout + r.stderr, message, (args, env))
+        self.assertFalse(os.path.exists(self.path("work", "a", "run")))
+        r = subprocess.run(["bash", SLICE, "a", "0"], capture_output=True, text=True)
+        self.assertEqual((r.returncode, r.stderr), (2, "usage: scripts/paper-slice.sh NAME MEMBERS OUT_DIR "
+                                                       "[bnn run OPTION...]\n"))
+
+
+if __name__ == "__main__":
+    unittest.main()
