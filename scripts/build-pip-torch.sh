@@ -22,13 +22,16 @@
 #                 (the log then names every error, not only the first)
 #   --with-data   also unpack dataset-fashion-mnist from --debs into / (needs
 #                 root; the tests and configs read /usr/share/datasets)
-#   --save-kit FILE  after the build, write FILE (.tar.gz): the built bnn, its
-#                 `bnn version` and kit.txt (the torch it was built against, a
-#                 digest of the sources that go into bnn, the commit, the time)
+#   --save-kit FILE  after a build of bnn, write FILE (.tar.gz): the built
+#                 bnn, its `bnn version` and kit.txt (the torch it was built
+#                 against, a digest of the sources that go into bnn, the build's
+#                 settings, the commit, the time)
 #   --from-kit FILE  take bnn from FILE instead of compiling it, if it was
-#                 built against this Python's torch from these sources and
-#                 starts here; else say why and build as usual (needs
-#                 --no-tests: a kit holds bnn alone)
+#                 built against this Python's torch, from these sources, with
+#                 these settings (BNN_CUDA_KERNELS, BNN_DISTRIBUTED, the C++
+#                 compiler, nvcc, NCCL's header, the .debs) and starts here;
+#                 else say why and build as usual, and then write --save-kit's
+#                 FILE if given (needs --no-tests: a kit holds bnn alone)
 #
 # A kit is for machines that start bare each time, such as a lent GPU whose
 # sessions each pay the build again: one session's build comes back as a
@@ -64,13 +67,14 @@ while [[ $# -gt 0 ]]; do
     --keep-going) keep_going=1; shift ;;
     --save-kit) save_kit="${2:?--save-kit needs a file}"; shift 2 ;;
     --from-kit) from_kit="${2:?--from-kit needs a file}"; shift 2 ;;
-    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
     *) echo "build-pip-torch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 
+[[ -z "$save_kit" || -z "$target" || "$target" == bnn ]] ||
+  { echo "build-pip-torch: --save-kit needs bnn built: no --target other than bnn" >&2; exit 2; }
 if [[ -n "$from_kit" ]]; then
-  [[ -z "$save_kit" ]] || { echo "build-pip-torch: --from-kit and --save-kit together: give one" >&2; exit 2; }
   [[ $tests == OFF && ( -z "$target" || "$target" == bnn ) ]] ||
     { echo "build-pip-torch: --from-kit gives bnn alone: add --no-tests (and no --target other than bnn)" >&2; exit 2; }
   [[ -f "$from_kit" ]] || { echo "build-pip-torch: --from-kit: no file '$from_kit'" >&2; exit 2; }
@@ -131,11 +135,41 @@ if [[ $with_data == 1 ]]; then
   unpack_deb "$data_deb" /
 fi
 
-# The sources that go into bnn, as one digest (a kit's bnn is reused only
-# where they are these).
+# NCCL's header comes with the wheel's nvidia-nccl package: with it,
+# data-parallel chains (bnn run --distributed) use NCCL (cmake/c10d.cmake).
+nccl_include="$(ls -d "$site"/nvidia/nccl/include 2> /dev/null | head -1 || true)"
+# The CUDA toolkit's headers (for c10/cuda) and nvcc, if the machine has them:
+# CMake's FindCUDAToolkit looks on PATH and in /usr/local/cuda. nvcc also
+# builds bnn's CUDA kernels (cmake/cuda_kernels.cmake): BNN_CUDA_KERNELS=ON in
+# the environment makes their absence an error, OFF leaves them out.
+# BNN_DISTRIBUTED=OFF in the environment leaves torch.distributed out.
+nvcc="$(command -v nvcc || true)"
+if [[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]]; then nvcc=/usr/local/cuda/bin/nvcc; fi
+
+# The source files that go into bnn, as one digest (a kit's bnn is reused
+# only where they are these; files of other kinds, such as editors' backups,
+# do not count).
 sources_digest() {
-  (cd "$root" && find CMakeLists.txt cmake src models samplers data_loaders -type f -print0 |
+  (cd "$root" && find CMakeLists.txt cmake src models samplers data_loaders -type f \( -name CMakeLists.txt \
+    -o -name '*.cmake' -o -name '*.cpp' -o -name '*.c' -o -name '*.h' -o -name '*.hpp' -o -name '*.inc' \
+    -o -name '*.in' -o -name '*.cu' -o -name '*.cuh' \) -print0 |
     LC_ALL=C sort -z | xargs -0 sha256sum | sha256sum | cut -c1-64)
+}
+# What else decides the binary: the options, the compilers, NCCL's header
+# and the .debs whose headers are compiled in.
+build_settings() {
+  local cxx cuda="none" packages="the system's"
+  cxx="$("${CXX:-c++}" --version 2> /dev/null | head -1)"
+  [[ -z "$nvcc" ]] || cuda="$("$nvcc" --version 2> /dev/null | tail -1)"
+  if [[ -n "$debs" ]]; then
+    packages=""
+    local deb
+    for deb in "$debs"/*.deb; do  # a glob expands sorted
+      case "$(basename "$deb")" in dataset-*) ;; *) packages+="$(basename "$deb") " ;; esac
+    done
+  fi
+  echo "kernels ${BNN_CUDA_KERNELS:-AUTO}, distributed ${BNN_DISTRIBUTED:-ON}, NCCL header" \
+    "${nccl_include:-none}, C++ ${cxx:-unknown}, nvcc ${cuda}, packages ${packages% }"
 }
 kit_value() { sed -n "s/^$1=//p" "$2" | head -1; }
 
@@ -154,10 +188,12 @@ use_kit() {
     reason="it was built against torch $(kit_value torch "$tmp/kit.txt"), this Python has $torch_version"
   elif [[ "$(kit_value sources "$tmp/kit.txt")" != "$(sources_digest)" ]]; then
     reason="it was built from other sources (commit $(kit_value commit "$tmp/kit.txt")) than these"
+  elif [[ "$(kit_value settings "$tmp/kit.txt")" != "$(build_settings)" ]]; then
+    reason="it was built with $(kit_value settings "$tmp/kit.txt"); this build would have $(build_settings)"
+  elif ! { mkdir -p "$build/src" && rm -f "$build/src/bnn" && install -m 755 "$tmp/bnn" "$build/src/bnn.tmp.$$" &&
+           mv -f "$build/src/bnn.tmp.$$" "$build/src/bnn"; }; then
+    reason="its bnn could not be put into $build/src"
   else
-    mkdir -p "$build/src"
-    rm -f "$build/src/bnn"
-    install -m 755 "$tmp/bnn" "$build/src/bnn.tmp.$$" && mv -f "$build/src/bnn.tmp.$$" "$build/src/bnn"
     if ! version="$(LD_LIBRARY_PATH="$caller_library_path" "$build/src/bnn" version 2>&1)"; then
       rm -f "$build/src/bnn"
       reason="its bnn does not start here: $(echo "$version" | head -3 | tr '\n' ' ')"
@@ -170,24 +206,15 @@ use_kit() {
   fi
   echo "build-pip-torch: bnn from the kit $from_kit (commit $(kit_value commit "$tmp/kit.txt"), built" \
     "$(kit_value built "$tmp/kit.txt")), nothing compiled"
-  cp "$tmp/kit.txt" "$build/kit.txt"
+  cp "$tmp/kit.txt" "$build/kit.txt" || true  # a record only
   rm -rf "$tmp"
   echo "$version"
 }
 if [[ -n "$from_kit" ]] && use_kit; then exit 0; fi
 
+rm -f "$build/kit.txt"  # it names a kit's bnn, and this one is compiled
 generator=()
 if command -v ninja > /dev/null; then generator=(-G Ninja); fi
-# NCCL's header comes with the wheel's nvidia-nccl package: with it,
-# data-parallel chains (bnn run --distributed) use NCCL (cmake/c10d.cmake).
-nccl_include="$(ls -d "$site"/nvidia/nccl/include 2> /dev/null | head -1 || true)"
-# The CUDA toolkit's headers (for c10/cuda) and nvcc, if the machine has them:
-# CMake's FindCUDAToolkit looks on PATH and in /usr/local/cuda. nvcc also
-# builds bnn's CUDA kernels (cmake/cuda_kernels.cmake): BNN_CUDA_KERNELS=ON in
-# the environment makes their absence an error, OFF leaves them out.
-# BNN_DISTRIBUTED=OFF in the environment leaves torch.distributed out.
-nvcc="$(command -v nvcc || true)"
-if [[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]]; then nvcc=/usr/local/cuda/bin/nvcc; fi
 cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DBNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-AUTO}" -DBNN_DISTRIBUTED="${BNN_DISTRIBUTED:-ON}" \
   ${nvcc:+-DCMAKE_CUDA_COMPILER="$nvcc"} \
@@ -206,16 +233,21 @@ if [[ -x "$build/src/bnn" ]]; then "$build/src/bnn" version; fi
 if [[ -n "$save_kit" ]]; then
   [[ -x "$build/src/bnn" ]] || { echo "build-pip-torch: --save-kit: the build made no bnn" >&2; exit 1; }
   kit_dir="$(mktemp -d)"
-  trap 'rm -rf "$kit_dir"' EXIT
+  trap 'rm -rf "$kit_dir" "$save_kit.tmp.$$"' EXIT
   cp "$build/src/bnn" "$kit_dir/bnn"
   "$build/src/bnn" version > "$kit_dir/version.txt" 2>&1 || true
   {
     echo "torch=$torch_version"
     echo "sources=$(sources_digest)"
+    echo "settings=$(build_settings)"
     echo "commit=${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
     echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   } > "$kit_dir/kit.txt"
   mkdir -p "$(dirname "$save_kit")"
-  tar -czf "$save_kit.tmp.$$" -C "$kit_dir" kit.txt bnn version.txt && mv -f "$save_kit.tmp.$$" "$save_kit"
+  if ! { tar -czf "$save_kit.tmp.$$" -C "$kit_dir" kit.txt bnn version.txt && mv -f "$save_kit.tmp.$$" "$save_kit"; }
+  then
+    echo "build-pip-torch: --save-kit: could not write $save_kit" >&2
+    exit 1
+  fi
   echo "build-pip-torch: kit written to $save_kit ($(du -k "$save_kit" | cut -f1) KiB)"
 fi

@@ -10,63 +10,90 @@
 #
 # NAME (letters, digits, '-') names the slice's files, MEMBERS is bnn run's
 # --members (0-3, 4-19), and the OPTIONs go to bnn run (--device cuda,
-# --members-per-device 8). Into OUT_DIR:
+# --members-per-device 8; not --time-limit, which the deadline sets). Into
+# OUT_DIR:
 #
 #   NAME_01.tar, ...  the finished members (scripts/pack-members.sh, at most
 #                     15 MiB each): scripts/pack-members.sh unpack, then bnn
 #                     evaluate, on the machine that gathers the slices
 #   NAME.tsv          the slice's rows of paper-run.sh's slices.tsv, for
-#                     paper-run.sh --assemble (the wall time, the commands)
+#                     paper-run.sh --assemble (the wall time, the commands);
+#                     a slice resumed on the same machine writes all its
+#                     rows again: keep the last NAME.tsv
 #   NAME.log          how bnn was had (kit or build), bnn's log, the pack's lines
+#   bnn-kit.tar.gz    where bnn had to be built: that build, for the next
+#                     slices to carry (build-pip-torch.sh --save-kit)
 #
 # Every slice runs with evaluation.save_sample_probs=false: a paper member
 # then packs into about 1.25 MB instead of 7.2 (its metrics are the same).
 # Slices must share their settings, or unpack refuses a slice's members as
 # another experiment's. The run folder stays in BNN_SLICE_WORK/NAME: called
-# again on the same machine, the slice resumes it.
+# again on the same machine with the same MEMBERS, config and OPTIONs, the
+# slice resumes it; with others, it is refused.
 #
-# Environment: BNN_SLICE_DEADLINE, seconds from the start by which the script
-# ends (default 530, for a ten-minute command with the machine's start
-# outside it); BNN_SLICE_BNN, a bnn to use as it is (default: bnn built by
-# scripts/build-pip-torch.sh into build-torch, from BNN_SLICE_KIT where it
-# fits, else compiled); BNN_SLICE_KIT (default gpu-kit/bnn-kit.tar.gz, where
-# it exists); BNN_SLICE_DEBS (default debs, where it exists);
-# BNN_SLICE_BUILD, the build folder (default build-torch in the checkout);
-# BNN_SLICE_CONFIG (default configs/fashion_mnist_paper.yaml);
-# BNN_SLICE_WORK (default /tmp/bnn-slice); BNN_COMMIT as for paper-run.sh.
+# Time. BNN_SLICE_DEADLINE (seconds from the start, default 530, at least
+# 60) is when the script ends: bnn's --time-limit is what is left after bnn
+# was had less 30 s (bnn then stops its members at epoch ends and scores the
+# finished ones), and training is stopped outright 10 s before the
+# deadline, leaving those seconds for packing.
+#
+# Environment: BNN_SLICE_BNN, a bnn to use as it is (default: bnn built by
+# scripts/build-pip-torch.sh, from BNN_SLICE_KIT where it fits, else
+# compiled); BNN_SLICE_KIT (default gpu-kit/bnn-kit.tar.gz, where it
+# exists); BNN_SLICE_DEBS (default debs, where it exists); BNN_SLICE_BUILD,
+# the build folder (default build-torch in the checkout); BNN_SLICE_CONFIG
+# (default configs/fashion_mnist_paper.yaml); BNN_SLICE_WORK (default
+# /tmp/bnn-slice); BNN_COMMIT as for paper-run.sh.
 #
 # Exit: 0 when every member finished and is packed; 75 when the deadline
 # stopped some (those that finished are packed: train the others in a later
-# slice, or call again on the same machine); 2 for bad arguments; 1 when there is no time left to train or no
-# bnn; else paper-run.sh's or pack-members.sh's code.
+# slice, or call again on the same machine); 2 for bad arguments, before
+# anything runs; 1 for anything else that failed (no bnn, no time left to
+# train, training failed, packing failed), NAME.log says what.
 set -uo pipefail
 
 usage="usage: scripts/paper-slice.sh NAME MEMBERS OUT_DIR [bnn run OPTION...]"
+bad() { echo "paper-slice: $*" >&2; exit 2; }
 name="${1:-}"
 members="${2:-}"
 out="${3:-}"
 [[ -n "$out" ]] || { echo "$usage" >&2; exit 2; }
 shift 3
-[[ "$name" =~ ^[A-Za-z0-9-]+$ ]] ||
-  { echo "paper-slice: NAME '$name' must be letters, digits and '-' (it names the files that come back)" >&2; exit 2; }
+[[ "$name" =~ ^[A-Za-z0-9-]+$ ]] || bad "NAME '$name' must be letters, digits and '-' (it names the files that come back)"
 [[ "$members" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
-  { echo "paper-slice: MEMBERS '$members' is not a member list such as 0-3 or 4,6-9" >&2; exit 2; }
+  bad "MEMBERS '$members' is not a member list such as 0-3 or 4,6-9"
 deadline_s="${BNN_SLICE_DEADLINE:-530}"
-[[ "$deadline_s" =~ ^[0-9]+$ ]] ||
-  { echo "paper-slice: BNN_SLICE_DEADLINE '$deadline_s' is not a whole number of seconds" >&2; exit 2; }
+[[ "$deadline_s" =~ ^[0-9]+$ && $deadline_s -ge 60 ]] ||
+  bad "BNN_SLICE_DEADLINE '$deadline_s' is not a whole number of seconds, at least 60"
+for option in "$@"; do
+  [[ "$option" != --time-limit* ]] || bad "--time-limit is set from BNN_SLICE_DEADLINE: set that instead"
+done
 
 start=$(date +%s)
 root="$(cd "$(dirname "$0")/.." && pwd)"
 config="${BNN_SLICE_CONFIG:-$root/configs/fashion_mnist_paper.yaml}"
-[[ -f "$config" ]] || { echo "paper-slice: no config file $config" >&2; exit 2; }
+[[ -f "$config" ]] || bad "no config file $config"
 work="${BNN_SLICE_WORK:-/tmp/bnn-slice}/$name"
-mkdir -p "$out" "$work" || exit 2
+# What the run folder was started with: a folder of other settings is not resumed.
+identity="members $members; config $(sha256sum < "$config" | cut -c1-16); options $*"
+resume=0
+if [[ -e "$work/run" ]]; then
+  [[ "$(cat "$work/slice.txt" 2> /dev/null)" == "$identity" ]] ||
+    bad "$work holds a slice started with other settings ($(cat "$work/slice.txt" 2> /dev/null ||
+      echo 'not by paper-slice.sh')), not $identity: give another NAME or remove that folder"
+  resume=1
+elif compgen -G "$out/$name.tsv" > /dev/null || compgen -G "$out/${name}_[0-9][0-9].tar" > /dev/null; then
+  bad "$out already holds slice $name's files: give another NAME or OUT_DIR"
+fi
+mkdir -p "$out" "$work" || exit 1
 out="$(cd "$out" && pwd)"
+echo "$identity" > "$work/slice.txt"
 log="$out/$name.log"
 : > "$log"
 say() { echo "paper-slice: $*" | tee -a "$log"; }
+elapsed() { echo $(($(date +%s) - start)); }
 
-# bnn: as given, or from the kit, or built.
+# bnn: as given, or from the kit, or built (and then saved as a kit).
 bnn="${BNN_SLICE_BNN:-}"
 if [[ -z "$bnn" ]]; then
   kit="${BNN_SLICE_KIT:-$root/gpu-kit/bnn-kit.tar.gz}"
@@ -74,42 +101,51 @@ if [[ -z "$bnn" ]]; then
   build="${BNN_SLICE_BUILD:-$root/build-torch}"
   build_args=(--build "$build" --no-tests --target bnn)
   [[ -f "$kit" ]] && build_args+=(--from-kit "$kit")
-  [[ -d "$debs" ]] && build_args+=(--debs "$debs" --with-data)
+  if [[ -d "$debs" ]]; then
+    build_args+=(--debs "$debs")
+    compgen -G "$debs/dataset-fashion-mnist_*.deb" > /dev/null && build_args+=(--with-data)
+  fi
   say "bnn from scripts/build-pip-torch.sh ${build_args[*]}"
-  timeout -k 5 $((deadline_s - ($(date +%s) - start))) env BNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-ON}" \
-    bash "$root/scripts/build-pip-torch.sh" "${build_args[@]}" >> "$log" 2>&1
+  timeout -k 5 $((deadline_s - $(elapsed) - 5)) env BNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-ON}" \
+    bash "$root/scripts/build-pip-torch.sh" "${build_args[@]}" --save-kit "$out/bnn-kit.tar.gz" >> "$log" 2>&1
   code=$?
   [[ $code -eq 0 ]] || { say "no bnn: scripts/build-pip-torch.sh exited $code (the log above)"; exit 1; }
   bnn="$build/src/bnn"
-  grep -E "^build-pip-torch: (bnn from the kit|not using the kit|built in)" "$log" | tail -2
+  grep -E "^build-pip-torch: (bnn from the kit|not using the kit|built in|kit written)" "$log"
 fi
 [[ -x "$bnn" ]] || { say "$bnn is not an executable bnn"; exit 1; }
 
-# What the deadline leaves for training: packing and copying take seconds,
-# and bnn's --time-limit stops members at the epoch ends before it.
-reserve=20
-left=$((deadline_s - ($(date +%s) - start) - reserve))
+left=$((deadline_s - $(elapsed) - 30))
 if [[ $left -lt 30 ]]; then
-  say "no time left to train: $left s after bnn was had (deadline $deadline_s s, $reserve s kept for packing)"
+  say "no time left to train: $left s after bnn was had (deadline $deadline_s s, 30 s kept for scoring and packing)"
   exit 1
 fi
 # A run this slice began on this machine resumes with its own config
 # (bnn run --resume takes no --set).
 setting=(--set evaluation.save_sample_probs=false)
-if [[ -f "$work/run/config.yaml" ]]; then
+if [[ $resume == 1 ]]; then
   setting=()
   say "resuming $work/run"
 fi
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"
-bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" "$work/log" \
+started_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+t0=$(date +%s)
+timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" "$work/log" \
   --members "$members" "${setting[@]}" --time-limit "${left}s" "$@" >> "$log" 2>&1
 code=$?
+if [[ $code -eq 124 || $code -eq 137 ]]; then
+  # Stopped outright: paper-run.sh wrote no row for it.
+  printf '%s\t%s\t%s\t%s\n' "$started_utc" "$(($(date +%s) - t0))" "$code" \
+    "scripts/paper-slice.sh $name $members (training stopped at the slice's deadline)" >> "$work/log/slices.tsv"
+  say "training was stopped at the deadline (exit $code)"
+  code=75
+fi
 for slice_log in "$work"/log/slice_*.log; do
   [[ -f "$slice_log" ]] && { echo "--- $(basename "$slice_log")"; cat "$slice_log"; } >> "$log"
 done
 cp "$work/log/slices.tsv" "$out/$name.tsv.tmp" 2> /dev/null && mv "$out/$name.tsv.tmp" "$out/$name.tsv"
 say "paper-run.sh exited $code"
-if [[ $code -ne 0 && $code -ne 75 ]]; then exit "$code"; fi
+if [[ $code -ne 0 && $code -ne 75 ]]; then exit 1; fi
 if ! grep -qs '"status": *"done"' "$work"/run/member_*/status.json; then
   say "no member finished in time: nothing to pack (call again on this machine to resume $work/run)"
   exit "$code"
@@ -117,6 +153,6 @@ fi
 
 bash "$root/scripts/pack-members.sh" pack "$work/run" "$out/$name" 15 2>&1 | tee -a "$log"
 pack=${PIPESTATUS[0]}
-[[ $pack -eq 0 ]] || { say "scripts/pack-members.sh exited $pack"; exit "$pack"; }
-say "done in $(($(date +%s) - start)) s"
+[[ $pack -eq 0 ]] || { say "scripts/pack-members.sh exited $pack"; exit 1; }
+say "done in $(elapsed) s"
 exit "$code"

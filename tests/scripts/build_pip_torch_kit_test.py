@@ -39,7 +39,7 @@ fi
 # bnn: `version` answers; with FAKE_KIT_BNN_CANNOT_START set, only in the
 # folder it was built in (as a binary whose libraries are elsewhere).
 BNN = """#!/usr/bin/env bash
-echo "bnn $*" >> "$FAKE_CALLS"
+echo "bnn $* (library path: ${LD_LIBRARY_PATH:-})" >> "$FAKE_CALLS"
 if [[ -n "${FAKE_KIT_BNN_CANNOT_START:-}" && ! -e "$(dirname "$0")/../built_here" ]]; then
   echo "bnn: error while loading shared libraries: libfmt.so.9: cannot open shared object file" >&2
   exit 127
@@ -70,8 +70,10 @@ class BuildPipTorchKit(unittest.TestCase):
 
     def build(self, *args, **env):
         base = {k: v for k, v in os.environ.items() if not k.startswith(("BNN_", "FAKE_"))}
-        full_env = dict(base, PATH=os.path.join(self.tmp, "bin") + ":" + os.environ["PATH"], FAKE_ROOT=self.tmp,
-                        FAKE_CALLS=self.calls, **env)
+        path = os.path.join(self.tmp, "bin") + ":" + os.environ["PATH"]
+        if "PATH_FIRST" in env:
+            path = env.pop("PATH_FIRST") + ":" + path
+        full_env = dict(base, PATH=path, FAKE_ROOT=self.tmp, FAKE_CALLS=self.calls, **env)
         if os.path.exists(self.calls):
             os.remove(self.calls)
         r = subprocess.run(["bash", os.path.join(self.root, "scripts", "build-pip-torch.sh"), *args],
@@ -105,7 +107,10 @@ class BuildPipTorchKit(unittest.TestCase):
             self.assertEqual(sorted(kit.getnames()), ["bnn", "kit.txt", "version.txt"])
             fields = dict(line.split("=", 1) for line in kit.extractfile("kit.txt").read().decode().splitlines())
             self.assertEqual(kit.extractfile("version.txt").read().decode(), "bnn 0.1.0 (stand-in)\n")
-        self.assertEqual(sorted(fields), ["built", "commit", "sources", "torch"])
+        self.assertEqual(sorted(fields), ["built", "commit", "settings", "sources", "torch"])
+        self.assertTrue(fields["settings"].startswith("kernels AUTO, distributed ON, NCCL header none, C++ "),
+                        fields["settings"])
+        self.assertTrue(fields["settings"].endswith(", packages the system's"), fields["settings"])
         self.assertEqual(fields["torch"], "2.11.0+cu130 13.0")
         self.assertEqual(fields["commit"], "abc123")
         self.assertRegex(fields["sources"], r"^[0-9a-f]{64}$")
@@ -121,9 +126,10 @@ class BuildPipTorchKit(unittest.TestCase):
         self.assertTrue(os.access(self.folder("b/src/bnn"), os.X_OK))
         with open(self.folder("b/kit.txt")) as f:
             self.assertIn("commit=abc123\n", f.read())
-        # The sources outside bnn (configs, scripts) do not count.
+        # The files outside bnn (configs, scripts) and files of other kinds do not count.
         with open(os.path.join(self.root, "configs", "tiny.yaml"), "a") as f:
             f.write("members: 2\n")
+        open(os.path.join(self.root, "src", "main.cpp~"), "w").close()
         r = self.reuse()
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(self.compiled(), [])
@@ -137,7 +143,8 @@ class BuildPipTorchKit(unittest.TestCase):
         self.assertEqual(len(self.compiled()), 1)
         self.assertFalse(os.path.exists(self.folder("b/kit.txt")))
 
-        for change in ("src/main.cpp", "samplers/new.cpp"):  # an edit, a new file
+        for change in ("src/main.cpp", "samplers/new.cpp", "CMakeLists.txt", "cmake/flags.cmake", "models/cnn.h",
+                       "data_loaders/cifar.cpp", "src/kernels.cu"):  # edits, new files
             with open(os.path.join(self.root, change), "a") as f:
                 f.write("// changed\n")
             shutil.rmtree(self.folder("b"))
@@ -146,6 +153,37 @@ class BuildPipTorchKit(unittest.TestCase):
             self.assertIn(f"not using the kit {self.kit}: it was built from other sources (commit abc123) than "
                           "these; building bnn", r.stdout)
             self.assertEqual(len(self.compiled()), 1, change)
+
+    def test_a_kit_built_with_other_settings_is_not_used_and_a_new_one_is_saved(self):
+        self.save(BNN_CUDA_KERNELS="OFF")
+        fresh = self.folder("fresh.tar.gz")
+        r = self.reuse("--save-kit", fresh, BNN_CUDA_KERNELS="ON")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, f"not using the kit {self.kit}: it was built with kernels OFF, distributed ON, "
+                                   ".*; this build would have kernels ON, distributed ON, .*; building bnn")
+        self.assertEqual(len(self.compiled()), 1)
+        # The build it made instead is the new kit; a kit that fits is not written again.
+        with tarfile.open(fresh) as kit:
+            self.assertIn("settings=kernels ON, distributed ON, ", kit.extractfile("kit.txt").read().decode())
+        os.remove(fresh)
+        r = self.build("--build", self.folder("c"), "--no-tests", "--from-kit", self.kit, "--save-kit", fresh,
+                       BNN_CUDA_KERNELS="OFF")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(self.compiled(), [])
+        self.assertFalse(os.path.exists(fresh))
+
+    def test_a_kit_that_cannot_be_written_fails_the_build_and_leaves_nothing(self):
+        bin_dir = self.folder("failing-tar")
+        os.makedirs(bin_dir)
+        write_executable(os.path.join(bin_dir, "tar"), f"""#!/usr/bin/env bash
+if [[ "$1" == -czf ]]; then echo "tar: write error" >&2; exit 2; fi
+exec {shutil.which("tar")} "$@"
+""")
+        r = self.build("--build", self.folder("a"), "--no-tests", "--save-kit", self.kit,
+                       PATH_FIRST=bin_dir)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn(f"build-pip-torch: --save-kit: could not write {self.kit}\n", r.stderr)
+        self.assertEqual(os.listdir(os.path.dirname(self.kit)), [])
 
     def test_a_kit_whose_bnn_does_not_start_here_is_built_again(self):
         self.save(FAKE_KIT_BNN_CANNOT_START="1")
@@ -173,9 +211,9 @@ class BuildPipTorchKit(unittest.TestCase):
                                                        "(and no --target other than bnn)\n"))
         r = self.build("--no-tests", "--target", "bnn_bench_sampling", "--from-kit", self.kit)
         self.assertEqual(r.returncode, 2)
-        r = self.build("--no-tests", "--from-kit", self.kit, "--save-kit", self.folder("other.tar.gz"))
+        r = self.build("--target", "bnn_tests", "--save-kit", self.folder("other.tar.gz"))
         self.assertEqual((r.returncode, r.stderr),
-                         (2, "build-pip-torch: --from-kit and --save-kit together: give one\n"))
+                         (2, "build-pip-torch: --save-kit needs bnn built: no --target other than bnn\n"))
         self.assertEqual(self.call_lines, [])
 
     def test_with_debs_the_libraries_are_found_from_the_binary_s_place(self):
@@ -190,12 +228,27 @@ class BuildPipTorchKit(unittest.TestCase):
         os.makedirs(self.folder("debs"))
         subprocess.run(["dpkg-deb", "--build", package, self.folder("debs/libstandin_1_all.deb")], check=True,
                        capture_output=True)
-        r = self.build("--build", self.folder("a"), "--no-tests", "--debs", self.folder("debs"))
+        r = self.build("--build", self.folder("a"), "--no-tests", "--debs", self.folder("debs"), "--save-kit", self.kit)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         configure = next(line for line in self.call_lines if line.startswith("cmake -S"))
         self.assertIn(" -DCMAKE_BUILD_RPATH=$ORIGIN/../deps/usr/lib/x86_64-linux-gnu", configure)
         self.assertNotIn(self.folder("a"), configure.split("-DCMAKE_BUILD_RPATH=")[1])
         self.assertTrue(os.path.exists(self.folder("a/deps/usr/lib/x86_64-linux-gnu/libstandin.so.1")))
+        with tarfile.open(self.kit) as kit:
+            self.assertRegex(kit.extractfile("kit.txt").read().decode(),
+                             r"\nsettings=kernels AUTO, .*, packages libstandin_1_all\.deb\n")
+        # The kit's bnn is checked with the library path the caller's later
+        # commands have, not this script's, which adds the deps.
+        r = self.build("--build", self.folder("b"), "--no-tests", "--debs", self.folder("debs"), "--from-kit", self.kit,
+                       LD_LIBRARY_PATH="/opt/callers")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("bnn from the kit", r.stdout)
+        self.assertEqual([line for line in self.call_lines if line.startswith("bnn ")],
+                         ["bnn version (library path: /opt/callers)"])
+        # Other packages: another build.
+        shutil.copy(self.folder("debs/libstandin_1_all.deb"), self.folder("debs/libother_1_all.deb"))
+        r = self.build("--build", self.folder("c"), "--no-tests", "--debs", self.folder("debs"), "--from-kit", self.kit)
+        self.assertIn("packages libother_1_all.deb libstandin_1_all.deb; building bnn", r.stdout)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,8 @@ if [[ "$1" == --build ]]; then
   sleep "${FAKE_BUILD_SECONDS:-0}"
   mkdir -p "$2/src" "$2/bench"
   cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn"
+  # The reduced build's bnn says so, for the kit's test.
+  if [[ "$(cat "$2/configured_with")" == *-DBNN_CUDA_KERNELS=OFF* ]]; then echo "# reduced" >> "$2/src/bnn"; fi
   cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_sampling"
   cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_members"
 fi
@@ -313,8 +315,11 @@ class GpuCheckScript(unittest.TestCase):
                                             ["gpu_tests_exit", "0"], ["bench_exit", "0"], ["ctest_exit", "0"]])
         self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build exited 1")
         self.assertIn("process_group.cpp:1: error", self.read("build.log"))
-        # The kit is the reduced build's bnn, the one the steps ran on.
-        self.assertEqual(self.kit_bnn(), self.read_program("bnn"))
+        # The kit is the reduced build's bnn, the one the steps ran on, and
+        # says so (a slice that asks for the kernels builds instead).
+        self.assertEqual(self.kit_bnn(), self.read_program("bnn") + b"# reduced\n")
+        with tarfile.open(os.path.join(self.out, "bnn-kit.tar.gz")) as kit:
+            self.assertIn("settings=kernels OFF, distributed OFF, ", kit.extractfile("kit.txt").read().decode())
 
     def test_a_make_build_goes_on_past_a_failed_source_with_make_s_own_option(self):
         # Where the machine has no ninja, CMake writes Makefiles: Make's -k,

@@ -34,15 +34,21 @@ class PaperSliceScript(unittest.TestCase):
     def path(self, *parts):
         return os.path.join(self.tmp, *parts)
 
-    def slice(self, name, members, *options, path_first=None, **env):
+    def slice(self, name, members, *options, path_first=None, out=None, **env):
         base = {k: v for k, v in os.environ.items() if not k.startswith(("BNN_", "FAKE_"))}
         settings = dict(BNN_SLICE_BNN=BNN, BNN_SLICE_CONFIG=TINY, BNN_SLICE_WORK=self.path("work"),
                         BNN_COMMIT="test-commit")
         settings.update(env)
         if path_first:
             base["PATH"] = path_first + ":" + base["PATH"]
-        return subprocess.run(["bash", SLICE, name, members, self.out, "--device", "cpu", "--threads", "1", *options],
-                              capture_output=True, text=True, env=dict(base, **settings), timeout=300)
+        return subprocess.run(["bash", SLICE, name, members, out or self.out, "--device", "cpu", "--threads", "1",
+                               *options], capture_output=True, text=True, env=dict(base, **settings), timeout=300)
+
+    def bnn_wrapper(self, name, body):
+        # A bnn that does as the real one, but for what `body` does first.
+        path = self.path(name)
+        write_executable(path, f"#!/usr/bin/env bash\n{body}\nexec {BNN} \"$@\"\n")
+        return path
 
     def read(self, *parts):
         with open(self.path(*parts)) as f:
@@ -71,14 +77,31 @@ class PaperSliceScript(unittest.TestCase):
         for name in ("metrics.json", "metrics.csv"):
             self.assertEqual(self.read("merged", name), self.read("reference", name), name)
 
+        # A new slice "a" (another machine's work folder) does not write over
+        # the first one's files.
+        r = self.slice("a", "1", BNN_SLICE_WORK=self.path("work2"))
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stderr, f"paper-slice: {self.out} already holds slice a's files: give another NAME or "
+                                   "OUT_DIR\n")
+        self.assertEqual(self.read("out", "a.tsv").count("\n"), 2)
+
     def test_a_slice_stopped_before_any_member_finished_resumes_on_the_same_machine(self):
-        # The last --time-limit given wins: this one stops the run at once.
-        r = self.slice("a", "0-1", "--time-limit", "0.001")
+        # The first run's time is up at once (bnn takes the last --time-limit given).
+        stops = self.bnn_wrapper("bnn-stops", f"""if [[ "$1" == run && ! -e {self.tmp}/stopped ]]; then
+  touch {self.tmp}/stopped; exec {BNN} "$@" --time-limit 0.001
+fi""")
+        r = self.slice("a", "0-1", BNN_SLICE_BNN=stops)
         self.assertEqual(r.returncode, 75, r.stdout + r.stderr)
         self.assertIn("paper-slice: no member finished in time: nothing to pack (call again on this machine to "
                       f"resume {self.path('work', 'a', 'run')})", r.stdout)
         self.assertEqual(sorted(os.listdir(self.out)), ["a.log", "a.tsv"])
-        r = self.slice("a", "0-1")
+        # Resumed with other members: refused, the folder untouched.
+        r = self.slice("a", "0")
+        self.assertEqual(r.returncode, 2)
+        self.assertRegex(r.stderr, f"^paper-slice: {re.escape(self.path('work', 'a'))} holds a slice started with "
+                                   r"other settings \(members 0-1; config [0-9a-f]{16}; options --device cpu --threads "
+                                   r"1\), not members 0; .*: give another NAME or remove that folder\n$")
+        r = self.slice("a", "0-1", BNN_SLICE_BNN=stops)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"paper-slice: resuming {self.path('work', 'a', 'run')}", r.stdout)
         self.assertIn("a_01.tar: 2 member(s) (member_000 member_001)", r.stdout)
@@ -88,8 +111,9 @@ class PaperSliceScript(unittest.TestCase):
         self.assertNotIn("--set", rows[1])
 
     def test_bnn_comes_from_the_kit_where_it_fits_else_it_is_built(self):
-        # Stand-ins: python3's torch, and cmake whose "build" is a bnn that
-        # hands every command but `version` to the real one.
+        # Stand-ins: python3's torch, and cmake whose "build" (of
+        # $FAKE_BUILD_SECONDS) is a bnn that hands every command but
+        # `version` to the real one.
         bin_dir = self.path("bin")
         os.makedirs(bin_dir)
         os.makedirs(self.path("site-packages", "torch", "share", "cmake"))
@@ -100,35 +124,59 @@ case "$*" in
 esac
 exec {sys.executable} "$@"
 """)
-        write_executable(self.path("bnn-wrapper"), f"""#!/usr/bin/env bash
-if [[ "$1" == version ]]; then echo "bnn (the test's build)"; exit 0; fi
-exec {BNN} "$@"
-""")
+        built = self.bnn_wrapper("bnn-built", 'if [[ "$1" == version ]]; then echo "bnn (the test\'s build)"; exit 0; fi')
         write_executable(os.path.join(bin_dir, "cmake"), f"""#!/usr/bin/env bash
 echo "cmake $*" >> {self.tmp}/cmake_calls
-if [[ "$1" == --build ]]; then mkdir -p "$2/src" && cp {self.tmp}/bnn-wrapper "$2/src/bnn"; fi
+if [[ "$1" == --build ]]; then sleep "${{FAKE_BUILD_SECONDS:-0}}"; mkdir -p "$2/src" && cp {built} "$2/src/bnn"; fi
 """)
-        no_debs = dict(BNN_SLICE_BNN="", BNN_SLICE_DEBS=self.path("no-debs"), BNN_SLICE_BUILD=self.path("build"))
-        kit = self.path("kit.tar.gz")
-        r = self.slice("a", "0", path_first=bin_dir, BNN_SLICE_KIT=kit, **no_debs)
+        settings = dict(path_first=bin_dir, BNN_SLICE_BNN="", BNN_SLICE_DEBS=self.path("no-debs"),
+                        BNN_SLICE_BUILD=self.path("build"), BNN_SLICE_KIT=self.path("none.tar.gz"))
+        # A build that leaves under 30 s before the deadline's last 30: no training.
+        r = self.slice("z", "0", out=self.path("out-z"), BNN_SLICE_DEADLINE="60", FAKE_BUILD_SECONDS="3",
+                       **settings)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"paper-slice: no time left to train: (1?\d|2[0-7]) s after bnn was had \(deadline "
+                                   r"60 s, 30 s kept for scoring and packing\)")
+        self.assertFalse(os.path.exists(self.path("work", "z", "run")))
+
+        r = self.slice("a", "0", out=self.path("out-a"), **settings)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"paper-slice: bnn from scripts/build-pip-torch.sh --build {self.path('build')} --no-tests "
                       "--target bnn\n", r.stdout)
         self.assertIn("a_01.tar: 1 member(s) (member_000)", r.stdout)
         self.assertTrue(os.path.exists(self.path("cmake_calls")))
+        # It had to build, so its build comes back as the kit for the next slices.
+        kit = self.path("out-a", "bnn-kit.tar.gz")
+        self.assertEqual(sorted(os.listdir(self.path("out-a"))), ["a.log", "a.tsv", "a_01.tar", "bnn-kit.tar.gz"])
 
-        # A kit of that build: the next slice takes it and compiles nothing.
-        subprocess.run(["bash", os.path.join(ROOT, "scripts", "build-pip-torch.sh"), "--build", self.path("build"),
-                        "--no-tests", "--target", "bnn", "--save-kit", kit], check=True, capture_output=True,
-                       env=dict(os.environ, PATH=bin_dir + ":" + os.environ["PATH"]))
         os.remove(self.path("cmake_calls"))
         shutil.rmtree(self.path("build"))
-        r = self.slice("b", "1", path_first=bin_dir, BNN_SLICE_KIT=kit, **no_debs)
+        settings["BNN_SLICE_KIT"] = kit
+        r = self.slice("b", "1", out=self.path("out-b"), **settings)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"--target bnn --from-kit {kit}\n", r.stdout)
         self.assertIn(f"build-pip-torch: bnn from the kit {kit}", r.stdout)
         self.assertFalse(os.path.exists(self.path("cmake_calls")))
-        self.assertIn("b_01.tar: 1 member(s) (member_001)", r.stdout)
+        self.assertEqual(sorted(os.listdir(self.path("out-b"))), ["b.log", "b.tsv", "b_01.tar"])
+
+    def test_training_that_outlasts_its_time_limit_is_stopped_by_the_deadline(self):
+        # bnn trains, then hangs (as a run might in its scoring): the slice
+        # stops it 10 s before the deadline, records the slice and packs
+        # what finished.
+        hangs = self.bnn_wrapper("bnn-hangs", f"""if [[ "$1" == run ]]; then {BNN} "$@"; exec sleep 600; fi""")
+        # 66 s: 30 to train and 30 kept, with 6 for the seconds before training on a busy machine.
+        r = self.slice("a", "0", BNN_SLICE_BNN=hangs, BNN_SLICE_DEADLINE="66")
+        self.assertEqual(r.returncode, 75, r.stdout + r.stderr)
+        self.assertIn("paper-slice: training was stopped at the deadline (exit 124)", r.stdout)
+        self.assertIn("a_01.tar: 1 member(s) (member_000)", r.stdout)
+        done = re.search(r"paper-slice: done in (\d+) s", r.stdout)
+        self.assertTrue(done and int(done.group(1)) <= 66, r.stdout)
+        rows = self.read("out", "a.tsv").splitlines()[1:]
+        self.assertEqual(len(rows), 1)
+        started, seconds, code, command = rows[0].split("\t")
+        # Stopped 20 s after its time limit, itself 30 s before the deadline.
+        self.assertTrue(50 <= int(seconds) <= 56, rows[0])
+        self.assertEqual((code, command), ("124", "scripts/paper-slice.sh a 0 (training stopped at the slice's deadline)"))
 
     def test_bad_arguments_are_named_before_anything_runs(self):
         cases = [
@@ -137,14 +185,15 @@ if [[ "$1" == --build ]]; then mkdir -p "$2/src" && cp {self.tmp}/bnn-wrapper "$
             (("a", "first"), {}, 2,
              re.escape("paper-slice: MEMBERS 'first' is not a member list such as 0-3 or 4,6-9")),
             (("a", "0"), {"BNN_SLICE_DEADLINE": "9m"}, 2,
-             re.escape("paper-slice: BNN_SLICE_DEADLINE '9m' is not a whole number of seconds")),
+             re.escape("paper-slice: BNN_SLICE_DEADLINE '9m' is not a whole number of seconds, at least 60")),
+            (("a", "0"), {"BNN_SLICE_DEADLINE": "59"}, 2,
+             re.escape("paper-slice: BNN_SLICE_DEADLINE '59' is not a whole number of seconds, at least 60")),
+            (("a", "0", "--time-limit", "9m"), {}, 2,
+             re.escape("paper-slice: --time-limit is set from BNN_SLICE_DEADLINE: set that instead")),
             (("a", "0"), {"BNN_SLICE_CONFIG": self.path("none.yaml")}, 2,
              re.escape(f"paper-slice: no config file {self.path('none.yaml')}")),
             (("a", "0"), {"BNN_SLICE_BNN": self.path("none")}, 1,
              re.escape(f"paper-slice: {self.path('none')} is not an executable bnn")),
-            # 45 s less the 20 kept for packing leave 25 (24 if a second turns), under the 30 needed.
-            (("a", "0"), {"BNN_SLICE_DEADLINE": "45"}, 1,
-             r"paper-slice: no time left to train: 2[45] s after bnn was had \(deadline 45 s, 20 s kept for packing\)"),
         ]
         for args, env, code, message in cases:
             r = self.slice(*args, **env)
