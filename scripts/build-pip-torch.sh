@@ -172,6 +172,11 @@ build_settings() {
     "${nccl_include:-none}, C++ ${cxx:-unknown}, nvcc ${cuda}, packages ${packages% }"
 }
 kit_value() { sed -n "s/^$1=//p" "$2" | head -1; }
+# Both are fixed for this script's run: taken once, where a kit is read or written.
+if [[ -n "$from_kit$save_kit" ]]; then
+  sources="$(sources_digest)"
+  settings="$(build_settings)"
+fi
 
 # use_kit: bnn from $from_kit into $build/src, if it fits this machine and
 # these sources (returns 0); else says why and returns 1. A file that is not
@@ -186,10 +191,10 @@ use_kit() {
   fi
   if [[ "$(kit_value torch "$tmp/kit.txt")" != "$torch_version" ]]; then
     reason="it was built against torch $(kit_value torch "$tmp/kit.txt"), this Python has $torch_version"
-  elif [[ "$(kit_value sources "$tmp/kit.txt")" != "$(sources_digest)" ]]; then
+  elif [[ "$(kit_value sources "$tmp/kit.txt")" != "$sources" ]]; then
     reason="it was built from other sources (commit $(kit_value commit "$tmp/kit.txt")) than these"
-  elif [[ "$(kit_value settings "$tmp/kit.txt")" != "$(build_settings)" ]]; then
-    reason="it was built with $(kit_value settings "$tmp/kit.txt"); this build would have $(build_settings)"
+  elif [[ "$(kit_value settings "$tmp/kit.txt")" != "$settings" ]]; then
+    reason="it was built with $(kit_value settings "$tmp/kit.txt"); this build would have $settings"
   elif ! { mkdir -p "$build/src" && rm -f "$build/src/bnn" && install -m 755 "$tmp/bnn" "$build/src/bnn.tmp.$$" &&
            mv -f "$build/src/bnn.tmp.$$" "$build/src/bnn"; }; then
     reason="its bnn could not be put into $build/src"
@@ -238,8 +243,8 @@ if [[ -n "$save_kit" ]]; then
   "$build/src/bnn" version > "$kit_dir/version.txt" 2>&1 || true
   {
     echo "torch=$torch_version"
-    echo "sources=$(sources_digest)"
-    echo "settings=$(build_settings)"
+    echo "sources=$sources"
+    echo "settings=$settings"
     echo "commit=${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
     echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   } > "$kit_dir/kit.txt"

@@ -99,6 +99,12 @@ class BuildPipTorchKit(unittest.TestCase):
     def compiled(self):
         return [line for line in self.call_lines if line.startswith("cmake --build")]
 
+    def assert_refused_and_built(self, r, reason, what=None):
+        # The kit was not used, for `reason`, and bnn was compiled once instead.
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"build-pip-torch: not using the kit {self.kit}: {reason}; building bnn", r.stdout, what)
+        self.assertEqual(len(self.compiled()), 1, what)
+
     def test_a_kit_is_used_in_another_folder_and_nothing_is_compiled(self):
         r = self.save()
         self.assertIn(f"build-pip-torch: kit written to {self.kit}", r.stdout)
@@ -137,10 +143,8 @@ class BuildPipTorchKit(unittest.TestCase):
     def test_a_kit_for_another_torch_or_other_sources_is_not_used(self):
         self.save()
         r = self.reuse(FAKE_TORCH="2.12.0+cu130 13.0")
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn(f"build-pip-torch: not using the kit {self.kit}: it was built against torch 2.11.0+cu130 "
-                      "13.0, this Python has 2.12.0+cu130 13.0; building bnn", r.stdout)
-        self.assertEqual(len(self.compiled()), 1)
+        self.assert_refused_and_built(r, "it was built against torch 2.11.0+cu130 13.0, this Python has 2.12.0+cu130 "
+                                         "13.0")
         self.assertFalse(os.path.exists(self.folder("b/kit.txt")))
 
         for change in ("src/main.cpp", "samplers/new.cpp", "CMakeLists.txt", "cmake/flags.cmake", "models/cnn.h",
@@ -149,10 +153,7 @@ class BuildPipTorchKit(unittest.TestCase):
                 f.write("// changed\n")
             shutil.rmtree(self.folder("b"))
             r = self.reuse()
-            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-            self.assertIn(f"not using the kit {self.kit}: it was built from other sources (commit abc123) than "
-                          "these; building bnn", r.stdout)
-            self.assertEqual(len(self.compiled()), 1, change)
+            self.assert_refused_and_built(r, "it was built from other sources (commit abc123) than these", change)
 
     def test_a_kit_built_with_other_settings_is_not_used_and_a_new_one_is_saved(self):
         self.save(BNN_CUDA_KERNELS="OFF")
@@ -188,10 +189,8 @@ exec {shutil.which("tar")} "$@"
     def test_a_kit_whose_bnn_does_not_start_here_is_built_again(self):
         self.save(FAKE_KIT_BNN_CANNOT_START="1")
         r = self.reuse(FAKE_KIT_BNN_CANNOT_START="1")
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn(f"not using the kit {self.kit}: its bnn does not start here: bnn: error while loading shared "
-                      "libraries: libfmt.so.9: cannot open shared object file ; building bnn", r.stdout)
-        self.assertEqual(len(self.compiled()), 1)
+        self.assert_refused_and_built(r, "its bnn does not start here: bnn: error while loading shared libraries: "
+                                         "libfmt.so.9: cannot open shared object file ")
         self.assertTrue(os.path.exists(self.folder("b/built_here")))
 
     def test_bad_kit_arguments_are_named(self):
