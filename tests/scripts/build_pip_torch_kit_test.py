@@ -31,7 +31,7 @@ esac
     "cmake": """
 echo "cmake $*" >> "$FAKE_CALLS"
 if [[ "$1" == -S ]]; then mkdir -p "$4" && touch "$4/build.ninja"; fi
-if [[ "$1" == --build ]]; then
+if [[ "$1" == --build && -z "${FAKE_BUILDS_NO_BNN:-}" ]]; then
   mkdir -p "$2/src" && cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn" && touch "$2/built_here"
 fi
 """,
@@ -185,6 +185,10 @@ exec {shutil.which("tar")} "$@"
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
         self.assertIn(f"build-pip-torch: --save-kit: could not write {self.kit}\n", r.stderr)
         self.assertEqual(os.listdir(os.path.dirname(self.kit)), [])
+        # A build that made no bnn has nothing to put in a kit.
+        r = self.build("--build", self.folder("none"), "--no-tests", "--save-kit", self.kit, FAKE_BUILDS_NO_BNN="1")
+        self.assertEqual((r.returncode, r.stderr), (1, "build-pip-torch: --save-kit: the build made no bnn\n"))
+        self.assertFalse(os.path.exists(self.kit))
 
     def test_a_kit_whose_bnn_does_not_start_here_is_built_again(self):
         self.save(FAKE_KIT_BNN_CANNOT_START="1")

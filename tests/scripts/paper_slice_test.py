@@ -127,10 +127,19 @@ exec {sys.executable} "$@"
         built = self.bnn_wrapper("bnn-built", 'if [[ "$1" == version ]]; then echo "bnn (the test\'s build)"; exit 0; fi')
         write_executable(os.path.join(bin_dir, "cmake"), f"""#!/usr/bin/env bash
 echo "cmake $*" >> {self.tmp}/cmake_calls
-if [[ "$1" == --build ]]; then sleep "${{FAKE_BUILD_SECONDS:-0}}"; mkdir -p "$2/src" && cp {built} "$2/src/bnn"; fi
+if [[ "$1" == --build ]]; then
+  [[ -z "${{FAKE_BUILD_FAILS:-}}" ]] || {{ echo "src/main.cpp:1: error: ..."; exit 1; }}
+  sleep "${{FAKE_BUILD_SECONDS:-0}}"; mkdir -p "$2/src" && cp {built} "$2/src/bnn"
+fi
 """)
         settings = dict(path_first=bin_dir, BNN_SLICE_BNN="", BNN_SLICE_DEBS=self.path("no-debs"),
                         BNN_SLICE_BUILD=self.path("build"), BNN_SLICE_KIT=self.path("none.tar.gz"))
+        # A build that fails: no bnn, and nothing trained.
+        r = self.slice("y", "0", out=self.path("out-y"), FAKE_BUILD_FAILS="1", **settings)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("paper-slice: no bnn: scripts/build-pip-torch.sh exited 1 (the log above)\n", r.stdout)
+        self.assertIn("src/main.cpp:1: error", self.read("out-y", "y.log"))
+        self.assertFalse(os.path.exists(self.path("work", "y", "run")))
         # A build that leaves under 30 s before the deadline's last 30: no training.
         r = self.slice("z", "0", out=self.path("out-z"), BNN_SLICE_DEADLINE="60", FAKE_BUILD_SECONDS="3",
                        **settings)
@@ -177,6 +186,15 @@ if [[ "$1" == --build ]]; then sleep "${{FAKE_BUILD_SECONDS:-0}}"; mkdir -p "$2/
         # Stopped 20 s after its time limit, itself 30 s before the deadline.
         self.assertTrue(50 <= int(seconds) <= 56, rows[0])
         self.assertEqual((code, command), ("124", "scripts/paper-slice.sh a 0 (training stopped at the slice's deadline)"))
+
+    def test_training_that_fails_fails_the_slice_with_bnn_s_log(self):
+        fails = self.bnn_wrapper("bnn-fails", """if [[ "$1" == run ]]; then echo "bnn: error: out of memory" >&2; exit 3; fi""")
+        r = self.slice("a", "0", BNN_SLICE_BNN=fails)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("paper-slice: paper-run.sh exited 3\n", r.stdout)
+        self.assertIn("bnn: error: out of memory", self.read("out", "a.log"))
+        self.assertEqual(sorted(os.listdir(self.out)), ["a.log", "a.tsv"])
+        self.assertIn("\t3\t" + fails + " run --config ", self.read("out", "a.tsv"))
 
     def test_bad_arguments_are_named_before_anything_runs(self):
         cases = [
