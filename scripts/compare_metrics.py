@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Two runs' ensemble tables side by side, each difference with a Welch t-test.
+"""Two runs' ensemble tables side by side, each difference with a Welch or a paired t-test.
 
-    scripts/compare_metrics.py [--labels A B] [--alpha P] METRICS_A METRICS_B
+    scripts/compare_metrics.py [--labels A B] [--alpha P] [--paired] METRICS_A METRICS_B
 
 For the same experiment run twice where the bits cannot agree (on a GPU and
 on a CPU, say, or under two LibTorch versions), or for two samplers on one
@@ -18,6 +18,18 @@ independent. Where the runs share seeds (the same x*, or chains whose bits
 differ only by the arithmetic), their members are positively correlated,
 which makes the test conservative: it marks less than it could. A size with
 one group in either run has no spread and is not tested.
+
+--paired: for runs whose members correspond one to one (the same config and
+seeds: a CPU run and a GPU run of it, two LibTorch versions; or two samplers
+from the same seeds, whose Adam and SWA members are then the same), the test
+is on the differences group by group, group g of size es being members
+[g es, (g + 1) es) in both runs: Student's t with n - 1 degrees of freedom
+on the mean of the n differences, their standard error being their standard
+deviation (ddof 1) over sqrt(n). What the two runs' members share (x*, the
+batches, the noise) then cancels instead of widening the test. It needs
+each group's values, which metrics.json carries since bnn writes them, and
+the same number of groups in both runs; a row whose differences are all
+zero has p = 1.
 
 A row is marked when its p-value is below P / (the number of rows tested),
 P = 0.01 by default (Bonferroni: the chance of marking any row when the two
@@ -92,17 +104,47 @@ def welch_p(a, b, n_a, n_b):
     return t_two_sided(diff / math.sqrt(var_a + var_b), df)
 
 
-def compare(rows_a, rows_b, labels, alpha):
+def paired_p(values_a, values_b):
+    """Two-sided p-value of the paired t-test that the group-by-group differences have mean 0; None for
+    fewer than two groups."""
+    n = len(values_a)
+    if n < 2:
+        return None
+    differences = [a - b for a, b in zip(values_a, values_b)]
+    mean = sum(differences) / n
+    variance = sum((d - mean) ** 2 for d in differences) / (n - 1)
+    if variance == 0:
+        return 1.0 if mean == 0 else 0.0
+    return t_two_sided(mean / math.sqrt(variance / n), n - 1.0)
+
+
+def paired_values(path_label, row, metric, key):
+    values = row[2].get(metric)
+    if values is None:
+        raise BadMetrics(f"--paired: {path_label}'s {key[0]} size {key[1]} has no per-group values of {metric} "
+                         "(a metrics.json from an older bnn: run `bnn evaluate` on the run again)")
+    return values
+
+
+def compare(rows_a, rows_b, labels, alpha, paired=False):
     order = {"adam": 0, "swa": 1, "bayes": 2}
     keys = sorted(set(rows_a) & set(rows_b), key=lambda k: (k[1], order.get(k[0], 3), k[0]))
     if not keys:
         raise BadMetrics("the two tables share no method and ensemble size")
     results = []
     for method, size in keys:
-        (n_a, m_a), (n_b, m_b) = rows_a[(method, size)], rows_b[(method, size)]
+        row_a, row_b = rows_a[(method, size)], rows_b[(method, size)]
+        (n_a, m_a), (n_b, m_b) = row_a[:2], row_b[:2]
+        if paired and n_a != n_b:
+            raise BadMetrics(f"--paired: {method} size {size} has {n_a} groups in {labels[0]} and {n_b} in "
+                             f"{labels[1]}; pairing needs the same members in both runs")
         for metric in METRICS:
-            results.append((method, size, n_a, n_b, metric, m_a[metric][0], m_b[metric][0],
-                            welch_p(m_a[metric], m_b[metric], n_a, n_b)))
+            if paired:
+                p = paired_p(paired_values(labels[0], row_a, metric, (method, size)),
+                             paired_values(labels[1], row_b, metric, (method, size)))
+            else:
+                p = welch_p(m_a[metric], m_b[metric], n_a, n_b)
+            results.append((method, size, n_a, n_b, metric, m_a[metric][0], m_b[metric][0], p))
     tested = sum(r[-1] is not None for r in results)
     bound = alpha / tested if tested else 0.0
     a, b = labels
@@ -117,18 +159,22 @@ def compare(rows_a, rows_b, labels, alpha):
         p_text = "n/a" if p is None else f"{p:.2g}"
         lines.append(f"| {method} | {size} | {n_a}, {n_b} | {metric} | {mean_a:.4f} | {mean_b:.4f} | "
                      f"{mean_a - mean_b:+.4f} | {p_text} | {flag} |")
+    test = ("paired t-test over the groups; sizes with one group are not tested" if paired else
+            "Welch's t-test; sizes with one group in either run are not tested")
     lines += ["", f"{marked} of {tested} differences are marked: p below {alpha:g} / {tested} = {bound:.2g} "
-              "(Welch's t-test; sizes with one group in either run are not tested)."]
+              f"({test})."]
     return lines, marked
 
 
 def main(argv):
-    usage = "usage: scripts/compare_metrics.py [--labels A B] [--alpha P] METRICS_A METRICS_B"
-    args, labels, alpha = argv[1:], ["A", "B"], 0.01
+    usage = "usage: scripts/compare_metrics.py [--labels A B] [--alpha P] [--paired] METRICS_A METRICS_B"
+    args, labels, alpha, paired = argv[1:], ["A", "B"], 0.01, False
     try:
         while args and args[0].startswith("--"):
             if args[0] == "--labels" and len(args) >= 3:
                 labels, args = args[1:3], args[3:]
+            elif args[0] == "--paired":
+                paired, args = True, args[1:]
             elif args[0] == "--alpha" and len(args) >= 2:
                 alpha, args = float(args[1]), args[2:]
                 if not 0 < alpha < 1:
@@ -141,7 +187,7 @@ def main(argv):
         print(usage + " (P between 0 and 1)", file=sys.stderr)
         return 2
     try:
-        lines, marked = compare(load(args[0]), load(args[1]), labels, alpha)
+        lines, marked = compare(load(args[0]), load(args[1]), labels, alpha, paired)
     except BadMetrics as e:
         print(f"compare_metrics: {e}", file=sys.stderr)
         return 2

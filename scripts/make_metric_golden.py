@@ -180,7 +180,8 @@ def ensemble_case(rng, members=5, n=50, k=4):
         row = {"method": "bayes", "size": size, "groups": groups}
         for name in per_group[0]:
             values = np.array([m[name] for m in per_group])
-            row[name] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=0))}
+            row[name] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=0)),
+                         "values": [float(v) for v in values]}
         rows.append(row)
         size *= 2
     return {
@@ -214,7 +215,8 @@ def reference_case(rng, members=4, n=60, k=4):
         row = {"size": size, "groups": groups}
         for name, fn in (("agreement", top1_agreement), ("total_variation", total_variation)):
             values = np.array([fn(m, reference) for m in means])
-            row[name] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=0))}
+            row[name] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=0)),
+                         "values": [float(v) for v in values]}
         rows.append(row)
         size *= 2
     return {

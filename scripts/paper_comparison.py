@@ -16,7 +16,11 @@ Two parts, written to OUT_MD (Markdown):
    ensembles are at least as accurate as Adam and SWA ensembles of the same
    size, with lower NLL, ACE and RPS. The figure's numbers are not in the
    paper's text, so its curves are compared through these claims, size by
-   size, with the margins.
+   size, with the margins. Where metrics.json holds each group's values
+   (bnn writes them), each margin comes with its paired standard error over
+   the groups (every method's group g holds the same members, so the
+   difference is taken group by group), and a claim missed by more than two
+   of them is told apart from one within the groups' noise.
 
 Part 1's flags mean something only for a run in the paper's setting. When a
 config.yaml lies beside METRICS_JSON (bnn writes one into every run folder,
@@ -45,6 +49,7 @@ METRICS = ["accuracy", "ace", "nll", "rps"]
 # For accuracy larger is better; for the others smaller.
 HIGHER_IS_BETTER = {"accuracy": True, "ace": False, "nll": False, "rps": False}
 MAX_CLAIM_SIZE = 16
+METRICS_IN_CLAIMS = ["accuracy", "nll", "ace", "rps"]  # the table's column order
 # The settings behind the published numbers, as bnn's config.yaml writes them
 # (configs/fashion_mnist_paper.yaml): section.key -> value, or a tuple of the
 # values that mean the same.
@@ -85,8 +90,10 @@ class BadMetrics(Exception):
 
 
 def load_ensembles(path, metrics):
-    """(method, size) -> (groups, {metric: (mean, std)}) from a bnn run's metrics.json; BadMetrics names
-    what is wrong (scripts/compare_metrics.py reads tables with it too)."""
+    """(method, size) -> (groups, {metric: (mean, std)}, {metric: [each group's value]}) from a bnn run's
+    metrics.json; BadMetrics names what is wrong (scripts/compare_metrics.py reads tables with it too). The
+    groups' values are there in files bnn wrote since they carry them ("values", group g of size es being
+    members [g es, (g + 1) es) for every method); the third dict is empty for an older file."""
     try:
         with open(path) as f:
             data = json.load(f)
@@ -96,15 +103,24 @@ def load_ensembles(path, metrics):
     for row in data.get("ensembles", []) if isinstance(data, dict) else []:
         try:
             key = (row["method"], int(row["size"]))
-            values = {m: (float(row[m]["mean"]), float(row[m]["std"])) for m in metrics}
-            rows[key] = (int(row["groups"]), values)
+            summaries = {m: (float(row[m]["mean"]), float(row[m]["std"])) for m in metrics}
+            groups = int(row["groups"])
+            values = {m: [float(v) for v in row[m]["values"]] for m in metrics if "values" in row[m]}
         except (KeyError, TypeError, ValueError) as e:
             raise BadMetrics(f"{path}: an ensemble row lacks or garbles {e}: {row}")
+        for m, group_values in values.items():
+            mean = summaries[m][0]
+            if len(group_values) != groups or not math.isclose(
+                    sum(group_values) / max(groups, 1), mean, rel_tol=1e-9, abs_tol=1e-12):
+                raise BadMetrics(f"{path}: {row['method']} size {key[1]}: the {len(group_values)} values of {m} "
+                                 f"do not belong to its {groups} groups of mean {mean!r}")
+        rows[key] = (groups, summaries, values)
     return rows
 
 
 def load_rows(path):
-    rows = {key: {**values, "groups": groups} for key, (groups, values) in load_ensembles(path, METRICS).items()}
+    rows = {key: {**summaries, "groups": groups, "values": values}
+            for key, (groups, summaries, values) in load_ensembles(path, METRICS).items()}
     for method in PUBLISHED:
         if (method, 1) not in rows:
             raise BadMetrics(f"{path}: no '{method}' row of ensemble size 1 (is it a bnn run's metrics.json?)")
@@ -202,35 +218,65 @@ def size_one_table(rows, differences):
     return lines
 
 
+def paired_standard_error(differences):
+    """The standard error of the mean of per-group differences (ddof 1); None for fewer than two groups."""
+    n = len(differences)
+    if n < 2:
+        return None
+    mean = sum(differences) / n
+    return math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1) / n)
+
+
 def claims_table(rows):
     sizes = sorted(s for (m, s) in rows if m == "bayes" and s <= MAX_CLAIM_SIZE
                    and ("adam", s) in rows and ("swa", s) in rows)
+    paired = all(metric in rows[(m, size)]["values"] for size in sizes for m in PUBLISHED for metric in METRICS)
     lines = [
         "## The paper's claims for Figure 4, size by size",
         "",
         "SMS-UBU's margin over the better of Adam and SWA at the same ensemble size (positive: SMS-UBU better), "
         "and whether the claim holds: accuracy at least as high, NLL, ACE and RPS lower.",
         "",
-        "| size | groups | accuracy | NLL | ACE | RPS | claims held |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    failures = 0
+    if paired:
+        lines[-1:-1] = [
+            "± is the margin's standard error over the groups, paired: each group's SMS-UBU ensemble against "
+            "the same members' Adam or SWA ensemble, so what the members share (their initialisation, x*, "
+            "their batches) cancels. A claim not held by more than two standard errors is marked *beyond "
+            "noise*; the others may be the groups' luck. A size with one group has no standard error.",
+        ]
+    else:
+        lines[-1:-1] = [
+            "This metrics.json has no per-group values (written by an older bnn), so the margins come without "
+            "standard errors; `bnn evaluate` of the run writes them.",
+        ]
+    lines += ["| size | groups | accuracy | NLL | ACE | RPS | claims held |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    failures = beyond = 0
     for size in sizes:
         cells, held = [], 0
-        for metric in ["accuracy", "nll", "ace", "rps"]:
-            ours = rows[("bayes", size)][metric][0]
-            others = [rows[(m, size)][metric][0] for m in ("adam", "swa")]
-            if HIGHER_IS_BETTER[metric]:
-                margin = ours - max(others)
-                ok = margin >= 0
-            else:
-                margin = min(others) - ours
-                ok = margin > 0
+        for metric in METRICS_IN_CLAIMS:
+            sign = 1.0 if HIGHER_IS_BETTER[metric] else -1.0
+            # The better of Adam and SWA by its mean, as the figure shows it.
+            better = max(("adam", "swa"), key=lambda m: sign * rows[(m, size)][metric][0])
+            margin = sign * (rows[("bayes", size)][metric][0] - rows[(better, size)][metric][0])
+            ok = margin >= 0 if HIGHER_IS_BETTER[metric] else margin > 0
+            error = None
+            if paired:
+                ours, theirs = rows[("bayes", size)]["values"][metric], rows[(better, size)]["values"][metric]
+                error = paired_standard_error([sign * (a - b) for a, b in zip(ours, theirs)])
+            cell = f"{margin:+.4f}" + ("" if error is None else f" ± {error:.4f}")
+            if not ok:
+                far = error is not None and -margin > 2 * error
+                beyond += far
+                cell += " (not held, beyond noise)" if far else " (not held)"
             held += ok
-            cells.append(f"{margin:+.4f}{'' if ok else ' (not held)'}")
-        failures += 4 - held
-        lines.append(f"| {size} | {rows[('bayes', size)]['groups']} | " + " | ".join(cells) + f" | {held} of 4 |")
-    lines += ["", f"{failures} claim(s) not held over {len(sizes)} ensemble size(s).", ""]
+            cells.append(cell)
+        failures += len(METRICS_IN_CLAIMS) - held
+        lines.append(f"| {size} | {rows[('bayes', size)]['groups']} | " + " | ".join(cells)
+                     + f" | {held} of {len(METRICS_IN_CLAIMS)} |")
+    summary = f"{failures} claim(s) not held over {len(sizes)} ensemble size(s)"
+    lines += ["", summary + (f", {beyond} of them beyond noise." if paired else "."), ""]
     return lines
 
 

@@ -110,6 +110,7 @@ Summary summarize(const std::vector<double>& values) {
   double squares = 0.0;
   for (const double v : values) squares += (v - s.mean) * (v - s.mean);
   s.std = std::sqrt(squares / n);
+  s.values = values;
   return s;
 }
 
@@ -138,18 +139,22 @@ std::vector<EnsembleRow> ensemble_table(const std::string& method,
   return rows;
 }
 
+nlohmann::json summary_json(const Summary& s) {
+  return {{"mean", s.mean}, {"std", s.std}, {"values", s.values}};
+}
+
 nlohmann::json to_json(const std::vector<EnsembleRow>& rows) {
   nlohmann::json list = nlohmann::json::array();
   for (const EnsembleRow& row : rows) {
     nlohmann::json entry = {{"method", row.method}, {"size", row.size}, {"groups", row.groups}};
     for (const MetricField& field : kFields) {
       const Summary& s = row.*field.summary;
-      entry[field.name] = {{"mean", s.mean}, {"std", s.std}};
+      entry[field.name] = summary_json(s);
     }
     if (row.has_reference) {
       for (const ReferenceField& field : kReferenceFields) {
         const Summary& s = row.*field.summary;
-        entry[field.name] = {{"mean", s.mean}, {"std", s.std}};
+        entry[field.name] = summary_json(s);
       }
     }
     list.push_back(std::move(entry));

@@ -16,13 +16,19 @@
 namespace bnn::evaluation {
 
 // Mean and population standard deviation (ddof = 0) of one metric across groups;
-// std is 0 when there is a single group.
+// std is 0 when there is a single group. `values` holds the groups' own values in
+// group order, so that two tables over the same members (Adam and SMS-UBU of one
+// run, or two runs from the same seeds) can be compared group by group, paired.
 struct Summary {
   double mean = 0, std = 0;
+  std::vector<double> values;
 };
 
-// The Summary of `values` (at least one).
+// The Summary of `values` (at least one), which it keeps.
 Summary summarize(const std::vector<double>& values);
+
+// {"mean": .., "std": .., "values": [..]}: a Summary as metrics.json holds it.
+nlohmann::json summary_json(const Summary& s);
 
 struct EnsembleRow {
   std::string method;  // "adam", "swa", "bayes"
@@ -50,9 +56,10 @@ std::vector<EnsembleRow> ensemble_table(const std::string& method,
                                         const torch::Tensor& reference = torch::Tensor());
 
 // {"ensembles": [{"method": .., "size": .., "groups": .., "accuracy": {"mean": m,
-// "std": s}, "nll": {..}, "ace": {..}, "rps": {..}, "ece": {..}, "brier": {..},
-// "entropy": {..}}, ...]} in the order of `rows`; rows with a reference add
-// "agreement" and "total_variation".
+// "std": s, "values": [group 0's, group 1's, ...]}, "nll": {..}, "ace": {..},
+// "rps": {..}, "ece": {..}, "brier": {..}, "entropy": {..}}, ...]} in the order of
+// `rows`; rows with a reference add "agreement" and "total_variation". Group g
+// of size es is members [g es, (g + 1) es) for every method.
 nlohmann::json to_json(const std::vector<EnsembleRow>& rows);
 
 // One header line (method,size,groups,accuracy_mean,accuracy_std,...,entropy_std)

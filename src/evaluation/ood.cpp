@@ -185,9 +185,9 @@ nlohmann::json to_json(const std::vector<OodRow>& rows) {
                     {"size", r.size},
                     {"groups", r.groups},
                     {"score", r.score},
-                    {"auroc", {{"mean", r.auroc.mean}, {"std", r.auroc.std}}},
-                    {"aupr", {{"mean", r.aupr.mean}, {"std", r.aupr.std}}},
-                    {"fpr95", {{"mean", r.fpr95.mean}, {"std", r.fpr95.std}}}});
+                    {"auroc", summary_json(r.auroc)},
+                    {"aupr", summary_json(r.aupr)},
+                    {"fpr95", summary_json(r.fpr95)}});
   }
   return list;
 }

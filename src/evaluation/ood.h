@@ -83,7 +83,8 @@ struct MemberMixtures {
 std::vector<OodRow> ood_table(const std::string& set, const std::string& method,
                               const std::vector<MemberMixtures>& members);
 
-// {"set", "method", "size", "groups", "score", "auroc": {"mean", "std"}, "aupr": {..}, "fpr95": {..}} per row.
+// {"set", "method", "size", "groups", "score", "auroc": {"mean", "std", "values"}, "aupr": {..}, "fpr95": {..}}
+// per row (summary_json: "values" are the groups' own, in group order).
 nlohmann::json to_json(const std::vector<OodRow>& rows);
 // set,method,size,groups,score,auroc_mean,auroc_std,aupr_mean,aupr_std,fpr95_mean,fpr95_std (17 digits).
 std::string ood_csv(const std::vector<OodRow>& rows);

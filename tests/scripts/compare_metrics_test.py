@@ -53,6 +53,29 @@ class StudentT(unittest.TestCase):
         self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.2, 0.0), 4, 4), 0.0)
 
 
+def valued(method, size, values, **overrides):
+    # Every metric with these per-group values but those overridden with their own, as bnn writes them
+    # (mean, std ddof 0, values).
+    out = {"method": method, "size": size, "groups": len(values), "entropy": {"mean": 0.2, "std": 0.0}}
+    for m in METRICS:
+        v = overrides.get(m, values)
+        mean = sum(v) / len(v)
+        out[m] = {"mean": mean, "std": math.sqrt(sum((x - mean) ** 2 for x in v) / len(v)), "values": v}
+    return out
+
+
+class Paired(unittest.TestCase):
+    def test_paired_p(self):
+        # Differences 1, 2, 3, 6: mean 3, standard deviation (ddof 1) sqrt(14 / 3), t = 3 / (sqrt(14 / 3) / 2)
+        # on 3 degrees of freedom.
+        t = 3 / (math.sqrt(14 / 3) / 2)
+        self.assertAlmostEqual(compare_metrics.paired_p([2, 4, 6, 12], [1, 2, 3, 6]),
+                               compare_metrics.t_two_sided(t, 3.0), places=15)
+        self.assertEqual(compare_metrics.paired_p([1, 2], [1, 2]), 1.0)
+        self.assertEqual(compare_metrics.paired_p([1, 2], [0, 1]), 0.0)
+        self.assertIsNone(compare_metrics.paired_p([1], [2]))
+
+
 class CompareMetrics(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="bnn_compare_metrics")
@@ -108,6 +131,48 @@ class CompareMetrics(unittest.TestCase):
         self.assertAlmostEqual(p, 0.0077, places=4)
         self.assertIn(f"| adam | 4 | 2, 2 | accuracy | 0.9012 | 0.9020 | -0.0008 | {p:.2g} |  |", r.stdout.splitlines())
 
+    def test_paired_sees_what_the_members_share_cancel(self):
+        # Four groups whose accuracies spread by 0.013 (std) in both runs, B higher by 0.001, 0.0012, 0.0008
+        # and 0.001 group by group. Welch sees a shift of 0.1 standard deviations; paired, the differences'
+        # standard error is sqrt(8e-8 / 3) / 2 = 8.2e-5, t = 12.2 on 3 degrees of freedom, p = 0.0012, under
+        # 0.01 / 6. NLL is the same in both runs group by group (p = 1); ACE is B's by a constant (p = 0).
+        groups = [0.90, 0.92, 0.91, 0.93]
+        a = [valued("bayes", 4, groups), valued("bayes", 16, [0.95])]
+        b = [valued("bayes", 4, groups, accuracy=[0.901, 0.9212, 0.9108, 0.931],
+                    ace=[g + 0.0005 for g in groups]), valued("bayes", 16, [0.96])]
+        r = self.run_script(a, b)
+        self.assertEqual(r.returncode, 0, r.stderr)  # unpaired, both shifts are lost in the groups' spread
+        self.assertTrue(r.stdout.splitlines()[-1].startswith("0 of 6 differences are marked"), r.stdout)
+        r = self.run_script(a, b, "--paired")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        lines = r.stdout.splitlines()
+        p = compare_metrics.t_two_sided(0.001 / (math.sqrt(8e-8 / 3) / 2), 3.0)
+        self.assertTrue(0.001 < p < 0.0013, p)
+        self.assertIn(f"| bayes | 4 | 4, 4 | accuracy | 0.9150 | 0.9160 | -0.0010 | {p:.2g} | differs |", lines)
+        self.assertIn("| bayes | 4 | 4, 4 | nll | 0.9150 | 0.9150 | +0.0000 | 1 |  |", lines)
+        self.assertIn("| bayes | 4 | 4, 4 | ace | 0.9150 | 0.9155 | -0.0005 | 0 | differs |", lines)
+        self.assertIn("| bayes | 16 | 1, 1 | accuracy | 0.9500 | 0.9600 | -0.0100 | n/a |  |", lines)
+        self.assertEqual(lines[-1], "2 of 6 differences are marked: p below 0.01 / 6 = 0.0017 (paired t-test over "
+                                    "the groups; sizes with one group are not tested).")
+
+    def test_paired_refuses_what_it_cannot_pair(self):
+        valued_a = [valued("adam", 2, [0.9, 0.91])]
+        cases = [
+            ([row("adam", 2, 2, 0.9, 0.01)], valued_a,
+             "--paired: A's adam size 2 has no per-group values of accuracy (a metrics.json from an older bnn: "
+             "run `bnn evaluate` on the run again)"),
+            (valued_a, [valued("adam", 2, [0.9, 0.91, 0.92])],
+             "--paired: adam size 2 has 2 groups in A and 3 in B; pairing needs the same members in both runs"),
+            (valued_a, [dict(valued("adam", 2, [0.9, 0.91]), groups=3)],
+             "adam size 2: the 2 values of accuracy do not belong to its 3 groups of mean 0.905"),
+        ]
+        for a, b, message in cases:
+            r = self.run_script(a, b, "--paired")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(message, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertEqual(r.stdout, "")
+
     def test_bad_input_is_one_line(self):
         good = [row("adam", 1, 4, 0.3, 0.01)]
         cases = [
@@ -125,7 +190,7 @@ class CompareMetrics(unittest.TestCase):
         for options in (["--alpha", "2"], ["--alpha", "x"], ["--labels", "a"], ["--bogus"]):
             r = self.run_script(good, good, *options)
             self.assertEqual(r.returncode, 2, options)
-            self.assertIn("usage: scripts/compare_metrics.py [--labels A B] [--alpha P] METRICS_A METRICS_B",
+            self.assertIn("usage: scripts/compare_metrics.py [--labels A B] [--alpha P] [--paired] METRICS_A METRICS_B",
                           r.stderr)
 
 

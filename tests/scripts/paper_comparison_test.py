@@ -42,6 +42,32 @@ ROWS = [
 ]
 
 
+def valued(method, size, **values):
+    # A row as bnn writes it since it keeps each group's values: mean, std (ddof 0) and values per metric.
+    out = {"method": method, "size": size, "groups": len(values["accuracy"])}
+    for metric, v in values.items():
+        mean = sum(v) / len(v)
+        out[metric] = {"mean": mean, "std": (sum((x - mean) ** 2 for x in v) / len(v)) ** 0.5, "values": v}
+    return out
+
+
+# Known answers for the paired standard errors (worked by hand in test_paired_claims).
+VALUED_ROWS = [
+    valued("adam", 1, accuracy=[0.90, 0.91], nll=[0.30, 0.31], ace=[0.010, 0.011], rps=[0.020, 0.021]),
+    valued("swa", 1, accuracy=[0.89, 0.90], nll=[0.31, 0.32], ace=[0.012, 0.013], rps=[0.022, 0.023]),
+    valued("bayes", 1, accuracy=[0.91, 0.92], nll=[0.20, 0.22], ace=[0.003, 0.004], rps=[0.018, 0.019]),
+    valued("adam", 4, accuracy=[0.90, 0.92, 0.91, 0.93], nll=[0.30, 0.32, 0.31, 0.33],
+           ace=[0.010, 0.012, 0.011, 0.013], rps=[0.020, 0.022, 0.021, 0.023]),
+    valued("swa", 4, accuracy=[0.89, 0.91, 0.90, 0.92], nll=[0.31, 0.33, 0.32, 0.34],
+           ace=[0.011, 0.013, 0.012, 0.014], rps=[0.021, 0.023, 0.022, 0.024]),
+    valued("bayes", 4, accuracy=[0.901, 0.9212, 0.9108, 0.931], nll=[0.302, 0.3222, 0.3118, 0.332],
+           ace=[0.0116, 0.0110, 0.0126, 0.0120], rps=[0.019, 0.021, 0.020, 0.022]),
+    valued("adam", 8, accuracy=[0.95], nll=[0.25], ace=[0.005], rps=[0.015]),
+    valued("swa", 8, accuracy=[0.94], nll=[0.26], ace=[0.006], rps=[0.016]),
+    valued("bayes", 8, accuracy=[0.96], nll=[0.24], ace=[0.004], rps=[0.014]),
+]
+
+
 # configs/fashion_mnist_paper.yaml as bnn writes a run's config.yaml (yaml-cpp's block style, floats at full
 # precision), shortened to the keys the script reads and a few it does not.
 PAPER_CONFIG = """data:
@@ -179,12 +205,48 @@ class PaperComparison(unittest.TestCase):
         self.assertFalse([l for l in lines if l.startswith("| 4 |") or l.startswith("| 32 |")], lines)
         self.assertIn("2 claim(s) not held over 2 ensemble size(s).", lines)
 
+    def test_paired_claims(self):
+        r, text = self.run_script({"ensembles": VALUED_ROWS})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = text.splitlines()
+        # Size 1, two groups: the NLL differences (better minus ours) are 0.10 and 0.09, so the margin is
+        # 0.095 with standard error sqrt(0.005^2 * 2 / 1) / sqrt(2) = 0.005; the others differ by the same
+        # amount in both groups (error 0).
+        self.assertIn("| 1 | 2 | +0.0100 ± 0.0000 | +0.0950 ± 0.0050 | +0.0070 ± 0.0000 | +0.0020 ± 0.0000 | 4 of 4 |",
+                      lines)
+        # Size 4: accuracy against Adam, differences 0.001, 0.0012, 0.0008, 0.001: standard deviation (ddof 1)
+        # sqrt(8e-8 / 3) = 1.63e-4, error 8.2e-5. NLL 0.002 worse in every group with the same spread: not
+        # held, 24 errors off. ACE 0.0003 worse on average, differences -0.0016, 0.001, -0.0016, 0.001:
+        # error 7.5e-4, so within the noise. RPS 0.001 better in every group.
+        self.assertIn("| 4 | 4 | +0.0010 ± 0.0001 | -0.0020 ± 0.0001 (not held, beyond noise) | "
+                      "-0.0003 ± 0.0008 (not held) | +0.0010 ± 0.0000 | 2 of 4 |", lines)
+        # One group: no error.
+        self.assertIn("| 8 | 1 | +0.0100 | +0.0100 | +0.0010 | +0.0010 | 4 of 4 |", lines)
+        self.assertIn("2 claim(s) not held over 3 ensemble size(s), 1 of them beyond noise.", lines)
+        self.assertTrue([l for l in lines if l.startswith("± is the margin's standard error over the groups, paired")])
+        # A file without the groups' values (an older bnn's) says so and gives the margins alone.
+        self.assertIn("This metrics.json has no per-group values (written by an older bnn), so the margins come "
+                      "without standard errors; `bnn evaluate` of the run writes them.", self.lines_for_rows())
+
+    def test_paired_error_against_a_direct_computation(self):
+        sys.path.insert(0, os.path.dirname(SCRIPT))
+        import paper_comparison
+        self.assertIsNone(paper_comparison.paired_standard_error([0.3]))
+        self.assertAlmostEqual(paper_comparison.paired_standard_error([1.0, 2.0, 3.0, 6.0]),
+                               (14.0 / 3.0) ** 0.5 / 2.0, places=15)  # mean 3, squares 4 + 1 + 0 + 9
+
     def test_bad_input_is_one_line_and_writes_nothing(self):
         cases = [
             ("{not json", "cannot read it as JSON"),
             ({"ensembles": [r for r in ROWS if r["method"] != "bayes"]},
              "no 'bayes' row of ensemble size 1 (is it a bnn run's metrics.json?)"),
             ({"ensembles": [{"method": "bayes", "size": 1}]}, "an ensemble row lacks or garbles 'accuracy'"),
+            ({"ensembles": VALUED_ROWS[:2] + [dict(VALUED_ROWS[2], groups=3)]},
+             "bayes size 1: the 2 values of accuracy do not belong to its 3 groups of mean 0.915"),
+            ({"ensembles": VALUED_ROWS[:2] + [dict(VALUED_ROWS[2], nll={"mean": 0.3, "std": 0, "values": [0.2, 0.22]})]},
+             "bayes size 1: the 2 values of nll do not belong to its 2 groups of mean 0.3"),
+            ({"ensembles": VALUED_ROWS[:2] + [dict(VALUED_ROWS[2], ace={"mean": 0.3, "std": 0, "values": 0.3})]},
+             "an ensemble row lacks or garbles"),
         ]
         for metrics, message in cases:
             r, text = self.run_script(metrics)

@@ -54,6 +54,14 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   EXPECT_EQ(labels.numel(), 500);
   const torch::Tensor bayes = bnn::data_loaders::read_npy(out / "member_001" / "bayes_probs.npy");
   EXPECT_EQ(bayes.sizes(), (std::vector<int64_t>{500, 10}));
+  // Size 1's per-group values are the members' own, in member order: member 1's accuracy from its file.
+  for (const auto& row : metrics["ensembles"]) {
+    if (row["method"] != "bayes" || row["size"] != 1) continue;
+    const auto accuracies = row["accuracy"]["values"].get<std::vector<double>>();
+    ASSERT_EQ(accuracies.size(), 2u) << row;
+    EXPECT_DOUBLE_EQ(accuracies[1], bayes.argmax(1).eq(labels).to(torch::kDouble).mean().item<double>());
+    EXPECT_DOUBLE_EQ(row["accuracy"]["mean"].get<double>(), (accuracies[0] + accuracies[1]) / 2);
+  }
   // Retained samples: epochs 2 and 3 after one burn-in epoch.
   int samples = 0;
   for (const auto& e : std::filesystem::directory_iterator(out / "member_000" / "samples")) {

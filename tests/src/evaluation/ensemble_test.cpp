@@ -83,6 +83,13 @@ TEST(EnsembleGolden, RowsMatchNumpy) {
       const std::string where = "size " + std::to_string(rows[r].size) + " " + name;
       EXPECT_NEAR(s.mean, mean, 1e-12 * std::max(1.0, std::abs(mean))) << where;
       EXPECT_NEAR(s.std, std, 1e-12 * std::max(1.0, std::abs(std))) << where;
+      // Each group's own value, in group order: group g is members [g size, (g + 1) size).
+      const auto values = e.at(name).at("values").get<std::vector<double>>();
+      ASSERT_EQ(s.values.size(), values.size()) << where;
+      ASSERT_EQ(values.size(), static_cast<size_t>(rows[r].groups)) << where;
+      for (size_t g = 0; g < values.size(); ++g) {
+        EXPECT_NEAR(s.values[g], values[g], 1e-12 * std::max(1.0, std::abs(values[g]))) << where << " group " << g;
+      }
     }
   }
 }
@@ -109,6 +116,9 @@ TEST(EnsembleGolden, ReferenceAgreementMatchesNumpy) {
       const double std = e.at(name).at("std");
       EXPECT_NEAR(s.mean, mean, 1e-12) << "size " << rows[r].size << " " << name;
       EXPECT_NEAR(s.std, std, 1e-12) << "size " << rows[r].size << " " << name;
+      const auto values = e.at(name).at("values").get<std::vector<double>>();
+      ASSERT_EQ(s.values.size(), values.size()) << "size " << rows[r].size << " " << name;
+      for (size_t g = 0; g < values.size(); ++g) EXPECT_NEAR(s.values[g], values[g], 1e-12) << name << " group " << g;
     }
   }
   // A member against itself: agreement 1, total variation 0.
@@ -183,7 +193,7 @@ TEST(Ensemble, RejectsBadMembers) {
   }
 }
 
-TEST(Ensemble, ToJsonHasOneEntryPerRowWithMeanAndStd) {
+TEST(Ensemble, ToJsonHasOneEntryPerRowWithMeanStdAndGroupValues) {
   const auto rows = ensemble_table("bayes", synthetic_members(4, 12, 3), synthetic_labels(12, 3));
   const nlohmann::json j = to_json(rows);
   ASSERT_TRUE(j.contains("ensembles"));
@@ -196,9 +206,16 @@ TEST(Ensemble, ToJsonHasOneEntryPerRowWithMeanAndStd) {
     EXPECT_EQ(entry.at("groups").get<int64_t>(), rows[r].groups);
     for (const std::string name : kMetricNames) {
       ASSERT_TRUE(entry.contains(name)) << name;
-      EXPECT_EQ(entry.at(name).size(), 2u) << name;
+      EXPECT_EQ(entry.at(name).size(), 3u) << name;
       EXPECT_EQ(entry.at(name).at("mean").get<double>(), summary_of(rows[r], name).mean);
       EXPECT_EQ(entry.at(name).at("std").get<double>(), summary_of(rows[r], name).std);
+      // The groups' values round-trip exactly and give back the mean.
+      const auto values = entry.at(name).at("values").get<std::vector<double>>();
+      EXPECT_EQ(values, summary_of(rows[r], name).values) << name;
+      ASSERT_EQ(values.size(), static_cast<size_t>(rows[r].groups)) << name;
+      double sum = 0;
+      for (const double v : values) sum += v;
+      EXPECT_NEAR(sum / static_cast<double>(values.size()), summary_of(rows[r], name).mean, 1e-15) << name;
     }
   }
 }

@@ -121,6 +121,10 @@ TEST(OodTable, SingleNetworksHaveNoMutualInformation) {
   ASSERT_EQ(json.size(), rows.size());
   EXPECT_EQ(json[0].at("score"), "entropy");
   EXPECT_DOUBLE_EQ(json[0].at("auroc").at("mean").get<double>(), rows[0].auroc.mean);
+  for (size_t i = 0; i < rows.size(); ++i) {  // each group's own value, as in the ensembles' rows
+    EXPECT_EQ(json[i].at("fpr95").at("values").get<std::vector<double>>(), rows[i].fpr95.values);
+    EXPECT_EQ(rows[i].fpr95.values.size(), static_cast<size_t>(rows[i].groups));
+  }
   const std::string table = ood_text_table(rows);
   EXPECT_NE(table.find("OOD set x"), std::string::npos);
   EXPECT_NE(table.find("mi -"), std::string::npos) << table;  // size 1: no mutual information
