@@ -28,8 +28,10 @@ on the mean of the n differences, their standard error being their standard
 deviation (ddof 1) over sqrt(n). What the two runs' members share (x*, the
 batches, the noise) then cancels instead of widening the test. It needs
 each group's values, which metrics.json carries since bnn writes them, and
-the same number of groups in both runs; a row whose differences are all
-zero has p = 1.
+the same number of groups in both runs. A row equal group by group in
+both runs (two samplers' runs from the same seeds share their Adam and SWA
+members bit for bit) is shown as "same" and not tested, so that it does
+not tighten the bound below for the rows that can differ.
 
 A row is marked when its p-value is below P / (the number of rows tested),
 P = 0.01 by default (Bonferroni: the chance of marking any row when the two
@@ -104,6 +106,9 @@ def welch_p(a, b, n_a, n_b):
     return t_two_sided(diff / math.sqrt(var_a + var_b), df)
 
 
+SAME = "same"  # --paired: a row whose groups are equal in both runs, not tested
+
+
 def paired_p(values_a, values_b):
     """Two-sided p-value of the paired t-test that the group-by-group differences have mean 0; None for
     fewer than two groups."""
@@ -140,12 +145,14 @@ def compare(rows_a, rows_b, labels, alpha, paired=False):
                              f"{labels[1]}; pairing needs the same members in both runs")
         for metric in METRICS:
             if paired:
-                p = paired_p(paired_values(labels[0], row_a, metric, (method, size)),
-                             paired_values(labels[1], row_b, metric, (method, size)))
+                values_a = paired_values(labels[0], row_a, metric, (method, size))
+                values_b = paired_values(labels[1], row_b, metric, (method, size))
+                # Equal group by group (the same Adam members of two samplers' runs, say): nothing to test.
+                p = SAME if values_a == values_b else paired_p(values_a, values_b)
             else:
                 p = welch_p(m_a[metric], m_b[metric], n_a, n_b)
             results.append((method, size, n_a, n_b, metric, m_a[metric][0], m_b[metric][0], p))
-    tested = sum(r[-1] is not None for r in results)
+    tested = sum(isinstance(r[-1], float) for r in results)
     bound = alpha / tested if tested else 0.0
     a, b = labels
     lines = [f"| method | size | groups ({a}, {b}) | metric | {a} | {b} | {a} - {b} | p | |",
@@ -153,13 +160,14 @@ def compare(rows_a, rows_b, labels, alpha, paired=False):
     marked = 0
     for method, size, n_a, n_b, metric, mean_a, mean_b, p in results:
         flag = ""
-        if p is not None and p < bound:
+        if isinstance(p, float) and p < bound:
             flag = "differs"
             marked += 1
-        p_text = "n/a" if p is None else f"{p:.2g}"
+        p_text = "n/a" if p is None else p if p == SAME else f"{p:.2g}"
         lines.append(f"| {method} | {size} | {n_a}, {n_b} | {metric} | {mean_a:.4f} | {mean_b:.4f} | "
                      f"{mean_a - mean_b:+.4f} | {p_text} | {flag} |")
-    test = ("paired t-test over the groups; sizes with one group are not tested" if paired else
+    test = ("paired t-test over the groups; sizes with one group and rows equal group by group are not tested"
+            if paired else
             "Welch's t-test; sizes with one group in either run are not tested")
     lines += ["", f"{marked} of {tested} differences are marked: p below {alpha:g} / {tested} = {bound:.2g} "
               f"({test})."]

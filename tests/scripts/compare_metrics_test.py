@@ -135,7 +135,8 @@ class CompareMetrics(unittest.TestCase):
         # Four groups whose accuracies spread by 0.013 (std) in both runs, B higher by 0.001, 0.0012, 0.0008
         # and 0.001 group by group. Welch sees a shift of 0.1 standard deviations; paired, the differences'
         # standard error is sqrt(8e-8 / 3) / 2 = 8.2e-5, t = 12.2 on 3 degrees of freedom, p = 0.0012, under
-        # 0.01 / 6. NLL is the same in both runs group by group (p = 1); ACE is B's by a constant (p = 0).
+        # 0.01 / 2. ACE is B's by a constant (p = 0). The other four metrics are equal group by group: shown
+        # as the same and left out of the bound's count.
         groups = [0.90, 0.92, 0.91, 0.93]
         a = [valued("bayes", 4, groups), valued("bayes", 16, [0.95])]
         b = [valued("bayes", 4, groups, accuracy=[0.901, 0.9212, 0.9108, 0.931],
@@ -149,11 +150,16 @@ class CompareMetrics(unittest.TestCase):
         p = compare_metrics.t_two_sided(0.001 / (math.sqrt(8e-8 / 3) / 2), 3.0)
         self.assertTrue(0.001 < p < 0.0013, p)
         self.assertIn(f"| bayes | 4 | 4, 4 | accuracy | 0.9150 | 0.9160 | -0.0010 | {p:.2g} | differs |", lines)
-        self.assertIn("| bayes | 4 | 4, 4 | nll | 0.9150 | 0.9150 | +0.0000 | 1 |  |", lines)
+        self.assertIn("| bayes | 4 | 4, 4 | nll | 0.9150 | 0.9150 | +0.0000 | same |  |", lines)
         self.assertIn("| bayes | 4 | 4, 4 | ace | 0.9150 | 0.9155 | -0.0005 | 0 | differs |", lines)
         self.assertIn("| bayes | 16 | 1, 1 | accuracy | 0.9500 | 0.9600 | -0.0100 | n/a |  |", lines)
-        self.assertEqual(lines[-1], "2 of 6 differences are marked: p below 0.01 / 6 = 0.0017 (paired t-test over "
-                                    "the groups; sizes with one group are not tested).")
+        self.assertEqual(lines[-1], "2 of 2 differences are marked: p below 0.01 / 2 = 0.005 (paired t-test over "
+                                    "the groups; sizes with one group and rows equal group by group are not "
+                                    "tested).")
+        # Equal means from other groups are not the same rows: tested, p = 1.
+        c = [valued("bayes", 4, groups, nll=[0.91, 0.93, 0.90, 0.92])]
+        r = self.run_script(a[:1], c, "--paired")
+        self.assertIn("| bayes | 4 | 4, 4 | nll | 0.9150 | 0.9150 | +0.0000 | 1 |  |", r.stdout.splitlines())
 
     def test_paired_refuses_what_it_cannot_pair(self):
         valued_a = [valued("adam", 2, [0.9, 0.91])]
