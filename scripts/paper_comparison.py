@@ -239,16 +239,18 @@ def claims_table(rows):
         "",
     ]
     if paired:
-        lines[-1:-1] = [
+        lines += [
             "± is the margin's standard error over the groups, paired: each group's SMS-UBU ensemble against "
             "the same members' Adam or SWA ensemble, so what the members share (their initialisation, x*, "
             "their batches) cancels. A claim not held by more than two standard errors is marked *beyond "
             "noise*; the others may be the groups' luck. A size with one group has no standard error.",
+            "",
         ]
     else:
-        lines[-1:-1] = [
+        lines += [
             "This metrics.json has no per-group values (written by an older bnn), so the margins come without "
             "standard errors; `bnn evaluate` of the run writes them.",
+            "",
         ]
     lines += ["| size | groups | accuracy | NLL | ACE | RPS | claims held |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
@@ -276,7 +278,7 @@ def claims_table(rows):
         lines.append(f"| {size} | {rows[('bayes', size)]['groups']} | " + " | ".join(cells)
                      + f" | {held} of {len(METRICS_IN_CLAIMS)} |")
     summary = f"{failures} claim(s) not held over {len(sizes)} ensemble size(s)"
-    lines += ["", summary + (f", {beyond} of them beyond noise." if paired else "."), ""]
+    lines += ["", summary + (f", {beyond} of them beyond noise." if paired and failures else "."), ""]
     return lines
 
 

@@ -223,7 +223,13 @@ class PaperComparison(unittest.TestCase):
         # One group: no error.
         self.assertIn("| 8 | 1 | +0.0100 | +0.0100 | +0.0010 | +0.0010 | 4 of 4 |", lines)
         self.assertIn("2 claim(s) not held over 3 ensemble size(s), 1 of them beyond noise.", lines)
-        self.assertTrue([l for l in lines if l.startswith("± is the margin's standard error over the groups, paired")])
+        at = [i for i, l in enumerate(lines) if l.startswith("± is the margin's standard error over the groups, paired")]
+        self.assertEqual(len(at), 1, lines)
+        self.assertEqual((lines[at[0] - 1], lines[at[0] + 1]), ("", ""))  # a paragraph of its own
+        # All held: no count of those beyond noise.
+        held = [r for r in VALUED_ROWS if r["size"] != 4]
+        r, text = self.run_script({"ensembles": held})
+        self.assertIn("0 claim(s) not held over 2 ensemble size(s).", text.splitlines())
         # A file without the groups' values (an older bnn's) says so and gives the margins alone.
         self.assertIn("This metrics.json has no per-group values (written by an older bnn), so the margins come "
                       "without standard errors; `bnn evaluate` of the run writes them.", self.lines_for_rows())
