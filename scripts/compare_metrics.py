@@ -28,7 +28,9 @@ on the mean of the n differences, their standard error being their standard
 deviation (ddof 1) over sqrt(n). What the two runs' members share (x*, the
 batches, the noise) then cancels instead of widening the test. It needs
 each group's values, which metrics.json carries since bnn writes them, and
-the same number of groups in both runs. A row equal group by group in
+the same members in the same order in both runs, which metrics.json names
+("members"): a GPU run of members 0-15 pairs with a CPU run of members
+0-15, not with one of 16-31. A row equal group by group in
 both runs (two samplers' runs from the same seeds share their Adam and SWA
 members bit for bit) is shown as "same" and not tested, so that it does
 not tighten the bound below for the rows that can differ.
@@ -41,10 +43,12 @@ rows, which share members).
 Exits 0 when no row is marked, 1 when one is, 2 for bad input.
 Standard library only.
 """
+import json
 import math
 import sys
 
 from paper_comparison import BadMetrics, load_ensembles
+from student_t import incomplete_beta, paired_p_value, t_two_sided  # noqa: F401 (incomplete_beta: tests)
 
 METRICS = ["accuracy", "nll", "ace", "rps", "ece", "brier"]
 
@@ -54,43 +58,6 @@ def load(path):
     if not rows:
         raise BadMetrics(f"{path}: no ensemble rows (is it a bnn run's metrics.json?)")
     return rows
-
-
-def _beta_fraction(a, b, x):
-    # The continued fraction of the regularized incomplete beta function, evaluated by the modified Lentz
-    # method; converges fast for x < (a + 1) / (a + b + 2).
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 1000):
-        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
-                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
-            d = 1.0 + numerator * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + numerator / c
-            c = c if abs(c) > tiny else tiny
-            h *= c * d
-        if abs(c * d - 1.0) < 1e-15:
-            break
-    return h
-
-
-def incomplete_beta(a, b, x):
-    """I_x(a, b), the regularized incomplete beta function."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _beta_fraction(a, b, x) / a
-    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
-
-
-def t_two_sided(t, df):
-    """P(|T| >= |t|) for Student's t with df degrees of freedom."""
-    return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
 
 
 def welch_p(a, b, n_a, n_b):
@@ -110,17 +77,34 @@ SAME = "same"  # --paired: a row whose groups are equal in both runs, not tested
 
 
 def paired_p(values_a, values_b):
-    """Two-sided p-value of the paired t-test that the group-by-group differences have mean 0; None for
-    fewer than two groups."""
-    n = len(values_a)
-    if n < 2:
-        return None
-    differences = [a - b for a, b in zip(values_a, values_b)]
-    mean = sum(differences) / n
-    variance = sum((d - mean) ** 2 for d in differences) / (n - 1)
-    if variance == 0:
-        return 1.0 if mean == 0 else 0.0
-    return t_two_sided(mean / math.sqrt(variance / n), n - 1.0)
+    """Two-sided p-value that the group-by-group differences have mean 0 (student_t.paired_p_value); None
+    for fewer than two groups."""
+    scale = max([abs(v) for v in values_a + values_b] or [0.0])
+    return paired_p_value([a - b for a, b in zip(values_a, values_b)], scale)
+
+
+def members_of(path, label):
+    """The member folders a metrics.json names, in the order its groups take them (for --paired)."""
+    try:
+        with open(path) as f:
+            members = json.load(f).get("members")
+    except (OSError, ValueError, AttributeError) as e:
+        raise BadMetrics(f"{path}: cannot read it as JSON ({e})")
+    if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+        raise BadMetrics(f"--paired: {label}'s {path} does not name its members (a metrics.json from an older "
+                         "bnn: run `bnn evaluate` on the run again)")
+    return members
+
+
+def check_same_members(members_a, members_b, labels):
+    """--paired pairs group g of one run with group g of the other: both must hold the same members."""
+    for position, (a, b) in enumerate(zip(members_a, members_b)):
+        if a != b:
+            raise BadMetrics(f"--paired: position {position} holds {a} in {labels[0]} and {b} in {labels[1]}; "
+                             "pairing needs the same members in the same order in both runs")
+    if len(members_a) != len(members_b):
+        raise BadMetrics(f"--paired: {labels[0]} has {len(members_a)} members and {labels[1]} {len(members_b)}; "
+                         "pairing needs the same members in both runs")
 
 
 def paired_values(path_label, row, metric, key):
@@ -195,7 +179,10 @@ def main(argv):
         print(usage + " (P between 0 and 1)", file=sys.stderr)
         return 2
     try:
-        lines, marked = compare(load(args[0]), load(args[1]), labels, alpha, paired)
+        rows_a, rows_b = load(args[0]), load(args[1])
+        if paired:
+            check_same_members(members_of(args[0], labels[0]), members_of(args[1], labels[1]), labels)
+        lines, marked = compare(rows_a, rows_b, labels, alpha, paired)
     except BadMetrics as e:
         print(f"compare_metrics: {e}", file=sys.stderr)
         return 2

@@ -19,8 +19,8 @@ Two parts, written to OUT_MD (Markdown):
    size, with the margins. Where metrics.json holds each group's values
    (bnn writes them), each margin comes with its paired standard error over
    the groups (every method's group g holds the same members, so the
-   difference is taken group by group), and a claim missed by more than two
-   of them is told apart from one within the groups' noise.
+   difference is taken group by group), and a missed claim with the paired
+   t-test's p-value, marked beyond noise below 0.01 / (claims tested).
 
 Part 1's flags mean something only for a run in the paper's setting. When a
 config.yaml lies beside METRICS_JSON (bnn writes one into every run folder,
@@ -38,6 +38,8 @@ import os
 import re
 import sys
 
+from student_t import paired_p_value, paired_standard_error
+
 # Ensemble size 1, the paper's reference code, 64 runs (mean over the runs).
 PUBLISHED = {
     "adam": {"accuracy": 0.9306, "ace": 0.0090, "nll": 0.3271, "rps": 0.0217},
@@ -50,6 +52,7 @@ METRICS = ["accuracy", "ace", "nll", "rps"]
 HIGHER_IS_BETTER = {"accuracy": True, "ace": False, "nll": False, "rps": False}
 MAX_CLAIM_SIZE = 16
 METRICS_IN_CLAIMS = ["accuracy", "nll", "ace", "rps"]  # the table's column order
+CLAIMS_ALPHA = 0.01  # a missed claim is beyond noise where its paired p < CLAIMS_ALPHA / (claims tested)
 # The settings behind the published numbers, as bnn's config.yaml writes them
 # (configs/fashion_mnist_paper.yaml): section.key -> value, or a tuple of the
 # values that mean the same.
@@ -218,19 +221,13 @@ def size_one_table(rows, differences):
     return lines
 
 
-def paired_standard_error(differences):
-    """The standard error of the mean of per-group differences (ddof 1); None for fewer than two groups."""
-    n = len(differences)
-    if n < 2:
-        return None
-    mean = sum(differences) / n
-    return math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1) / n)
-
-
 def claims_table(rows):
     sizes = sorted(s for (m, s) in rows if m == "bayes" and s <= MAX_CLAIM_SIZE
                    and ("adam", s) in rows and ("swa", s) in rows)
     paired = all(metric in rows[(m, size)]["values"] for size in sizes for m in PUBLISHED for metric in METRICS)
+    # Claims with a paired test: those at sizes of two groups or more.
+    tested = sum(len(METRICS_IN_CLAIMS) for size in sizes if rows[("bayes", size)]["groups"] >= 2) if paired else 0
+    bound = CLAIMS_ALPHA / tested if tested else 0.0
     lines = [
         "## The paper's claims for Figure 4, size by size",
         "",
@@ -242,8 +239,11 @@ def claims_table(rows):
         lines += [
             "± is the margin's standard error over the groups, paired: each group's SMS-UBU ensemble against "
             "the same members' Adam or SWA ensemble, so what the members share (their initialisation, x*, "
-            "their batches) cancels. A claim not held by more than two standard errors is marked *beyond "
-            "noise*; the others may be the groups' luck. A size with one group has no standard error.",
+            "their batches) cancels. A claim not held comes with the p-value of the paired t-test (n - 1 "
+            "degrees of freedom for n groups; the exact sign test where every group differs alike) that the "
+            f"margin is zero, and is marked *beyond noise* where p is below {CLAIMS_ALPHA:g} / {tested} (the "
+            "claims tested, Bonferroni); the others may be the groups' luck. A size with one group has no "
+            "standard error and no test.",
             "",
         ]
     else:
@@ -263,22 +263,26 @@ def claims_table(rows):
             better = max(("adam", "swa"), key=lambda m: sign * rows[(m, size)][metric][0])
             margin = sign * (rows[("bayes", size)][metric][0] - rows[(better, size)][metric][0])
             ok = margin >= 0 if HIGHER_IS_BETTER[metric] else margin > 0
-            error = None
+            error = p = None
             if paired:
                 ours, theirs = rows[("bayes", size)]["values"][metric], rows[(better, size)]["values"][metric]
-                error = paired_standard_error([sign * (a - b) for a, b in zip(ours, theirs)])
+                differences = [sign * (a - b) for a, b in zip(ours, theirs)]
+                error = paired_standard_error(differences)
+                p = paired_p_value(differences, max(abs(v) for v in ours + theirs))
             cell = f"{margin:+.4f}" + ("" if error is None else f" ± {error:.4f}")
             if not ok:
-                far = error is not None and -margin > 2 * error
+                far = p is not None and p < bound
                 beyond += far
-                cell += " (not held, beyond noise)" if far else " (not held)"
+                cell += " (not held" + ("" if p is None else f", p = {p:.2g}") + (", beyond noise)" if far else ")")
             held += ok
             cells.append(cell)
         failures += len(METRICS_IN_CLAIMS) - held
         lines.append(f"| {size} | {rows[('bayes', size)]['groups']} | " + " | ".join(cells)
                      + f" | {held} of {len(METRICS_IN_CLAIMS)} |")
     summary = f"{failures} claim(s) not held over {len(sizes)} ensemble size(s)"
-    lines += ["", summary + (f", {beyond} of them beyond noise." if paired and failures else "."), ""]
+    if paired and failures:
+        summary += f", {beyond} of them beyond noise (p below {CLAIMS_ALPHA:g} / {tested} = {bound:.2g})"
+    lines += ["", summary + ".", ""]
     return lines
 
 

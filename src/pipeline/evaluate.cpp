@@ -497,6 +497,10 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     return evaluate_runs(run_dirs, out_dir, options);
   }
   nlohmann::json metrics = evaluation::to_json(rows);
+  // The members in the order the groups take them (group g of size es: positions
+  // [g es, (g + 1) es)), so that two runs' groups can be paired only where they
+  // hold the same members (scripts/compare_metrics.py --paired).
+  metrics["members"] = selection.members;
   if (!ood_rows.empty()) metrics["ood"] = evaluation::to_json(ood_rows);
   io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
   io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));

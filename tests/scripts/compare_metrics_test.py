@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(SCRIPT))
 import compare_metrics  # noqa: E402
 
 METRICS = ["accuracy", "nll", "ace", "rps", "ece", "brier"]
+MEMBERS = [f"member_{i:03d}" for i in range(4)]
 
 
 def row(method, size, groups, mean, std, **overrides):
@@ -72,7 +73,18 @@ class Paired(unittest.TestCase):
         self.assertAlmostEqual(compare_metrics.paired_p([2, 4, 6, 12], [1, 2, 3, 6]),
                                compare_metrics.t_two_sided(t, 3.0), places=15)
         self.assertEqual(compare_metrics.paired_p([1, 2], [1, 2]), 1.0)
-        self.assertEqual(compare_metrics.paired_p([1, 2], [0, 1]), 0.0)
+        # Every group shifted by the same amount: no spread for t, so the exact sign test, 2 / 2^n.
+        self.assertEqual(compare_metrics.paired_p([1, 2], [0, 1]), 0.5)
+        self.assertEqual(compare_metrics.paired_p([1.0] * 16, [0.0] * 16), 2.0 / 2 ** 16)
+        # One test image more in each of four groups of 10,000: the differences are 1e-4 up to the rounding
+        # of the accuracies (about 1e-16), which must not pass for a spread (t would be ~1e12).
+        shifted = [0.9013, 0.9021, 0.9005, 0.9030]
+        self.assertEqual(compare_metrics.paired_p(shifted, [a - 1e-4 for a in shifted]), 0.125)
+        self.assertEqual(compare_metrics.paired_p(shifted, [0.9012, 0.9020, 0.9004, 0.9029]), 0.125)
+        # A spread above the tolerance (1e-9 of the values' size) is t's again: differences 0.5 +- 1e-8
+        # give t ~ 1.2e8, where the sign test would say 0.125.
+        p = compare_metrics.paired_p([1.0, 1.0 + 1e-8, 1.0 - 1e-8, 1.0], [0.5] * 4)
+        self.assertLess(p, 1e-20)
         self.assertIsNone(compare_metrics.paired_p([1], [2]))
 
 
@@ -81,12 +93,14 @@ class CompareMetrics(unittest.TestCase):
         self.dir = tempfile.mkdtemp(prefix="bnn_compare_metrics")
         self.addCleanup(shutil.rmtree, self.dir)
 
-    def run_script(self, a, b, *options):
+    def run_script(self, a, b, *options, members=(MEMBERS, MEMBERS)):
+        # Tables as bnn writes them, each with its list of members (None: none, as an older bnn's).
         paths = []
-        for name, table in (("a.json", a), ("b.json", b)):
+        for name, table, names in (("a.json", a, members[0]), ("b.json", b, members[1])):
             path = os.path.join(self.dir, name)
+            data = {"ensembles": table} if names is None else {"ensembles": table, "members": names}
             with open(path, "w") as f:
-                f.write(table if isinstance(table, str) else json.dumps({"ensembles": table}))
+                f.write(table if isinstance(table, str) else json.dumps(data))
             paths.append(path)
         return subprocess.run([sys.executable, SCRIPT, *options, *paths], capture_output=True, text=True)
 
@@ -135,8 +149,8 @@ class CompareMetrics(unittest.TestCase):
         # Four groups whose accuracies spread by 0.013 (std) in both runs, B higher by 0.001, 0.0012, 0.0008
         # and 0.001 group by group. Welch sees a shift of 0.1 standard deviations; paired, the differences'
         # standard error is sqrt(8e-8 / 3) / 2 = 8.2e-5, t = 12.2 on 3 degrees of freedom, p = 0.0012, under
-        # 0.01 / 2. ACE is B's by a constant (p = 0). The other four metrics are equal group by group: shown
-        # as the same and left out of the bound's count.
+        # 0.01 / 2. ACE is B's by a constant: no spread, so the sign test, 2 / 2^4 = 0.125, not marked. The
+        # other four metrics are equal group by group: shown as the same and left out of the bound's count.
         groups = [0.90, 0.92, 0.91, 0.93]
         a = [valued("bayes", 4, groups), valued("bayes", 16, [0.95])]
         b = [valued("bayes", 4, groups, accuracy=[0.901, 0.9212, 0.9108, 0.931],
@@ -151,9 +165,9 @@ class CompareMetrics(unittest.TestCase):
         self.assertTrue(0.001 < p < 0.0013, p)
         self.assertIn(f"| bayes | 4 | 4, 4 | accuracy | 0.9150 | 0.9160 | -0.0010 | {p:.2g} | differs |", lines)
         self.assertIn("| bayes | 4 | 4, 4 | nll | 0.9150 | 0.9150 | +0.0000 | same |  |", lines)
-        self.assertIn("| bayes | 4 | 4, 4 | ace | 0.9150 | 0.9155 | -0.0005 | 0 | differs |", lines)
+        self.assertIn("| bayes | 4 | 4, 4 | ace | 0.9150 | 0.9155 | -0.0005 | 0.12 |  |", lines)
         self.assertIn("| bayes | 16 | 1, 1 | accuracy | 0.9500 | 0.9600 | -0.0100 | n/a |  |", lines)
-        self.assertEqual(lines[-1], "2 of 2 differences are marked: p below 0.01 / 2 = 0.005 (paired t-test over "
+        self.assertEqual(lines[-1], "1 of 2 differences are marked: p below 0.01 / 2 = 0.005 (paired t-test over "
                                     "the groups; sizes with one group and rows equal group by group are not "
                                     "tested).")
         # Equal means from other groups are not the same rows: tested, p = 1.
@@ -172,12 +186,24 @@ class CompareMetrics(unittest.TestCase):
             (valued_a, [dict(valued("adam", 2, [0.9, 0.91]), groups=3)],
              "adam size 2: the 2 values of accuracy do not belong to its 3 groups of mean 0.905"),
         ]
-        for a, b, message in cases:
-            r = self.run_script(a, b, "--paired")
+        others = [f"member_{i:03d}" for i in (0, 1, 3, 2)]
+        member_cases = [
+            ((None, MEMBERS), "--paired: A's " + os.path.join(self.dir, "a.json") + " does not name its members "
+             "(a metrics.json from an older bnn: run `bnn evaluate` on the run again)"),
+            ((MEMBERS, others), "--paired: position 2 holds member_002 in A and member_003 in B; pairing needs the "
+             "same members in the same order in both runs"),
+            ((MEMBERS, MEMBERS[:3]), "--paired: A has 4 members and B 3; pairing needs the same members in both "
+             "runs"),
+        ]
+        cases += [(valued_a, valued_a, message, members) for members, message in member_cases]
+        for a, b, message, *members in cases:
+            r = self.run_script(a, b, "--paired", **({"members": members[0]} if members else {}))
             self.assertEqual(r.returncode, 2, r.stderr)
             self.assertIn(message, r.stderr)
             self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
             self.assertEqual(r.stdout, "")
+        # Unpaired, the members are not compared.
+        self.assertEqual(self.run_script(valued_a, valued_a, members=(MEMBERS, others)).returncode, 0)
 
     def test_bad_input_is_one_line(self):
         good = [row("adam", 1, 4, 0.3, 0.01)]

@@ -4,6 +4,7 @@
     python3 tests/scripts/paper_comparison_test.py   (ctest: PaperComparison.Script)
 """
 import json
+import math
 import os
 import subprocess
 import shutil
@@ -12,6 +13,8 @@ import tempfile
 import unittest
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "paper_comparison.py")
+sys.path.insert(0, os.path.dirname(SCRIPT))
+import student_t  # noqa: E402
 
 
 def row(method, size, groups, acc, ace, nll, rps):
@@ -218,11 +221,18 @@ class PaperComparison(unittest.TestCase):
         # sqrt(8e-8 / 3) = 1.63e-4, error 8.2e-5. NLL 0.002 worse in every group with the same spread: not
         # held, 24 errors off. ACE 0.0003 worse on average, differences -0.0016, 0.001, -0.0016, 0.001:
         # error 7.5e-4, so within the noise. RPS 0.001 better in every group.
-        self.assertIn("| 4 | 4 | +0.0010 ± 0.0001 | -0.0020 ± 0.0001 (not held, beyond noise) | "
-                      "-0.0003 ± 0.0008 (not held) | +0.0010 ± 0.0000 | 2 of 4 |", lines)
-        # One group: no error.
+        # The paired t-test on 3 degrees of freedom: NLL t = 0.002 / 8.2e-5 = 24.5, p = 1.5e-4, below
+        # 0.01 / 8 (two sizes of 2 and 4 groups, four claims each); ACE t = 0.40, p = 0.72.
+        p_nll = student_t.t_two_sided(0.002 / (math.sqrt(8e-8 / 3) / 2), 3.0)
+        p_ace = student_t.t_two_sided(0.0003 / (math.sqrt(4 * 0.0013 ** 2 / 3) / 2), 3.0)
+        self.assertAlmostEqual(p_nll, 1.49e-4, delta=1e-6)
+        self.assertAlmostEqual(p_ace, 0.716, delta=1e-3)
+        self.assertIn(f"| 4 | 4 | +0.0010 ± 0.0001 | -0.0020 ± 0.0001 (not held, p = {p_nll:.2g}, beyond noise) | "
+                      f"-0.0003 ± 0.0008 (not held, p = {p_ace:.2g}) | +0.0010 ± 0.0000 | 2 of 4 |", lines)
+        # One group: no error, no test.
         self.assertIn("| 8 | 1 | +0.0100 | +0.0100 | +0.0010 | +0.0010 | 4 of 4 |", lines)
-        self.assertIn("2 claim(s) not held over 3 ensemble size(s), 1 of them beyond noise.", lines)
+        self.assertIn("2 claim(s) not held over 3 ensemble size(s), 1 of them beyond noise (p below 0.01 / 8 = "
+                      "0.0013).", lines)
         at = [i for i, l in enumerate(lines) if l.startswith("± is the margin's standard error over the groups, paired")]
         self.assertEqual(len(at), 1, lines)
         self.assertEqual((lines[at[0] - 1], lines[at[0] + 1]), ("", ""))  # a paragraph of its own
@@ -235,11 +245,24 @@ class PaperComparison(unittest.TestCase):
                       "without standard errors; `bnn evaluate` of the run writes them.", self.lines_for_rows())
 
     def test_paired_error_against_a_direct_computation(self):
-        sys.path.insert(0, os.path.dirname(SCRIPT))
-        import paper_comparison
-        self.assertIsNone(paper_comparison.paired_standard_error([0.3]))
-        self.assertAlmostEqual(paper_comparison.paired_standard_error([1.0, 2.0, 3.0, 6.0]),
+        self.assertIsNone(student_t.paired_standard_error([0.3]))
+        self.assertAlmostEqual(student_t.paired_standard_error([1.0, 2.0, 3.0, 6.0]),
                                (14.0 / 3.0) ** 0.5 / 2.0, places=15)  # mean 3, squares 4 + 1 + 0 + 9
+
+    def test_a_claim_missed_alike_in_every_group_is_not_beyond_noise_by_rounding(self):
+        # SMS-UBU's RPS at size 1 worse than Adam's by 0.001 in both groups: the differences agree up to
+        # rounding, which must not pass for a spread (t would be huge); the sign test on two groups gives
+        # p = 0.5, and a one-group size has no test at all.
+        rows = [dict(r) for r in VALUED_ROWS]
+        rows[2] = valued("bayes", 1, accuracy=[0.91, 0.92], nll=[0.20, 0.22], ace=[0.003, 0.004],
+                         rps=[0.021, 0.022])
+        rows[8] = valued("bayes", 8, accuracy=[0.94], nll=[0.24], ace=[0.004], rps=[0.014])
+        r, text = self.run_script({"ensembles": rows})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = text.splitlines()
+        self.assertIn("| 1 | 2 | +0.0100 ± 0.0000 | +0.0950 ± 0.0050 | +0.0070 ± 0.0000 | -0.0010 ± 0.0000 (not "
+                      "held, p = 0.5) | 3 of 4 |", lines)
+        self.assertIn("| 8 | 1 | -0.0100 (not held) | +0.0100 | +0.0010 | +0.0010 | 3 of 4 |", lines)
 
     def test_bad_input_is_one_line_and_writes_nothing(self):
         cases = [

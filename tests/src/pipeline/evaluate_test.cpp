@@ -152,6 +152,23 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   EXPECT_EQ(u["methods"]["bayes"]["draws"], 1);
   EXPECT_EQ(read_json(late / "metrics.json")["ensembles"].size(), 3u);  // size 1 for 3 methods
   std::filesystem::remove_all(direct);
+
+  // metrics.json names the members in the order the groups take them, and a
+  // group's values are its members' wherever they are evaluated: member 1
+  // alone scores what it scored as the second group of the whole run.
+  const auto second = evaluate_work() / "member1";
+  std::filesystem::remove_all(second);
+  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + second.string() + " --members 1 --no-figures").code,
+            0);
+  const auto alone = read_json(second / "metrics.json");
+  const auto whole = read_json(run / "metrics.json");
+  EXPECT_EQ(alone["members"], (std::vector<std::string>{"member_001"}));
+  EXPECT_EQ(whole["members"], (std::vector<std::string>{"member_000", "member_001"}));
+  for (const char* metric : {"accuracy", "nll", "ace"}) {
+    EXPECT_EQ(bayes_size1(second)[metric]["values"].at(0).get<double>(),
+              bayes_size1(run)[metric]["values"].at(1).get<double>())
+        << metric;
+  }
 }
 
 TEST(Evaluate, SamplingDiagnosticsPerMember) {

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""Student's t tail probabilities and the paired t-test, for scripts/compare_metrics.py and
+scripts/paper_comparison.py. Standard library only."""
+import math
+
+
+def _beta_fraction(a, b, x):
+    # The continued fraction of the regularized incomplete beta function, evaluated by the modified Lentz
+    # method; converges fast for x < (a + 1) / (a + b + 2).
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        for numerator in (m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+                          -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1))):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= c * d
+        if abs(c * d - 1.0) < 1e-15:
+            break
+    return h
+
+
+def incomplete_beta(a, b, x):
+    """I_x(a, b), the regularized incomplete beta function."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1.0) / (a + b + 2.0):
+        return front * _beta_fraction(a, b, x) / a
+    return 1.0 - front * _beta_fraction(b, a, 1.0 - x) / b
+
+
+def t_two_sided(t, df):
+    """P(|T| >= |t|) for Student's t with df degrees of freedom."""
+    return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
+
+
+def paired_p_value(differences, scale):
+    """Two-sided p-value that paired differences have mean 0: Student's t on their mean over its standard
+    error (standard deviation, ddof 1, over sqrt(n)) with n - 1 degrees of freedom; None for n < 2.
+
+    Where the differences are equal up to rounding (their standard deviation at most 1e-9 of `scale`, the
+    size of the values they were taken from), t is meaningless: a metric that moves in steps, such as an
+    accuracy in steps of one test image, can shift every group by the same step, and the rounding of the
+    values alone would then make t as large as it likes. There the test is the exact sign test instead:
+    all zero is p = 1, and n differences of one sign, each as likely as the other under the hypothesis,
+    have p = 2 / 2^n."""
+    n = len(differences)
+    if n < 2:
+        return None
+    mean = sum(differences) / n
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
+    tolerance = 1e-9 * scale
+    if sd <= tolerance:
+        return 1.0 if abs(mean) <= tolerance else min(1.0, 2.0 * 0.5 ** n)
+    return t_two_sided(mean / (sd / math.sqrt(n)), n - 1.0)
+
+
+def paired_standard_error(differences):
+    """The standard error of the mean of paired differences (ddof 1); None for fewer than two."""
+    n = len(differences)
+    if n < 2:
+        return None
+    mean = sum(differences) / n
+    return math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1) / n)
