@@ -114,7 +114,8 @@ def ensemble_case(rng, draws, members=4, n_in=40, n_out=30, k=3):
             row = {"size": size, "groups": groups, "score": name}
             for metric in ["auroc", "aupr", "fpr95"]:
                 values = np.array([d[metric] for d in per_score[name]])
-                row[metric] = {"mean": float(values.mean()), "std": float(values.std())}
+                row[metric] = {"mean": float(values.mean()), "std": float(values.std()),
+                               "values": [float(v) for v in values]}
             rows.append(row)
         size *= 2
     return {
