@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -268,6 +269,73 @@ std::string to_markdown(const std::vector<EnsembleRow>& rows) {
           out += " |";
         }
       }
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool higher_is_better) {
+  TORCH_CHECK(!ours.values.empty() && ours.values.size() == theirs.values.size(),
+              "paired margin: the two rows hold ", ours.values.size(), " and ", theirs.values.size(),
+              " group values; pairing needs the same groups, at least one");
+  const double sign = higher_is_better ? 1.0 : -1.0;
+  const auto n = static_cast<double>(ours.values.size());
+  std::vector<double> differences;
+  for (size_t g = 0; g < ours.values.size(); ++g) differences.push_back(sign * (ours.values[g] - theirs.values[g]));
+  PairedMargin result;
+  for (const double d : differences) result.margin += d;
+  result.margin /= n;
+  if (differences.size() > 1) {
+    double squares = 0;
+    for (const double d : differences) squares += (d - result.margin) * (d - result.margin);
+    result.error = std::sqrt(squares / (n - 1) / n);
+  }
+  return result;
+}
+
+std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const std::string& method,
+                                    const std::vector<std::string>& against) {
+  // The metrics with a better direction, in the tables' order (entropy has none).
+  struct Directed {
+    const char* name;
+    Summary EnsembleRow::*summary;
+    bool higher_is_better;
+  };
+  constexpr Directed kDirected[] = {
+      {"accuracy", &EnsembleRow::accuracy, true}, {"nll", &EnsembleRow::nll, false},
+      {"ace", &EnsembleRow::ace, false},          {"rps", &EnsembleRow::rps, false},
+      {"ece", &EnsembleRow::ece, false},          {"brier", &EnsembleRow::brier, false},
+  };
+  std::map<int64_t, const EnsembleRow*> ours;
+  std::map<int64_t, std::vector<const EnsembleRow*>> theirs;
+  for (const EnsembleRow& row : rows) {
+    if (row.method == method) ours[row.size] = &row;
+    if (std::find(against.begin(), against.end(), row.method) != against.end()) theirs[row.size].push_back(&row);
+  }
+  std::string out;
+  for (const auto& [size, row] : ours) {
+    const auto other = theirs.find(size);
+    if (other == theirs.end()) continue;
+    if (out.empty()) {
+      out = "| size | groups |";
+      std::string rule = "|---:|---:|";
+      for (const Directed& metric : kDirected) {
+        fmt::format_to(std::back_inserter(out), " {} |", metric.name);
+        rule += "---:|";
+      }
+      out += "\n" + rule + "\n";
+    }
+    fmt::format_to(std::back_inserter(out), "| {} | {} |", size, row->groups);
+    for (const Directed& metric : kDirected) {
+      const double sign = metric.higher_is_better ? 1.0 : -1.0;
+      const EnsembleRow* better = *std::max_element(
+          other->second.begin(), other->second.end(), [&](const EnsembleRow* a, const EnsembleRow* b) {
+            return sign * (a->*metric.summary).mean < sign * (b->*metric.summary).mean;
+          });
+      const PairedMargin m = paired_margin(row->*metric.summary, better->*metric.summary, metric.higher_is_better);
+      fmt::format_to(std::back_inserter(out), " {:+.4f}{} ({}) |", m.margin,
+                     m.error ? fmt::format(" ± {:.4f}", *m.error) : std::string(), better->method);
     }
     out += '\n';
   }

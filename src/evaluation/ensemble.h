@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,26 @@ nlohmann::json to_json(const std::vector<EnsembleRow>& rows);
 // agreement_mean,agreement_std,total_variation_mean,total_variation_std follow
 // when the rows have a reference.
 std::string to_csv(const std::vector<EnsembleRow>& rows);
+
+// One method's margin over another's at one ensemble size, taken group by
+// group (group g holds the same members for every method): the mean over
+// groups of sign (ours_g - theirs_g), sign +1 where a higher value is better,
+// and its standard error, the differences' standard deviation (ddof 1) over
+// sqrt(n); no error for a single group. Needs both Summaries' values, of one
+// length.
+struct PairedMargin {
+  double margin = 0;
+  std::optional<double> error;
+};
+PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool higher_is_better);
+
+// A GitHub-flavoured Markdown table of `method`'s paired margins over the
+// better of `against` (by mean, metric by metric: higher accuracy; lower NLL,
+// ACE, RPS, ECE and Brier score), one line per ensemble size where `method`
+// and one of `against` have rows; each cell "+0.0010 ± 0.0003 (swa)", the
+// method beaten or not in parentheses. Empty when no size has both.
+std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const std::string& method,
+                                    const std::vector<std::string>& against);
 
 // A table for the terminal: rows grouped by ensemble size (ascending), methods in
 // their order of appearance one under the other, metrics as mean±std with 4 decimals.

@@ -173,6 +173,16 @@ std::string render_report(const ReportInputs& in) {
                    "reference's, and the mean over test examples of ½ Σ_k |p_k − q_k|.\n",
                    in.reference_probs);
   }
+  const std::string margins = paired_margins_markdown(in.rows, "bayes", in.point_estimates);
+  if (!margins.empty()) {
+    out += "\n## The Bayesian ensemble against the point estimates, paired\n\n"
+           "At each ensemble size, the Bayesian ensemble's margin over the better point estimate of that size "
+           "(named in parentheses), metric by metric; positive: the Bayesian ensemble is better (higher accuracy; "
+           "lower NLL, ACE, RPS, ECE and Brier score). Group g holds the same members for every method, so the "
+           "margin is taken group by group, and ± is its standard error over the groups (the differences' "
+           "standard deviation over √n): what the members share cancels. A size with one group has none.\n\n" +
+           margins;
+  }
 
   fmt::format_to(std::back_inserter(out),
                  "\n## Uncertainty of the full ensemble ({} members)\n\n"

@@ -265,5 +265,65 @@ TEST(Ensemble, ToTableGroupsRowsBySize) {
   }
 }
 
+// Rows of `method` with every metric's groups at `values` (entropy left at 0).
+EnsembleRow valued_row(const std::string& method, int64_t size, const std::vector<double>& values) {
+  EnsembleRow row;
+  row.method = method;
+  row.size = size;
+  row.groups = static_cast<int64_t>(values.size());
+  for (Summary* s : {&row.accuracy, &row.nll, &row.ace, &row.rps, &row.ece, &row.brier}) *s = summarize(values);
+  return row;
+}
+
+TEST(PairedMargin, MeanAndStandardErrorOfTheGroupDifferences) {
+  // Differences 0.01 and 0.015: margin 0.0125, standard deviation (ddof 1) 0.0035355, error 0.0025.
+  const Summary ours = summarize({0.91, 0.92}), theirs = summarize({0.90, 0.905});
+  const PairedMargin higher = paired_margin(ours, theirs, /*higher_is_better=*/true);
+  EXPECT_NEAR(higher.margin, 0.0125, 1e-15);
+  ASSERT_TRUE(higher.error.has_value());
+  EXPECT_NEAR(*higher.error, 0.0025, 1e-15);
+  // Lower is better: the same differences count against.
+  const PairedMargin lower = paired_margin(ours, theirs, /*higher_is_better=*/false);
+  EXPECT_NEAR(lower.margin, -0.0125, 1e-15);
+  EXPECT_NEAR(*lower.error, 0.0025, 1e-15);
+  // The same shift in every group has no spread, however far apart the groups are; unpaired,
+  // the groups' spread (0.05) would swamp it.
+  const PairedMargin shift = paired_margin(summarize({0.8, 0.9, 1.0}), summarize({0.79, 0.89, 0.99}), true);
+  EXPECT_NEAR(shift.margin, 0.01, 1e-12);
+  EXPECT_NEAR(*shift.error, 0.0, 1e-12);
+  // One group: no error.
+  EXPECT_FALSE(paired_margin(summarize({0.5}), summarize({0.4}), true).error.has_value());
+  // Other groups cannot be paired.
+  try {
+    (void)paired_margin(summarize({0.5, 0.6}), summarize({0.4}), true);
+    FAIL() << "no error";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("paired margin: the two rows hold 2 and 1 group values"), std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(PairedMargin, MarkdownAgainstTheBetterPointEstimate) {
+  // Size 1: the Bayesian groups 0.91, 0.92 against Adam's 0.90, 0.905 (mean 0.9025) and SWA's 0.89, 0.90
+  // (0.895). Accuracy is measured against Adam, the higher; for the lower-is-better metrics the same numbers
+  // make SWA the better one, and the Bayesian ensemble loses by (0.91 - 0.89 + 0.92 - 0.90) / 2 = 0.02 with
+  // no spread. Size 2 has one group; size 4 has no point estimate.
+  const std::vector<EnsembleRow> rows = {
+      valued_row("adam", 1, {0.90, 0.905}), valued_row("swa", 1, {0.89, 0.90}), valued_row("bayes", 1, {0.91, 0.92}),
+      valued_row("adam", 2, {0.95}),        valued_row("swa", 2, {0.96}),       valued_row("bayes", 2, {0.97}),
+      valued_row("bayes", 4, {0.99}),
+  };
+  const std::string table = paired_margins_markdown(rows, "bayes", {"adam", "swa"});
+  const std::vector<std::string> lines = split(table, '\n');
+  ASSERT_EQ(lines.size(), 4u) << table;
+  EXPECT_EQ(lines[0], "| size | groups | accuracy | nll | ace | rps | ece | brier |");
+  EXPECT_EQ(lines[2], "| 1 | 2 | +0.0125 ± 0.0025 (adam) | -0.0200 ± 0.0000 (swa) | -0.0200 ± 0.0000 (swa) | "
+                      "-0.0200 ± 0.0000 (swa) | -0.0200 ± 0.0000 (swa) | -0.0200 ± 0.0000 (swa) |");
+  EXPECT_EQ(lines[3], "| 2 | 1 | +0.0100 (swa) | -0.0200 (adam) | -0.0200 (adam) | -0.0200 (adam) | -0.0200 (adam) | "
+                      "-0.0200 (adam) |");
+  // Without a point estimate at any size there is nothing to compare.
+  EXPECT_EQ(paired_margins_markdown({valued_row("bayes", 1, {0.9})}, "bayes", {"adam"}), "");
+}
+
 }  // namespace
 }  // namespace bnn::evaluation

@@ -98,6 +98,7 @@ TEST(Evaluate, WritesReportUncertaintyAndFigures) {
 
   const std::string report = bnn::io::read_file(out / "report.md");
   for (const char* text : {"# bnn evaluation report", "## Ensemble metrics", "| 2 | 1 | bayes |",
+                           "## The Bayesian ensemble against the point estimates, paired",
                            "mutual information", "## Confusion matrix", "## Sampling diagnostics",
                            "| member_000 | 2 | – | – |", "## Figures", "| T-shirt/top |", "| **Ankle boot** |"}) {
     EXPECT_NE(report.find(text), std::string::npos) << text << "\n" << report;
