@@ -39,7 +39,9 @@ const std::vector<Command>& commands() {
        "              [--members LIST] [--method swa|bayes|both]\n"
        "                  class probabilities and uncertainties of new images\n",
        cmd_predict},
-      {"hessian", "  bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K]\n", cmd_hessian},
+      {"hessian",
+       "  bnn hessian --checkpoint RUN_DIR/member_NNN [--examples N] [--iterations K] [--out FILE]\n",
+       cmd_hessian},
       {"rhat",
        "  bnn rhat --config FILE [--set key=value]... [--chains C] [--repeats R] [--rho RHO]\n"
        "           [--loss-every K] [--out DIR] [--device ...] [--threads N]\n"

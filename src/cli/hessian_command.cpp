@@ -21,6 +21,7 @@ int cmd_hessian(int argc, char** argv) {
       cxxopts::value<double>()->default_value("1e-4"))(
       "seed", "Seed of the start vector and the perturbation", cxxopts::value<uint64_t>()->default_value("0"))(
       "device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))(
+      "out", "Result file (default MEMBER_DIR/hessian.json); never written over", cxxopts::value<std::string>())(
       "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>()->default_value("0"))(
       "h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
@@ -36,6 +37,7 @@ int cmd_hessian(int argc, char** argv) {
   options.power.tolerance = args["tolerance"].as<double>();
   options.seed = args["seed"].as<uint64_t>();
   options.device = args["device"].as<std::string>();
+  if (args.count("out")) options.out = args["out"].as<std::string>();
   runtime::configure_threads(static_cast<int>(args["threads"].as<int64_t>()));
   const auto points = pipeline::hessian_at_checkpoints(options);
   fmt::print("{:<14} {:>14} {:>14} {:>14} {:>10}\n", "point", "spectral_norm", "rayleigh", "localized", "iterations");
@@ -43,7 +45,7 @@ int cmd_hessian(int argc, char** argv) {
     fmt::print("{:<14} {:>14.6g} {:>14.6g} {:>14.6g} {:>10}{}\n", p.point, p.estimate.spectral_norm,
                p.estimate.rayleigh, p.localized, p.estimate.iterations, p.estimate.converged ? "" : " (not converged)");
   }
-  fmt::print("written: {}\n", (options.member_dir / "hessian.json").string());
+  fmt::print("written: {}\n", pipeline::hessian_output(options).string());
   return 0;
 }
 

@@ -44,12 +44,27 @@ torch::Tensor read_weights(const std::filesystem::path& dir, const std::string& 
 
 }  // namespace
 
+std::filesystem::path hessian_output(const HessianOptions& options) {
+  return options.out.empty() ? options.member_dir / "hessian.json" : options.out;
+}
+
 std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) {
   const auto& dir = options.member_dir;
   const auto run_dir = std::filesystem::absolute(dir).parent_path();
   if (!std::filesystem::exists(run_dir / kConfigFile)) {
     throw config::ConfigError(fmt::format("{} is not a member directory of a bnn run: {} missing", dir.string(),
                                           (run_dir / kConfigFile).string()));
+  }
+  // Before any work: an earlier result stays, and the result has a folder to go to.
+  const std::filesystem::path target = hessian_output(options);
+  if (std::filesystem::exists(target)) {
+    throw config::ConfigError(fmt::format("{} already holds a Hessian result, which bnn hessian does not write "
+                                          "over: give --out FILE for this one, or remove it",
+                                          target.string()));
+  }
+  const std::filesystem::path folder = std::filesystem::absolute(target).parent_path();
+  if (!std::filesystem::is_directory(folder)) {
+    throw config::ConfigError(fmt::format("--out {}: the folder {} does not exist", target.string(), folder.string()));
   }
   const config::Config config = config::load_config(run_dir / kConfigFile, {});
   const torch::Device device = resolve_device(options.device);
@@ -110,7 +125,11 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   report["max_iterations"] = options.power.max_iterations;
   report["tolerance"] = options.power.tolerance;
   report["device"] = device.str();
-  io::write_file_atomically(dir / "hessian.json", report.dump(2) + "\n");
+  if (!io::create_file_atomically(target, report.dump(2) + "\n")) {
+    throw std::runtime_error(fmt::format("{} was written by another command while this one ran; it is kept, and "
+                                         "this command's numbers (in its log above) are not written",
+                                         target.string()));
+  }
   return out;
 }
 

@@ -9,8 +9,13 @@
 // potential of the sampler adds (1 / (2 rho^2)) ||x - x*||^2, whose Hessian is
 // I / rho^2: its eigenvalues are those of f shifted by 1 / rho^2, reported as
 // `localized` (the Rayleigh quotient plus 1 / rho^2).
-// Results go to MEMBER_DIR/hessian.json (atomically), with the options that
-// produced them (seed, max_iterations, tolerance, device), and are returned.
+// Results go to MEMBER_DIR/hessian.json, or to `out` where given (atomically),
+// with the options that produced them (seed, max_iterations, tolerance,
+// device), and are returned. An existing result file is never written over:
+// a second `bnn hessian` of the member (other examples, say) would otherwise
+// replace the first's numbers. The command refuses at once if the file exists,
+// and publishes its own only if no other process wrote one while it ran
+// (io::create_file_atomically).
 #pragma once
 
 #include <cstdint>
@@ -30,7 +35,11 @@ struct HessianOptions {
   evaluation::PowerIterationOptions power;
   uint64_t seed = 0;                 // power-iteration start and the perturbation
   std::string device = "auto";
+  std::filesystem::path out;  // the result file; empty: member_dir/hessian.json
 };
+
+// Where hessian_at_checkpoints writes: options.out, else MEMBER_DIR/hessian.json.
+std::filesystem::path hessian_output(const HessianOptions& options);
 
 struct HessianPoint {
   std::string point;  // "init", "adam", "swa", "swa_perturbed"

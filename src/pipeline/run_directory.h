@@ -39,7 +39,7 @@
 //                              --member-design stacked), data_parallel_ranks of
 //                              the process that finished it, and every
 //                              arithmetic it ran under (Note [Member checkpoints])
-//     hessian.json             written by `bnn hessian`
+//     hessian.json             written by `bnn hessian`, never over an earlier one
 //   <run>/metrics.json, metrics.csv, metrics.txt, metrics_ood.csv, uncertainty.json, report.md, report.html,
 //   <run>/figures/             outputs of `bnn evaluate` (src/pipeline/evaluate.h)
 // Members selected with --members may run as separate processes (or hosts

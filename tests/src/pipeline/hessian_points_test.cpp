@@ -74,6 +74,32 @@ TEST(HessianCli, FourPointsOfATinyRun) {
   }
   EXPECT_EQ(names, (std::vector<std::string>{"init", "adam", "swa", "swa_perturbed"}));
   EXPECT_NE(h.output.find("swa_perturbed"), std::string::npos) << h.output;
+
+  // A second command on the member does not write over the first's result: it
+  // refuses before any work, naming the file; with --out it writes elsewhere,
+  // and the same seed and options give the same numbers.
+  const std::string first = bnn::io::read_file(member / "hessian.json");
+  const auto again = hessian_cli("hessian --checkpoint " + member.string() + " --examples 100 --threads 1");
+  EXPECT_EQ(again.code, 2) << again.output;
+  EXPECT_NE(again.output.find((member / "hessian.json").string() +
+                              " already holds a Hessian result, which bnn hessian does not write over: give --out "
+                              "FILE for this one, or remove it"),
+            std::string::npos)
+      << again.output;
+  EXPECT_EQ(again.output.find("hessian at"), std::string::npos) << again.output;  // no work done
+  EXPECT_EQ(bnn::io::read_file(member / "hessian.json"), first);
+  const auto other = hessian_work() / "same_seed.json";
+  const auto elsewhere = hessian_cli("hessian --checkpoint " + member.string() + " --out " + other.string() +
+                                     " --examples 200 --iterations 30 --seed 7 --tolerance 1e-3 --threads 1");
+  ASSERT_EQ(elsewhere.code, 0) << elsewhere.output;
+  EXPECT_NE(elsewhere.output.find("written: " + other.string()), std::string::npos) << elsewhere.output;
+  EXPECT_EQ(bnn::io::read_file(other), first);
+  EXPECT_EQ(bnn::io::read_file(member / "hessian.json"), first);
+  const auto nowhere = hessian_cli("hessian --checkpoint " + member.string() + " --out /no/such/folder/h.json");
+  EXPECT_EQ(nowhere.code, 2) << nowhere.output;
+  EXPECT_NE(nowhere.output.find("--out /no/such/folder/h.json: the folder /no/such/folder does not exist"),
+            std::string::npos)
+      << nowhere.output;
   std::filesystem::remove_all(run);
 }
 
@@ -95,7 +121,8 @@ TEST(HessianCli, PointsOfAnLbfgsRun) {
   for (const auto& p : report["points"]) names.push_back(p["point"]);
   EXPECT_EQ(names, (std::vector<std::string>{"init", "map", "map_perturbed"}));
   std::filesystem::remove(member / "map_weights.npy");
-  const auto missing = hessian_cli("hessian --checkpoint " + member.string() + " --examples 200 --threads 1");
+  const auto missing = hessian_cli("hessian --checkpoint " + member.string() + " --out " +
+                                   (hessian_work() / "lbfgs_missing.json").string() + " --examples 200 --threads 1");
   EXPECT_EQ(missing.code, 2) << missing.output;
   EXPECT_NE(missing.output.find("map_weights.npy missing: the member has not finished L-BFGS"), std::string::npos)
       << missing.output;
