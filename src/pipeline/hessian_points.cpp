@@ -51,13 +51,19 @@ std::filesystem::path hessian_output(const HessianOptions& options) {
 std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) {
   const auto& dir = options.member_dir;
   const auto run_dir = std::filesystem::absolute(dir).parent_path();
+  if (!std::filesystem::is_directory(dir)) {
+    throw config::ConfigError(fmt::format("{} is not a member directory of a bnn run: no such folder", dir.string()));
+  }
   if (!std::filesystem::exists(run_dir / kConfigFile)) {
     throw config::ConfigError(fmt::format("{} is not a member directory of a bnn run: {} missing", dir.string(),
                                           (run_dir / kConfigFile).string()));
   }
   // Before any work: an earlier result stays, and the result has a folder to go to.
   const std::filesystem::path target = hessian_output(options);
-  if (std::filesystem::exists(target)) {
+  if (std::filesystem::is_directory(target)) {
+    throw config::ConfigError(fmt::format("--out {} is a folder: give the result file's name", target.string()));
+  }
+  if (std::filesystem::exists(std::filesystem::symlink_status(target))) {  // a dangling link too: link(2) fails on it
     throw config::ConfigError(fmt::format("{} already holds a Hessian result, which bnn hessian does not write "
                                           "over: give --out FILE for this one, or remove it",
                                           target.string()));

@@ -95,6 +95,22 @@ TEST(HessianCli, FourPointsOfATinyRun) {
   EXPECT_NE(elsewhere.output.find("written: " + other.string()), std::string::npos) << elsewhere.output;
   EXPECT_EQ(bnn::io::read_file(other), first);
   EXPECT_EQ(bnn::io::read_file(member / "hessian.json"), first);
+  const auto folder = hessian_cli("hessian --checkpoint " + member.string() + " --out " + run.string());
+  EXPECT_EQ(folder.code, 2) << folder.output;
+  EXPECT_NE(folder.output.find("--out " + run.string() + " is a folder: give the result file's name"),
+            std::string::npos)
+      << folder.output;
+  // A dangling link counts as a file there (link(2) would fail on it after all the work).
+  const auto dangling = hessian_work() / "dangling.json";
+  std::filesystem::create_symlink("/no/such/target.json", dangling);
+  const auto linked = hessian_cli("hessian --checkpoint " + member.string() + " --out " + dangling.string());
+  EXPECT_EQ(linked.code, 2) << linked.output;
+  EXPECT_NE(linked.output.find(dangling.string() + " already holds"), std::string::npos) << linked.output;
+  const auto typo = hessian_cli("hessian --checkpoint " + (run / "member_009").string());
+  EXPECT_EQ(typo.code, 2) << typo.output;
+  EXPECT_NE(typo.output.find((run / "member_009").string() + " is not a member directory of a bnn run: no such folder"),
+            std::string::npos)
+      << typo.output;
   const auto nowhere = hessian_cli("hessian --checkpoint " + member.string() + " --out /no/such/folder/h.json");
   EXPECT_EQ(nowhere.code, 2) << nowhere.output;
   EXPECT_NE(nowhere.output.find("--out /no/such/folder/h.json: the folder /no/such/folder does not exist"),
