@@ -43,21 +43,22 @@ rows, which share members).
 Exits 0 when no row is marked, 1 when one is, 2 for bad input.
 Standard library only.
 """
-import json
 import math
 import sys
 
-from paper_comparison import BadMetrics, load_ensembles
-from student_t import incomplete_beta, paired_p_value, t_two_sided  # noqa: F401 (incomplete_beta: tests)
+from paper_comparison import BadMetrics, ensembles_in, read_metrics_json
+from student_t import incomplete_beta, paired_p, t_two_sided  # noqa: F401 (incomplete_beta: tests)
 
 METRICS = ["accuracy", "nll", "ace", "rps", "ece", "brier"]
 
 
 def load(path):
-    rows = load_ensembles(path, METRICS)
+    """A metrics.json's ensemble rows (paper_comparison.ensembles_in) and the whole file, read once."""
+    data = read_metrics_json(path)
+    rows = ensembles_in(data, path, METRICS)
     if not rows:
         raise BadMetrics(f"{path}: no ensemble rows (is it a bnn run's metrics.json?)")
-    return rows
+    return rows, data
 
 
 def welch_p(a, b, n_a, n_b):
@@ -76,20 +77,9 @@ def welch_p(a, b, n_a, n_b):
 SAME = "same"  # --paired: a row whose groups are equal in both runs, not tested
 
 
-def paired_p(values_a, values_b):
-    """Two-sided p-value that the group-by-group differences have mean 0 (student_t.paired_p_value); None
-    for fewer than two groups."""
-    scale = max([abs(v) for v in values_a + values_b] or [0.0])
-    return paired_p_value([a - b for a, b in zip(values_a, values_b)], scale)
-
-
-def members_of(path, label):
+def members_of(data, path, label):
     """The member folders a metrics.json names, in the order its groups take them (for --paired)."""
-    try:
-        with open(path) as f:
-            members = json.load(f).get("members")
-    except (OSError, ValueError, AttributeError) as e:
-        raise BadMetrics(f"{path}: cannot read it as JSON ({e})")
+    members = data.get("members") if isinstance(data, dict) else None
     if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
         raise BadMetrics(f"--paired: {label}'s {path} does not name its members (a metrics.json from an older "
                          "bnn: run `bnn evaluate` on the run again)")
@@ -179,9 +169,10 @@ def main(argv):
         print(usage + " (P between 0 and 1)", file=sys.stderr)
         return 2
     try:
-        rows_a, rows_b = load(args[0]), load(args[1])
+        (rows_a, data_a), (rows_b, data_b) = load(args[0]), load(args[1])
         if paired:
-            check_same_members(members_of(args[0], labels[0]), members_of(args[1], labels[1]), labels)
+            check_same_members(members_of(data_a, args[0], labels[0]), members_of(data_b, args[1], labels[1]),
+                               labels)
         lines, marked = compare(rows_a, rows_b, labels, alpha, paired)
     except BadMetrics as e:
         print(f"compare_metrics: {e}", file=sys.stderr)

@@ -38,7 +38,7 @@ import os
 import re
 import sys
 
-from student_t import paired_p_value, paired_standard_error
+from student_t import paired_p, paired_standard_error
 
 # Ensemble size 1, the paper's reference code, 64 runs (mean over the runs).
 PUBLISHED = {
@@ -92,16 +92,21 @@ class BadMetrics(Exception):
     pass
 
 
-def load_ensembles(path, metrics):
-    """(method, size) -> (groups, {metric: (mean, std)}, {metric: [each group's value]}) from a bnn run's
-    metrics.json; BadMetrics names what is wrong (scripts/compare_metrics.py reads tables with it too). The
-    groups' values are there in files bnn wrote since they carry them ("values", group g of size es being
-    members [g es, (g + 1) es) for every method); the third dict is empty for an older file."""
+def read_metrics_json(path):
+    """The parsed file; BadMetrics if it cannot be read as JSON."""
     try:
         with open(path) as f:
-            data = json.load(f)
+            return json.load(f)
     except (OSError, ValueError) as e:
         raise BadMetrics(f"{path}: cannot read it as JSON ({e})")
+
+
+def ensembles_in(data, path, metrics):
+    """(method, size) -> (groups, {metric: (mean, std)}, {metric: [each group's value]}) from a bnn run's
+    metrics.json, parsed (read_metrics_json); BadMetrics names what is wrong, with `path`
+    (scripts/compare_metrics.py reads tables with it too). The groups' values are there in files bnn wrote
+    since they carry them ("values", group g of size es being members [g es, (g + 1) es) for every method);
+    the third dict is empty for an older file."""
     rows = {}
     for row in data.get("ensembles", []) if isinstance(data, dict) else []:
         try:
@@ -123,7 +128,7 @@ def load_ensembles(path, metrics):
 
 def load_rows(path):
     rows = {key: {**summaries, "groups": groups, "values": values}
-            for key, (groups, summaries, values) in load_ensembles(path, METRICS).items()}
+            for key, (groups, summaries, values) in ensembles_in(read_metrics_json(path), path, METRICS).items()}
     for method in PUBLISHED:
         if (method, 1) not in rows:
             raise BadMetrics(f"{path}: no '{method}' row of ensemble size 1 (is it a bnn run's metrics.json?)")
@@ -266,9 +271,8 @@ def claims_table(rows):
             error = p = None
             if paired:
                 ours, theirs = rows[("bayes", size)]["values"][metric], rows[(better, size)]["values"][metric]
-                differences = [sign * (a - b) for a, b in zip(ours, theirs)]
-                error = paired_standard_error(differences)
-                p = paired_p_value(differences, max(abs(v) for v in ours + theirs))
+                error = paired_standard_error([sign * (a - b) for a, b in zip(ours, theirs)])
+                p = paired_p(ours, theirs)
             cell = f"{margin:+.4f}" + ("" if error is None else f" ± {error:.4f}")
             if not ok:
                 far = p is not None and p < bound

@@ -41,27 +41,6 @@ def t_two_sided(t, df):
     return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
 
 
-def paired_p_value(differences, scale):
-    """Two-sided p-value that paired differences have mean 0: Student's t on their mean over its standard
-    error (standard deviation, ddof 1, over sqrt(n)) with n - 1 degrees of freedom; None for n < 2.
-
-    Where the differences are equal up to rounding (their standard deviation at most 1e-9 of `scale`, the
-    size of the values they were taken from), t is meaningless: a metric that moves in steps, such as an
-    accuracy in steps of one test image, can shift every group by the same step, and the rounding of the
-    values alone would then make t as large as it likes. There the test is the exact sign test instead:
-    all zero is p = 1, and n differences of one sign, each as likely as the other under the hypothesis,
-    have p = 2 / 2^n."""
-    n = len(differences)
-    if n < 2:
-        return None
-    mean = sum(differences) / n
-    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1))
-    tolerance = 1e-9 * scale
-    if sd <= tolerance:
-        return 1.0 if abs(mean) <= tolerance else min(1.0, 2.0 * 0.5 ** n)
-    return t_two_sided(mean / (sd / math.sqrt(n)), n - 1.0)
-
-
 def paired_standard_error(differences):
     """The standard error of the mean of paired differences (ddof 1); None for fewer than two."""
     n = len(differences)
@@ -69,3 +48,31 @@ def paired_standard_error(differences):
         return None
     mean = sum(differences) / n
     return math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1) / n)
+
+
+def paired_p_value(differences, scale):
+    """Two-sided p-value that paired differences have mean 0: Student's t on their mean over its standard
+    error (paired_standard_error) with n - 1 degrees of freedom; None for n < 2.
+
+    Where the differences are equal up to rounding (their standard deviation at most 1e-9 of `scale`, the
+    size of the values they were taken from), t is meaningless: a metric that moves in steps, such as an
+    accuracy in steps of one test image, can shift every group by the same step, and the rounding of the
+    values alone would then make t as large as it likes. There the test is the exact sign test instead:
+    all zero is p = 1, and n differences of one sign, each as likely as the other under the hypothesis,
+    have p = 2 / 2^n."""
+    error = paired_standard_error(differences)
+    if error is None:
+        return None
+    n = len(differences)
+    mean = sum(differences) / n
+    tolerance = 1e-9 * scale
+    if error * math.sqrt(n) <= tolerance:  # the differences' standard deviation
+        return 1.0 if abs(mean) <= tolerance else min(1.0, 2.0 * 0.5 ** n)
+    return t_two_sided(mean / error, n - 1.0)
+
+
+def paired_p(values_a, values_b):
+    """paired_p_value of the group-by-group differences of two lists of values, scaled by their size.
+    Two-sided, so the order of the two lists does not matter."""
+    scale = max([abs(v) for v in values_a + values_b] or [0.0])
+    return paired_p_value([a - b for a, b in zip(values_a, values_b)], scale)
