@@ -12,6 +12,9 @@
 namespace bnn::evaluation {
 namespace {
 
+// Which way a metric improves; entropy describes and has no better side.
+enum class Better { kHigher, kLower, kNeither };
+
 // One entry per reported metric, in output order, so that the JSON keys, the CSV
 // columns and the table stay in step with Metrics and EnsembleRow.
 struct MetricField {
@@ -19,6 +22,7 @@ struct MetricField {
   const char* short_name;  // table label
   double Metrics::*value;
   Summary EnsembleRow::*summary;
+  Better better;  // paired_margins_markdown's columns: those with a better side
 };
 
 // The columns against a reference posterior, where rows have one.
@@ -38,13 +42,13 @@ bool any_reference(const std::vector<EnsembleRow>& rows) {
 }
 
 constexpr MetricField kFields[] = {
-    {"accuracy", "acc", &Metrics::accuracy, &EnsembleRow::accuracy},
-    {"nll", "nll", &Metrics::nll, &EnsembleRow::nll},
-    {"ace", "ace", &Metrics::ace, &EnsembleRow::ace},
-    {"rps", "rps", &Metrics::rps, &EnsembleRow::rps},
-    {"ece", "ece", &Metrics::ece, &EnsembleRow::ece},
-    {"brier", "brier", &Metrics::brier, &EnsembleRow::brier},
-    {"entropy", "ent", &Metrics::entropy, &EnsembleRow::entropy},
+    {"accuracy", "acc", &Metrics::accuracy, &EnsembleRow::accuracy, Better::kHigher},
+    {"nll", "nll", &Metrics::nll, &EnsembleRow::nll, Better::kLower},
+    {"ace", "ace", &Metrics::ace, &EnsembleRow::ace, Better::kLower},
+    {"rps", "rps", &Metrics::rps, &EnsembleRow::rps, Better::kLower},
+    {"ece", "ece", &Metrics::ece, &EnsembleRow::ece, Better::kLower},
+    {"brier", "brier", &Metrics::brier, &EnsembleRow::brier, Better::kLower},
+    {"entropy", "ent", &Metrics::entropy, &EnsembleRow::entropy, Better::kNeither},
 };
 
 void check_inputs(const std::string& method, const std::vector<torch::Tensor>& member_probs) {
@@ -280,33 +284,18 @@ PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool high
               "paired margin: the two rows hold ", ours.values.size(), " and ", theirs.values.size(),
               " group values; pairing needs the same groups, at least one");
   const double sign = higher_is_better ? 1.0 : -1.0;
-  const auto n = static_cast<double>(ours.values.size());
   std::vector<double> differences;
   for (size_t g = 0; g < ours.values.size(); ++g) differences.push_back(sign * (ours.values[g] - theirs.values[g]));
+  const Summary d = summarize(differences);
   PairedMargin result;
-  for (const double d : differences) result.margin += d;
-  result.margin /= n;
-  if (differences.size() > 1) {
-    double squares = 0;
-    for (const double d : differences) squares += (d - result.margin) * (d - result.margin);
-    result.error = std::sqrt(squares / (n - 1) / n);
-  }
+  result.margin = d.mean;
+  // summarize's spread divides by n; the standard error sqrt(S / (n - 1) / n) is std / sqrt(n - 1).
+  if (differences.size() > 1) result.error = d.std / std::sqrt(static_cast<double>(differences.size() - 1));
   return result;
 }
 
 std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const std::string& method,
                                     const std::vector<std::string>& against) {
-  // The metrics with a better direction, in the tables' order (entropy has none).
-  struct Directed {
-    const char* name;
-    Summary EnsembleRow::*summary;
-    bool higher_is_better;
-  };
-  constexpr Directed kDirected[] = {
-      {"accuracy", &EnsembleRow::accuracy, true}, {"nll", &EnsembleRow::nll, false},
-      {"ace", &EnsembleRow::ace, false},          {"rps", &EnsembleRow::rps, false},
-      {"ece", &EnsembleRow::ece, false},          {"brier", &EnsembleRow::brier, false},
-  };
   std::map<int64_t, const EnsembleRow*> ours;
   std::map<int64_t, std::vector<const EnsembleRow*>> theirs;
   for (const EnsembleRow& row : rows) {
@@ -320,20 +309,23 @@ std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const 
     if (out.empty()) {
       out = "| size | groups |";
       std::string rule = "|---:|---:|";
-      for (const Directed& metric : kDirected) {
+      for (const MetricField& metric : kFields) {
+        if (metric.better == Better::kNeither) continue;
         fmt::format_to(std::back_inserter(out), " {} |", metric.name);
         rule += "---:|";
       }
       out += "\n" + rule + "\n";
     }
     fmt::format_to(std::back_inserter(out), "| {} | {} |", size, row->groups);
-    for (const Directed& metric : kDirected) {
-      const double sign = metric.higher_is_better ? 1.0 : -1.0;
+    for (const MetricField& metric : kFields) {
+      if (metric.better == Better::kNeither) continue;
+      const bool higher_is_better = metric.better == Better::kHigher;
+      const double sign = higher_is_better ? 1.0 : -1.0;
       const EnsembleRow* better = *std::max_element(
           other->second.begin(), other->second.end(), [&](const EnsembleRow* a, const EnsembleRow* b) {
             return sign * (a->*metric.summary).mean < sign * (b->*metric.summary).mean;
           });
-      const PairedMargin m = paired_margin(row->*metric.summary, better->*metric.summary, metric.higher_is_better);
+      const PairedMargin m = paired_margin(row->*metric.summary, better->*metric.summary, higher_is_better);
       fmt::format_to(std::back_inserter(out), " {:+.4f}{} ({}) |", m.margin,
                      m.error ? fmt::format(" ± {:.4f}", *m.error) : std::string(), better->method);
     }
