@@ -17,7 +17,9 @@ itself uncertain, is not over-read. The two runs' members are treated as
 independent. Where the runs share seeds (the same x*, or chains whose bits
 differ only by the arithmetic), their members are positively correlated,
 which makes the test conservative: it marks less than it could. A size with
-one group in either run has no spread and is not tested.
+one group in either run has no spread and is not tested; where both runs'
+groups are each equal up to rounding, the test is the exact rank test
+(welch_p).
 
 --paired: for runs whose members correspond one to one (the same config and
 seeds: a CPU run and a GPU run of it, two LibTorch versions; or two samplers
@@ -62,14 +64,21 @@ def load(path):
 
 
 def welch_p(a, b, n_a, n_b):
-    """Two-sided p-value that the means are equal; None when a side has one group."""
+    """Two-sided p-value that the means are equal; None when a side has one group.
+
+    Where neither run has a spread (each standard deviation at most 1e-9 of the means' size: every group of
+    a run equal up to rounding), t is meaningless, as in student_t.paired_p_value: a metric in steps, the
+    same in every group of each run, would be "infinitely" significant at any step. The test is then the
+    exact Mann-Whitney rank test, whose two-sided p for two samples that do not overlap at all is
+    2 / C(n_a + n_b, n_a): 1/3 for two groups each, 2/70 for four, never 0."""
     (mean_a, std_a), (mean_b, std_b) = a, b
     if n_a < 2 or n_b < 2:
         return None
     var_a, var_b = std_a ** 2 / (n_a - 1), std_b ** 2 / (n_b - 1)  # squared standard errors
     diff = mean_a - mean_b
-    if var_a + var_b == 0:
-        return 1.0 if diff == 0 else 0.0
+    tolerance = 1e-9 * max(abs(mean_a), abs(mean_b))
+    if max(std_a, std_b) <= tolerance:
+        return 1.0 if abs(diff) <= tolerance else min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
     df = (var_a + var_b) ** 2 / (var_a ** 2 / (n_a - 1) + var_b ** 2 / (n_b - 1))
     return t_two_sided(diff / math.sqrt(var_a + var_b), df)
 
@@ -105,7 +114,9 @@ def paired_values(path_label, row, metric, key):
     return values
 
 
-def compare(rows_a, rows_b, labels, alpha, paired=False):
+def compare(rows_a, rows_b, labels, alpha, paired=False, member_count=None):
+    """The table's lines and the number of rows marked. With `paired`, `member_count` is the length of the
+    runs' common list of members, of which a row of size es must have floor(member_count / es) groups."""
     order = {"adam": 0, "swa": 1, "bayes": 2}
     keys = sorted(set(rows_a) & set(rows_b), key=lambda k: (k[1], order.get(k[0], 3), k[0]))
     if not keys:
@@ -117,6 +128,12 @@ def compare(rows_a, rows_b, labels, alpha, paired=False):
         if paired and n_a != n_b:
             raise BadMetrics(f"--paired: {method} size {size} has {n_a} groups in {labels[0]} and {n_b} in "
                              f"{labels[1]}; pairing needs the same members in both runs")
+        if paired and member_count is not None and n_a != member_count // size:
+            # Groups are members [g es, (g + 1) es) of the list: another count means the list does not
+            # describe these groups, and pairing by it would pair the wrong members.
+            raise BadMetrics(f"--paired: {method} size {size} has {n_a} groups, but the {member_count} members "
+                             f"the files name make {member_count // size}; the table and its list of members "
+                             "disagree")
         for metric in METRICS:
             if paired:
                 values_a = paired_values(labels[0], row_a, metric, (method, size))
@@ -170,10 +187,12 @@ def main(argv):
         return 2
     try:
         (rows_a, data_a), (rows_b, data_b) = load(args[0]), load(args[1])
+        member_count = None
         if paired:
-            check_same_members(members_of(data_a, args[0], labels[0]), members_of(data_b, args[1], labels[1]),
-                               labels)
-        lines, marked = compare(rows_a, rows_b, labels, alpha, paired)
+            members_a = members_of(data_a, args[0], labels[0])
+            check_same_members(members_a, members_of(data_b, args[1], labels[1]), labels)
+            member_count = len(members_a)
+        lines, marked = compare(rows_a, rows_b, labels, alpha, paired, member_count)
     except BadMetrics as e:
         print(f"compare_metrics: {e}", file=sys.stderr)
         return 2

@@ -18,6 +18,7 @@ import compare_metrics  # noqa: E402
 
 METRICS = ["accuracy", "nll", "ace", "rps", "ece", "brier"]
 MEMBERS = [f"member_{i:03d}" for i in range(4)]
+SIXTEEN = [f"member_{i:03d}" for i in range(16)]
 
 
 def row(method, size, groups, mean, std, **overrides):
@@ -51,7 +52,16 @@ class StudentT(unittest.TestCase):
         self.assertAlmostEqual(compare_metrics.welch_p((0.25, 0.01), (0.30, 0.03), 9, 4), 0.0603041, places=7)
         self.assertIsNone(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.01), 1, 4))
         self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.0), 4, 4), 1.0)
-        self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.2, 0.0), 4, 4), 0.0)
+        # Neither run with a spread: the exact rank test for two samples apart, 2 / C(n_a + n_b, n_a), not 0.
+        self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.2, 0.0), 4, 4), 2.0 / 70)
+        self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.2, 0.0), 2, 2), 1.0 / 3)
+        self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.2, 0.0), 2, 5), 2.0 / 21)
+        # Spreads of rounding only (an accuracy in steps of one image, the same in every group) count as none.
+        self.assertEqual(compare_metrics.welch_p((0.9001, 1e-17), (0.9002, 0.0), 16, 16), 2.0 / math.comb(32, 16))
+        self.assertEqual(compare_metrics.welch_p((0.9, 1e-17), (0.9 + 1e-16, 0.0), 3, 3), 1.0)
+        # One run with a real spread: Welch's t, finite, on the other's zero spread.
+        self.assertAlmostEqual(compare_metrics.welch_p((0.30, 0.02), (0.25, 0.0), 5, 5),
+                               compare_metrics.t_two_sided(0.05 / 0.01, 4.0), places=12)
 
 
 def valued(method, size, values, **overrides):
@@ -158,7 +168,7 @@ class CompareMetrics(unittest.TestCase):
         r = self.run_script(a, b)
         self.assertEqual(r.returncode, 0, r.stderr)  # unpaired, both shifts are lost in the groups' spread
         self.assertTrue(r.stdout.splitlines()[-1].startswith("0 of 6 differences are marked"), r.stdout)
-        r = self.run_script(a, b, "--paired")
+        r = self.run_script(a, b, "--paired", members=(SIXTEEN, SIXTEEN))
         self.assertEqual(r.returncode, 1, r.stderr)
         lines = r.stdout.splitlines()
         p = compare_metrics.t_two_sided(0.001 / (math.sqrt(8e-8 / 3) / 2), 3.0)
@@ -172,7 +182,7 @@ class CompareMetrics(unittest.TestCase):
                                     "tested).")
         # Equal means from other groups are not the same rows: tested, p = 1.
         c = [valued("bayes", 4, groups, nll=[0.91, 0.93, 0.90, 0.92])]
-        r = self.run_script(a[:1], c, "--paired")
+        r = self.run_script(a[:1], c, "--paired", members=(SIXTEEN, SIXTEEN))
         self.assertIn("| bayes | 4 | 4, 4 | nll | 0.9150 | 0.9150 | +0.0000 | 1 |  |", r.stdout.splitlines())
 
     def test_paired_refuses_what_it_cannot_pair(self):
@@ -194,6 +204,9 @@ class CompareMetrics(unittest.TestCase):
              "same members in the same order in both runs"),
             ((MEMBERS, MEMBERS[:3]), "--paired: A has 4 members and B 3; pairing needs the same members in both "
              "runs"),
+            # Two groups of size 2 are four members; a list of six (as for a table of other members) is refused.
+            ((MEMBERS + ["member_004", "member_005"],) * 2, "--paired: adam size 2 has 2 groups, but the 6 members "
+             "the files name make 3; the table and its list of members disagree"),
         ]
         cases += [(valued_a, valued_a, message, members) for members, message in member_cases]
         for a, b, message, *members in cases:
