@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "src/evaluation/metrics.h"
+#include "src/evaluation/student_t.h"
 
 namespace bnn::evaluation {
 namespace {
@@ -285,38 +286,39 @@ PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool high
               " group values; pairing needs the same groups, at least one");
   const double sign = higher_is_better ? 1.0 : -1.0;
   std::vector<double> differences;
-  for (size_t g = 0; g < ours.values.size(); ++g) differences.push_back(sign * (ours.values[g] - theirs.values[g]));
+  double scale = 0.0;
+  for (size_t g = 0; g < ours.values.size(); ++g) {
+    differences.push_back(sign * (ours.values[g] - theirs.values[g]));
+    scale = std::max({scale, std::abs(ours.values[g]), std::abs(theirs.values[g])});
+  }
   const Summary d = summarize(differences);
   PairedMargin result;
   result.margin = d.mean;
   // summarize's spread divides by n; the standard error sqrt(S / (n - 1) / n) is std / sqrt(n - 1).
   if (differences.size() > 1) result.error = d.std / std::sqrt(static_cast<double>(differences.size() - 1));
+  result.p = paired_p_value(differences, scale);
   return result;
 }
 
 std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const std::string& method,
-                                    const std::vector<std::string>& against) {
+                                    const std::vector<std::string>& against, double alpha) {
   std::map<int64_t, const EnsembleRow*> ours;
   std::map<int64_t, std::vector<const EnsembleRow*>> theirs;
   for (const EnsembleRow& row : rows) {
     if (row.method == method) ours[row.size] = &row;
     if (std::find(against.begin(), against.end(), row.method) != against.end()) theirs[row.size].push_back(&row);
   }
-  std::string out;
+  // Every cell first, so that the bound counts every margin tested.
+  struct Cell {
+    PairedMargin margin;
+    std::string against;
+  };
+  std::vector<std::pair<const EnsembleRow*, std::vector<Cell>>> lines;
+  int64_t tested = 0;
   for (const auto& [size, row] : ours) {
     const auto other = theirs.find(size);
     if (other == theirs.end()) continue;
-    if (out.empty()) {
-      out = "| size | groups |";
-      std::string rule = "|---:|---:|";
-      for (const MetricField& metric : kFields) {
-        if (metric.better == Better::kNeither) continue;
-        fmt::format_to(std::back_inserter(out), " {} |", metric.name);
-        rule += "---:|";
-      }
-      out += "\n" + rule + "\n";
-    }
-    fmt::format_to(std::back_inserter(out), "| {} | {} |", size, row->groups);
+    std::vector<Cell> cells;
     for (const MetricField& metric : kFields) {
       if (metric.better == Better::kNeither) continue;
       const bool higher_is_better = metric.better == Better::kHigher;
@@ -325,12 +327,38 @@ std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const 
           other->second.begin(), other->second.end(), [&](const EnsembleRow* a, const EnsembleRow* b) {
             return sign * (a->*metric.summary).mean < sign * (b->*metric.summary).mean;
           });
-      const PairedMargin m = paired_margin(row->*metric.summary, better->*metric.summary, higher_is_better);
-      fmt::format_to(std::back_inserter(out), " {:+.4f}{} ({}) |", m.margin,
-                     m.error ? fmt::format(" ± {:.4f}", *m.error) : std::string(), better->method);
+      cells.push_back({paired_margin(row->*metric.summary, better->*metric.summary, higher_is_better),
+                       better->method});
+      tested += cells.back().margin.p.has_value();
+    }
+    lines.emplace_back(row, std::move(cells));
+  }
+  if (lines.empty()) return "";
+  std::string out = "| size | groups |";
+  std::string rule = "|---:|---:|";
+  for (const MetricField& metric : kFields) {
+    if (metric.better == Better::kNeither) continue;
+    fmt::format_to(std::back_inserter(out), " {} |", metric.name);
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
+  const double bound = tested > 0 ? alpha / static_cast<double>(tested) : 0.0;
+  for (const auto& [row, cells] : lines) {
+    fmt::format_to(std::back_inserter(out), "| {} | {} |", row->size, row->groups);
+    for (const Cell& cell : cells) {
+      const PairedMargin& m = cell.margin;
+      std::string number = fmt::format("{:+.4f}", m.margin);
+      if (m.error) number += fmt::format(" ± {:.4f}", *m.error);
+      if (m.p && *m.p < bound) number = "**" + number + "**";
+      fmt::format_to(std::back_inserter(out), " {} ({}{}) |", number, cell.against,
+                     m.p ? fmt::format(", p {:.2g}", *m.p) : std::string());
     }
     out += '\n';
   }
+  fmt::format_to(std::back_inserter(out),
+                 "\nBold: p below {:g} / {} = {:.2g} (the margins tested, Bonferroni), a margin beyond the groups' "
+                 "noise either way.\n",
+                 alpha, tested, bound);
   return out;
 }
 

@@ -73,21 +73,26 @@ std::string to_csv(const std::vector<EnsembleRow>& rows);
 // group (group g holds the same members for every method): the mean over
 // groups of sign (ours_g - theirs_g), sign +1 where a higher value is better,
 // and its standard error, the differences' standard deviation (ddof 1) over
-// sqrt(n); no error for a single group. Needs both Summaries' values, of one
-// length.
+// sqrt(n), and the paired t-test's two-sided p-value that the margin is 0
+// (student_t.h, paired_p_value: the exact sign test where every group
+// differs alike); neither for a single group. Needs both Summaries' values,
+// of one length.
 struct PairedMargin {
   double margin = 0;
   std::optional<double> error;
+  std::optional<double> p;
 };
 PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool higher_is_better);
 
 // A GitHub-flavoured Markdown table of `method`'s paired margins over the
 // better of `against` (by mean, metric by metric: higher accuracy; lower NLL,
 // ACE, RPS, ECE and Brier score), one line per ensemble size where `method`
-// and one of `against` have rows; each cell "+0.0010 ± 0.0003 (swa)", the
-// method beaten or not in parentheses. Empty when no size has both.
+// and one of `against` have rows; each cell "+0.0010 ± 0.0003 (swa, p 0.011)",
+// the method beaten or not and the p-value in parentheses, the number in bold
+// where p is below alpha / (the number of margins with a p-value), and a line
+// saying so below the table. Empty when no size has both.
 std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const std::string& method,
-                                    const std::vector<std::string>& against);
+                                    const std::vector<std::string>& against, double alpha = 0.01);
 
 // A table for the terminal: rows grouped by ensemble size (ascending), methods in
 // their order of appearance one under the other, metrics as mean±std with 4 decimals.

@@ -180,7 +180,10 @@ std::string render_report(const ReportInputs& in) {
            "(named in parentheses), metric by metric; positive: the Bayesian ensemble is better (higher accuracy; "
            "lower NLL, ACE, RPS, ECE and Brier score). Group g holds the same members for every method, so the "
            "margin is taken group by group, and ± is its standard error over the groups (the differences' "
-           "standard deviation over √n): what the members share cancels. A size with one group has none.\n\n" +
+           "standard deviation over √n): what the members share cancels. p is the paired t-test's two-sided "
+           "p-value (n − 1 degrees of freedom; the exact sign test where every group differs alike), so that a "
+           "margin of few groups, whose spread is itself a guess, is not over-read. The comparator is chosen "
+           "by its mean, so a margin is measured against the harder one. A size with one group has neither.\n\n" +
            margins;
   }
 

@@ -282,17 +282,25 @@ TEST(PairedMargin, MeanAndStandardErrorOfTheGroupDifferences) {
   EXPECT_NEAR(higher.margin, 0.0125, 1e-15);
   ASSERT_TRUE(higher.error.has_value());
   EXPECT_NEAR(*higher.error, 0.0025, 1e-15);
+  // t = 5 on one degree of freedom (the Cauchy distribution): p = 1 - 2 atan(5) / pi = 0.1257.
+  ASSERT_TRUE(higher.p.has_value());
+  EXPECT_NEAR(*higher.p, 1 - 2 * std::atan(5.0) / 3.14159265358979323846, 1e-12);
   // Lower is better: the same differences count against.
   const PairedMargin lower = paired_margin(ours, theirs, /*higher_is_better=*/false);
   EXPECT_NEAR(lower.margin, -0.0125, 1e-15);
   EXPECT_NEAR(*lower.error, 0.0025, 1e-15);
+  EXPECT_NEAR(*lower.p, *higher.p, 1e-15);  // two-sided
   // The same shift in every group has no spread, however far apart the groups are; unpaired,
   // the groups' spread (0.05) would swamp it.
   const PairedMargin shift = paired_margin(summarize({0.8, 0.9, 1.0}), summarize({0.79, 0.89, 0.99}), true);
   EXPECT_NEAR(shift.margin, 0.01, 1e-12);
   EXPECT_NEAR(*shift.error, 0.0, 1e-12);
-  // One group: no error.
-  EXPECT_FALSE(paired_margin(summarize({0.5}), summarize({0.4}), true).error.has_value());
+  // Its t would be as large as rounding makes it; the sign test's 2 / 2^3 is the p-value instead.
+  EXPECT_EQ(*shift.p, 0.25);
+  // One group: no error and no p-value.
+  const PairedMargin one = paired_margin(summarize({0.5}), summarize({0.4}), true);
+  EXPECT_FALSE(one.error.has_value());
+  EXPECT_FALSE(one.p.has_value());
   // Other groups cannot be paired.
   try {
     (void)paired_margin(summarize({0.5, 0.6}), summarize({0.4}), true);
@@ -315,14 +323,38 @@ TEST(PairedMargin, MarkdownAgainstTheBetterPointEstimate) {
   };
   const std::string table = paired_margins_markdown(rows, "bayes", {"adam", "swa"});
   const std::vector<std::string> lines = split(table, '\n');
-  ASSERT_EQ(lines.size(), 4u) << table;
+  ASSERT_EQ(lines.size(), 6u) << table;
   EXPECT_EQ(lines[0], "| size | groups | accuracy | nll | ace | rps | ece | brier |");
-  EXPECT_EQ(lines[2], "| 1 | 2 | +0.0125 ± 0.0025 (adam) | -0.0200 ± 0.0000 (swa) | -0.0200 ± 0.0000 (swa) | "
-                      "-0.0200 ± 0.0000 (swa) | -0.0200 ± 0.0000 (swa) | -0.0200 ± 0.0000 (swa) |");
+  // Accuracy: t = 5 on 1 degree of freedom, p = 0.13; the others differ alike in both groups, the sign
+  // test's 2 / 2^2. None is below 0.01 / 6.
+  EXPECT_EQ(lines[2], "| 1 | 2 | +0.0125 ± 0.0025 (adam, p 0.13) | -0.0200 ± 0.0000 (swa, p 0.5) | "
+                      "-0.0200 ± 0.0000 (swa, p 0.5) | -0.0200 ± 0.0000 (swa, p 0.5) | -0.0200 ± 0.0000 (swa, p 0.5) | "
+                      "-0.0200 ± 0.0000 (swa, p 0.5) |");
   EXPECT_EQ(lines[3], "| 2 | 1 | +0.0100 (swa) | -0.0200 (adam) | -0.0200 (adam) | -0.0200 (adam) | -0.0200 (adam) | "
                       "-0.0200 (adam) |");
+  EXPECT_EQ(lines[4], "");
+  EXPECT_EQ(lines[5], "Bold: p below 0.01 / 6 = 0.0017 (the margins tested, Bonferroni), a margin beyond the "
+                      "groups' noise either way.");
   // Without a point estimate at any size there is nothing to compare.
   EXPECT_EQ(paired_margins_markdown({valued_row("bayes", 1, {0.9})}, "bayes", {"adam"}), "");
+}
+
+TEST(PairedMargin, MarkdownMarksTheMarginsBeyondTheBound) {
+  // Four groups, the Bayesian ensemble above Adam by 0.010, 0.011, 0.009, 0.010: t = 24.5 on 3 degrees of
+  // freedom, p = 1.5e-4, below 0.01 / 6 (bold) but not below 0.0001 / 6. On the lower-is-better metrics the
+  // same numbers are a loss, just as far beyond the bound: bold either way.
+  const std::vector<EnsembleRow> rows = {valued_row("adam", 1, {0.80, 0.85, 0.90, 0.95}),
+                                         valued_row("bayes", 1, {0.810, 0.861, 0.909, 0.960})};
+  std::vector<std::string> lines = split(paired_margins_markdown(rows, "bayes", {"adam"}), '\n');
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[2], "| 1 | 4 | **+0.0100 ± 0.0004** (adam, p 0.00015) | **-0.0100 ± 0.0004** (adam, p 0.00015) | "
+                      "**-0.0100 ± 0.0004** (adam, p 0.00015) | **-0.0100 ± 0.0004** (adam, p 0.00015) | "
+                      "**-0.0100 ± 0.0004** (adam, p 0.00015) | **-0.0100 ± 0.0004** (adam, p 0.00015) |");
+  lines = split(paired_margins_markdown(rows, "bayes", {"adam"}, 0.0001), '\n');
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[2].rfind("| 1 | 4 | +0.0100 ± 0.0004 (adam, p 0.00015) |", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[4], "Bold: p below 0.0001 / 6 = 1.7e-05 (the margins tested, Bonferroni), a margin beyond the "
+                      "groups' noise either way.");
 }
 
 }  // namespace
