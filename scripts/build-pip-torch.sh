@@ -29,7 +29,8 @@
 #   --from-kit FILE  take bnn from FILE instead of compiling it, if it was
 #                 built against this Python's torch, from these sources, with
 #                 these settings (BNN_CUDA_KERNELS, BNN_DISTRIBUTED, the C++
-#                 compiler, nvcc, NCCL's header, the .debs) and starts here;
+#                 compiler, nvcc, NCCL's header, the compile and link flags
+#                 CXXFLAGS, CUDAFLAGS and LDFLAGS, the .debs) and starts here;
 #                 else say why and build as usual, and then write --save-kit's
 #                 FILE if given (needs --no-tests: a kit holds bnn alone)
 #
@@ -169,7 +170,27 @@ build_settings() {
     done
   fi
   echo "kernels ${BNN_CUDA_KERNELS:-AUTO}, distributed ${BNN_DISTRIBUTED:-ON}, NCCL header" \
-    "${nccl_include:-none}, C++ ${cxx:-unknown}, nvcc ${cuda}, packages ${packages% }"
+    "${nccl_include:-none}, C++ ${cxx:-unknown}, nvcc ${cuda}, $(build_flags), packages ${packages% }"
+}
+# The build type (this script's, always Release) and the compile and link
+# flags: those that CMake gives a new build folder from the environment
+# (CXXFLAGS, CUDAFLAGS, LDFLAGS), or, given the folder's CMakeCache.txt, the
+# C++ and link flags its first configure kept (a later run of this script
+# does not change them). Whitespace runs count as one space.
+squeeze() {
+  local s
+  s="$(printf '%s' "$1" | tr -s '[:space:]' ' ')"
+  s="${s# }"
+  printf '%s' "${s% }"
+}
+build_flags() {
+  local cache="${1:-}" cxx="${CXXFLAGS:-}" ld="${LDFLAGS:-}"
+  if [[ -n "$cache" && -f "$cache" ]]; then
+    cxx="$(sed -n 's/^CMAKE_CXX_FLAGS:STRING=//p' "$cache" | head -1)"
+    ld="$(sed -n 's/^CMAKE_EXE_LINKER_FLAGS:STRING=//p' "$cache" | head -1)"
+  fi
+  echo "build Release, CXXFLAGS '$(squeeze "$cxx")', CUDAFLAGS '$(squeeze "${CUDAFLAGS:-}")'," \
+    "LDFLAGS '$(squeeze "$ld")'"
 }
 kit_value() { sed -n "s/^$1=//p" "$2" | head -1; }
 # Both are fixed for this script's run: taken once, where a kit is read or written.
@@ -244,7 +265,9 @@ if [[ -n "$save_kit" ]]; then
   {
     echo "torch=$torch_version"
     echo "sources=$sources"
-    echo "settings=$settings"
+    # The flags the build folder really has: where it was configured before with others, not the ones
+    # this run's environment names (the kit then fits a build with those).
+    echo "settings=${settings/"$(build_flags)"/"$(build_flags "$build/CMakeCache.txt")"}"
     echo "commit=${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
     echo "built=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   } > "$kit_dir/kit.txt"

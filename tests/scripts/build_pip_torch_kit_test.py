@@ -30,7 +30,13 @@ esac
     # A build writes the stand-in bnn and a mark that it was built in this folder.
     "cmake": """
 echo "cmake $*" >> "$FAKE_CALLS"
-if [[ "$1" == -S ]]; then mkdir -p "$4" && touch "$4/build.ninja"; fi
+# A folder's first configure keeps the environment's flags in its cache, as CMake's does.
+if [[ "$1" == -S ]]; then
+  mkdir -p "$4" && touch "$4/build.ninja"
+  [[ -f "$4/CMakeCache.txt" ]] ||
+    printf 'CMAKE_CXX_FLAGS:STRING=%s\nCMAKE_EXE_LINKER_FLAGS:STRING=%s\n' "${CXXFLAGS:-}" "${LDFLAGS:-}" \
+      > "$4/CMakeCache.txt"
+fi
 if [[ "$1" == --build && -z "${FAKE_BUILDS_NO_BNN:-}" ]]; then
   mkdir -p "$2/src" && cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn" && touch "$2/built_here"
 fi
@@ -69,7 +75,8 @@ class BuildPipTorchKit(unittest.TestCase):
         self.kit = os.path.join(self.tmp, "kits", "bnn-kit.tar.gz")
 
     def build(self, *args, **env):
-        base = {k: v for k, v in os.environ.items() if not k.startswith(("BNN_", "FAKE_"))}
+        base = {k: v for k, v in os.environ.items()
+                if not k.startswith(("BNN_", "FAKE_")) and k not in ("CXXFLAGS", "CUDAFLAGS", "LDFLAGS")}
         path = os.path.join(self.tmp, "bin") + ":" + os.environ["PATH"]
         if "PATH_FIRST" in env:
             path = env.pop("PATH_FIRST") + ":" + path
@@ -116,7 +123,8 @@ class BuildPipTorchKit(unittest.TestCase):
         self.assertEqual(sorted(fields), ["built", "commit", "settings", "sources", "torch"])
         self.assertTrue(fields["settings"].startswith("kernels AUTO, distributed ON, NCCL header none, C++ "),
                         fields["settings"])
-        self.assertTrue(fields["settings"].endswith(", packages the system's"), fields["settings"])
+        self.assertTrue(fields["settings"].endswith(", build Release, CXXFLAGS '', CUDAFLAGS '', LDFLAGS '', "
+                                                    "packages the system's"), fields["settings"])
         self.assertEqual(fields["torch"], "2.11.0+cu130 13.0")
         self.assertEqual(fields["commit"], "abc123")
         self.assertRegex(fields["sources"], r"^[0-9a-f]{64}$")
@@ -172,6 +180,40 @@ class BuildPipTorchKit(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(self.compiled(), [])
         self.assertFalse(os.path.exists(fresh))
+
+    def test_a_kit_built_with_other_flags_is_not_used(self):
+        # Flags in the environment: a kit fits the same flags (whitespace aside), and no others.
+        self.save(CXXFLAGS=" -O1  -g", CUDAFLAGS="-G", LDFLAGS="-Wl,--as-needed")
+        with tarfile.open(self.kit) as kit:
+            self.assertIn(", build Release, CXXFLAGS '-O1 -g', CUDAFLAGS '-G', LDFLAGS '-Wl,--as-needed', ",
+                          kit.extractfile("kit.txt").read().decode())
+        r = self.reuse(CXXFLAGS="-O1 -g", CUDAFLAGS="-G", LDFLAGS="-Wl,--as-needed")
+        self.assertEqual((r.returncode, self.compiled()), (0, []), r.stdout + r.stderr)
+        for flags in ({}, {"CXXFLAGS": "-O1 -g", "LDFLAGS": "-Wl,--as-needed"}, {"CXXFLAGS": "-O3", "CUDAFLAGS": "-G"}):
+            shutil.rmtree(self.folder("b"))
+            r = self.reuse(**flags)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertRegex(r.stdout, "it was built with .*, build Release, CXXFLAGS '-O1 -g', CUDAFLAGS '-G', "
+                                       "LDFLAGS '-Wl,--as-needed', .*; this build would have .*; building bnn")
+            self.assertEqual(len(self.compiled()), 1, flags)
+        # A build folder configured before keeps its first flags (CMake's cache), whatever this run's
+        # environment says: the kit records those, so it fits a build that has them and no other.
+        os.remove(self.kit)
+        shutil.rmtree(self.folder("a"))
+        self.assertEqual(self.build("--build", self.folder("a"), "--no-tests", CXXFLAGS="-O3").returncode, 0)
+        shutil.rmtree(os.path.join(self.folder("a"), "src"))
+        self.save()
+        with tarfile.open(self.kit) as kit:
+            self.assertIn(", build Release, CXXFLAGS '-O3', CUDAFLAGS '', LDFLAGS '', ",
+                          kit.extractfile("kit.txt").read().decode())
+        shutil.rmtree(self.folder("b"))
+        self.assertEqual(len(self.compiled()), 1)
+        r = self.reuse()
+        self.assertIn("CXXFLAGS '-O3'", r.stdout)
+        self.assertEqual(len(self.compiled()), 1)
+        shutil.rmtree(self.folder("b"))
+        r = self.reuse(CXXFLAGS="-O3")
+        self.assertEqual((r.returncode, self.compiled()), (0, []), r.stdout + r.stderr)
 
     def test_a_kit_that_cannot_be_written_fails_the_build_and_leaves_nothing(self):
         bin_dir = self.folder("failing-tar")
