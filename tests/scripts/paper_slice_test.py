@@ -196,6 +196,29 @@ fi
         self.assertEqual(sorted(os.listdir(self.out)), ["a.log", "a.tsv"])
         self.assertIn("\t3\t" + fails + " run --config ", self.read("out", "a.tsv"))
 
+    def test_members_that_cannot_be_packed_fail_the_slice_and_leave_no_archive(self):
+        # Training finishes, but tar cannot write an archive (a full disk, say): the slice exits 1 naming
+        # the pack, leaves no half archive, and keeps its record and log; the trained member stays in the
+        # work folder, so a call again on the same machine packs it without training again.
+        bin_dir = self.path("failing-tar")
+        os.makedirs(bin_dir)
+        write_executable(os.path.join(bin_dir, "tar"), f"""#!/usr/bin/env bash
+if [[ "$1" == -cf ]]; then echo "tar: write error: No space left on device" >&2; exit 2; fi
+exec {shutil.which("tar")} "$@"
+""")
+        r = self.slice("a", "0", path_first=bin_dir)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("tar: write error: No space left on device", r.stdout + r.stderr)
+        self.assertIn("pack-members: tar could not write " + os.path.join(self.out, "a_01.tar") +
+                      "\npaper-slice: scripts/pack-members.sh exited 2\n", r.stdout)
+        self.assertEqual(sorted(os.listdir(self.out)), ["a.log", "a.tsv"])
+        self.assertIn("paper-slice: scripts/pack-members.sh exited 2", self.read("out", "a.log"))
+        r = self.slice("a", "0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("paper-slice: resuming", r.stdout)
+        self.assertIn("a_01.tar: 1 member(s) (member_000)", r.stdout)
+        self.assertRegex(self.read("out", "a.log"), r"member 0 already finished in .*/work/a/run; skipping")
+
     def test_bad_arguments_are_named_before_anything_runs(self):
         cases = [
             (("a/b", "0"), {}, 2,
