@@ -34,6 +34,13 @@ if(BNN_CUDA_KERNELS STREQUAL "ON" OR (BNN_CUDA_KERNELS STREQUAL "AUTO" AND BNN_H
     if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES ${BNN_CUDA_ARCHITECTURES})  # enable_language's own check needs one
     endif()
+    # The kernels' launches go through the shared CUDA runtime that LibTorch
+    # loads, not CMake's default for targets with CUDA objects, the static
+    # one: two runtimes in one process each keep their own state (the last
+    # error, the registered kernels), and the link line carried both.
+    if(NOT DEFINED CMAKE_CUDA_RUNTIME_LIBRARY)
+      set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
+    endif()
     enable_language(CUDA)
     include(${CMAKE_CURRENT_LIST_DIR}/cuda_link_dirs.cmake)  # Note [The CUDA host compiler's runtime]
     set(BNN_WITH_CUDA_KERNELS ON)
