@@ -33,9 +33,12 @@
 #
 # Time. BNN_SLICE_DEADLINE (seconds from the start, default 530, at least
 # 60) is when the script ends: bnn's --time-limit is what is left after bnn
-# was had less 30 s (bnn then stops its members at epoch ends and scores the
-# finished ones), and training is stopped outright 10 s before the
-# deadline, leaving those seconds for packing.
+# was had less 30 s, with --whole-members (bnn starts a member only where
+# its whole schedule fits the time left, at the longest epoch so far, and
+# stops the others at epoch ends), and training is stopped outright 10 s
+# before the deadline, leaving those seconds for packing. So MEMBERS may
+# name more members than the time finishes: those not started are left for
+# a later slice.
 #
 # Environment: BNN_SLICE_BNN, a bnn to use as it is (default: bnn built by
 # scripts/build-pip-torch.sh, from BNN_SLICE_KIT where it fits, else
@@ -130,8 +133,11 @@ fi
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"
 started_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 t0=$(date +%s)
+# --whole-members: a member starts only where its whole schedule fits the time
+# left, since one stopped part-way is lost with the machine (its checkpoint
+# does not travel) and would slow those that can finish.
 timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" "$work/log" \
-  --members "$members" "${setting[@]}" --time-limit "${left}s" "$@" >> "$log" 2>&1
+  --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "$@" >> "$log" 2>&1
 code=$?
 if [[ $code -eq 124 || $code -eq 137 ]]; then
   # Stopped outright: paper-run.sh wrote no row for it.

@@ -89,6 +89,10 @@ int cmd_run(int argc, char** argv) {
       "longest epoch so far; members keep their last checkpoint, the exit code is 75, and bnn run "
       "--resume continues them",
       cxxopts::value<std::string>())(
+      "whole-members",
+      "With --time-limit: start a member only where its whole schedule would end in time, by the "
+      "longest epoch so far, not where one epoch would (for a machine that keeps nothing, where a "
+      "member stopped part-way is lost)")(
       "distributed",
       "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
       "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
@@ -137,6 +141,10 @@ int cmd_run(int argc, char** argv) {
   if (args.count("time-limit")) {
     deadline.emplace(pipeline::parse_time_limit(args["time-limit"].as<std::string>()));
     run_options.deadline = &*deadline;
+  }
+  if (args.count("whole-members")) {
+    if (!deadline) throw config::ConfigError("--whole-members needs --time-limit: without a limit every member is whole");
+    run_options.whole_members = true;
   }
   if (args.count("cudnn-benchmark")) at::globalContext().setBenchmarkCuDNN(true);
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));

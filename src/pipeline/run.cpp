@@ -58,6 +58,10 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
   return out;
 }
 
+int64_t member_epochs(const config::Config& config) {
+  return config.adam.epochs + config.swa.epochs + config.sampler.epochs + (config.map.optimizer == "lbfgs" ? 1 : 0);
+}
+
 int64_t parse_members_per_device(const std::string& text) {
   if (text == "auto") return 0;
   const std::regex number("^\\s*(\\d{1,6})\\s*$");
@@ -495,6 +499,7 @@ int run(const config::Config& config, const RunOptions& options) {
   // Workers take the next member from a shared counter; a member failure is
   // counted, an exception (I/O) stops that worker and is rethrown at the end.
   // Note [Time limit]: members stopped by the deadline, or not started, are `left`.
+  const int64_t first_epochs = options.whole_members ? member_epochs(config) : 1;
   std::atomic<size_t> next{0};
   std::atomic<int64_t> failed{0};
   std::atomic<int64_t> left{0};
@@ -510,7 +515,7 @@ int run(const config::Config& config, const RunOptions& options) {
         context.slot = static_cast<int64_t>(w % static_cast<size_t>(per_device));
       }
       for (size_t i; (i = next++) < todo.size();) {
-        if (options.deadline != nullptr && !options.deadline->allows_an_epoch()) {
+        if (options.deadline != nullptr && !options.deadline->allows_epochs(first_epochs)) {
           ++left;
           continue;
         }

@@ -50,7 +50,14 @@ struct RunOptions {
   // Note [Time limit] (src/runtime/deadline.h): members stop at an epoch end
   // once an epoch would not end in time; none = no limit.
   runtime::Deadline* deadline = nullptr;
+  // With a deadline: start a member only where its whole schedule
+  // (member_epochs) would end in time, not where one epoch would.
+  bool whole_members = false;
 };
+
+// The epochs of a member's whole schedule: Adam, SWA and sampling, and one
+// for an L-BFGS maximum a posteriori phase (which ends in one checkpoint).
+int64_t member_epochs(const config::Config& config);
 
 // Most members `auto` puts on one GPU at a time (docs/performance.md).
 inline constexpr int64_t kMaxAutoMembersPerDevice = 8;

@@ -12,7 +12,9 @@ void Deadline::epoch_took(double seconds) {
   }
 }
 
-bool Deadline::allows_an_epoch() const { return elapsed() + longest_epoch_.load() <= seconds_; }
+bool Deadline::allows_epochs(int64_t epochs) const {
+  return elapsed() + static_cast<double>(epochs) * longest_epoch_.load() <= seconds_;
+}
 
 double Deadline::elapsed() const { return std::chrono::duration<double>(now_() - start_).count(); }
 

@@ -5,15 +5,19 @@
 // and before a member starts, a worker asks the deadline whether an epoch
 // begun now would end in time, taking the longest epoch any member of the
 // command has run so far as the estimate (none yet: whether the limit has
-// passed). A member stopped so keeps its checkpoint and no status, exactly as
-// after a crash at that epoch end, and `bnn run --resume` continues it with
-// the same results, bit for bit on the CPU, as a run never stopped. The
-// command then exits with kExitTimeLimit, leaving the evaluation to the
-// command that finishes the last member.
+// passed). With --whole-members a member starts only where its whole
+// schedule would end in time at that estimate (allows_epochs), for machines
+// that keep nothing: there a member stopped part-way is lost, and while it
+// ran it slowed the members that could finish. A member stopped keeps its
+// checkpoint and no status, exactly as after a crash at that epoch end, and
+// `bnn run --resume` continues it with the same results, bit for bit on the
+// CPU, as a run never stopped. The command then exits with kExitTimeLimit,
+// leaving the evaluation to the command that finishes the last member.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 
 namespace bnn::runtime {
@@ -32,7 +36,10 @@ class Deadline {
   // A finished epoch's wall time, by any member of the command.
   void epoch_took(double seconds);
   // Whether an epoch started now would end by the deadline.
-  bool allows_an_epoch() const;
+  bool allows_an_epoch() const { return allows_epochs(1); }
+  // Whether `epochs` epochs started now would end by the deadline, each as
+  // long as the longest so far.
+  bool allows_epochs(int64_t epochs) const;
   double seconds() const { return seconds_; }
   // Seconds since the deadline was set.
   double elapsed() const;

@@ -63,7 +63,8 @@ class PaperSliceScript(unittest.TestCase):
         self.assertEqual(rows[0], "started_utc\tseconds\texit_code\tcommand")
         self.assertEqual(len(rows), 2)
         self.assertIn("\t0\t" + BNN + " run --config " + TINY, rows[1])
-        self.assertIn(" --members 0 --set evaluation.save_sample_probs=false --time-limit ", rows[1])
+        self.assertRegex(rows[1], r" --members 0 --set evaluation.save_sample_probs=false --time-limit \d+s "
+                                  r"--whole-members --device cpu --threads 1$")
         self.assertIn("paper-slice: done in", self.read("out", "b.log"))
         self.assertIn("b_01.tar: 1 member(s) (member_001)", self.read("out", "b.log"))
 
@@ -107,7 +108,8 @@ fi""")
         self.assertIn("a_01.tar: 2 member(s) (member_000 member_001)", r.stdout)
         rows = self.read("out", "a.tsv").splitlines()[1:]
         self.assertEqual([row.split("\t")[2] for row in rows], ["75", "0"])
-        self.assertIn(" run --resume " + self.path("work", "a", "run") + " --members 0-1 --time-limit ", rows[1])
+        self.assertRegex(rows[1], re.escape(" run --resume " + self.path("work", "a", "run")) +
+                         r" --members 0-1 --time-limit \d+s --whole-members --device cpu --threads 1")
         self.assertNotIn("--set", rows[1])
 
     def test_bnn_comes_from_the_kit_where_it_fits_else_it_is_built(self):

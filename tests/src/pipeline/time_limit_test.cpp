@@ -36,8 +36,11 @@ class TimeLimit : public ::testing::Test {
   }
 
   // tiny.yaml (2 members of 2 Adam + 1 SWA + 3 sampling epochs) into `dir`;
-  // with `limit`, under a deadline of that many seconds on the 10 s clock.
-  static int run_tiny(const std::filesystem::path& dir, bool resume, std::optional<double> limit = std::nullopt) {
+  // with `limit`, under a deadline of that many seconds on the 10 s clock,
+  // which has seen an epoch of `seen_epoch` seconds (its real epochs take
+  // milliseconds), and --whole-members where `whole_members`.
+  static int run_tiny(const std::filesystem::path& dir, bool resume, std::optional<double> limit = std::nullopt,
+                      bool whole_members = false, double seen_epoch = 0.0) {
     const config::Config config = config::load_config(kTinyConfig, {"run.device=cpu"});
     RunOptions options;
     options.run_dir = dir;
@@ -46,7 +49,9 @@ class TimeLimit : public ::testing::Test {
     std::optional<runtime::Deadline> deadline;
     if (limit) {
       deadline.emplace(*limit, [&t] { return t += std::chrono::seconds(10); });
+      deadline->epoch_took(seen_epoch);
       options.deadline = &*deadline;
+      options.whole_members = whole_members;
     }
     return run(config, options);
   }
@@ -112,6 +117,31 @@ TEST_F(TimeLimit, TheLastEpochFinishesTheMember) {
   EXPECT_FALSE(std::filesystem::exists(cut / "member_001"));
 }
 
+// --whole-members, with 10 s epochs as the estimate and a limit of 100 s:
+// member 0 starts at 10 s (its 6 epochs would end at 70 s) and finishes,
+// its checks reading 20 to 60 s. Member 1 would start at 70 s: one epoch fits
+// (80 s), so without the option it starts and is stopped after 3 epochs
+// (the check at 100 s), its work lost on a machine that keeps nothing; with
+// it, its 6 epochs would end at 130 s, and it does not start.
+TEST_F(TimeLimit, WholeMembersStartOnlyWhereTheirScheduleFits) {
+  ASSERT_EQ(member_epochs(config::load_config(kTinyConfig, {})), 6);
+  const auto part = work_ / "part";
+  ASSERT_EQ(run_tiny(part, false, 100.0, /*whole_members=*/false, /*seen_epoch=*/10.0), runtime::kExitTimeLimit);
+  EXPECT_TRUE(std::filesystem::exists(part / "member_000" / "status.json"));
+  EXPECT_EQ(trace_rows(part / "member_001"), 3u);
+  EXPECT_TRUE(std::filesystem::exists(part / "member_001" / "checkpoint.pt"));
+
+  const auto whole = work_ / "whole";
+  ASSERT_EQ(run_tiny(whole, false, 100.0, /*whole_members=*/true, /*seen_epoch=*/10.0), runtime::kExitTimeLimit);
+  EXPECT_TRUE(std::filesystem::exists(whole / "member_000" / "status.json"));
+  EXPECT_FALSE(std::filesystem::exists(whole / "member_001"));
+  EXPECT_EQ(read(part / "member_000" / "bayes_probs.npy"), read(whole / "member_000" / "bayes_probs.npy"));
+  // A limit that member 1's schedule fits (130 s) starts it, and it finishes.
+  const auto both = work_ / "both";
+  ASSERT_EQ(run_tiny(both, false, 130.0, /*whole_members=*/true, /*seen_epoch=*/10.0), 0);
+  EXPECT_TRUE(std::filesystem::exists(both / "member_001" / "status.json"));
+}
+
 TEST(TimeLimitOption, DurationsInSecondsMinutesOrHours) {
   EXPECT_EQ(parse_time_limit("540"), 540.0);
   EXPECT_EQ(parse_time_limit("540s"), 540.0);
@@ -137,6 +167,13 @@ TEST_F(TimeLimit, CommandLine) {
                                  work_ / "log1.txt");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("bnn: error: --time-limit: '9x' is not a positive duration"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + dir.string() + " --whole-members",
+                            work_ / "log0.txt");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("bnn: error: --whole-members needs --time-limit: without a limit every member is whole"),
+            std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir));
 

@@ -43,6 +43,28 @@ TEST(Deadline, AnEpochStartsOnlyIfTheLongestEpochSoFarWouldEndInTime) {
   EXPECT_TRUE(d.allows_an_epoch());
 }
 
+TEST(Deadline, AWholeScheduleStartsOnlyIfAllItsEpochsWouldEndInTime) {
+  Deadline::Clock::time_point t{};
+  const Deadline::Clock::time_point zero = t;
+  Deadline d(100.0, [&] { return t; });
+  // No epoch yet: any schedule may start until the limit.
+  t = zero + std::chrono::seconds(100);
+  EXPECT_TRUE(d.allows_epochs(60));
+  // Epochs of 1.5 s: 60 of them take 90 s, so a member may start until 10 s, and one epoch until 98.5 s.
+  d.epoch_took(1.5);
+  t = zero + std::chrono::seconds(10);
+  EXPECT_TRUE(d.allows_epochs(60));
+  EXPECT_FALSE(d.allows_epochs(61));
+  t = zero + std::chrono::milliseconds(10001);
+  EXPECT_FALSE(d.allows_epochs(60));
+  EXPECT_TRUE(d.allows_epochs(59));
+  EXPECT_TRUE(d.allows_an_epoch());
+  EXPECT_EQ(d.allows_an_epoch(), d.allows_epochs(1));
+  t = zero + std::chrono::milliseconds(98501);
+  EXPECT_FALSE(d.allows_epochs(1));
+  EXPECT_TRUE(d.allows_epochs(0));
+}
+
 TEST(Deadline, CountsFromItsConstructionOnTheRealClock) {
   const Deadline d(3600.0);
   EXPECT_GE(d.elapsed(), 0.0);
