@@ -175,8 +175,10 @@ build_settings() {
 # The build type (this script's, always Release) and the compile and link
 # flags: those that CMake gives a new build folder from the environment
 # (CXXFLAGS, CUDAFLAGS, LDFLAGS), or, given the folder's CMakeCache.txt, the
-# C++ and link flags its first configure kept (a later run of this script
-# does not change them). Whitespace runs count as one space.
+# flags its first configure kept (a later run of this script does not change
+# them; the CUDA flags are there where CUDA was enabled, and LibTorch's
+# config adds its own to the variable, not to the cache). Whitespace runs
+# count as one space.
 squeeze() {
   local s
   s="$(printf '%s' "$1" | tr -s '[:space:]' ' ')"
@@ -184,12 +186,15 @@ squeeze() {
   printf '%s' "${s% }"
 }
 build_flags() {
-  local cache="${1:-}" cxx="${CXXFLAGS:-}" ld="${LDFLAGS:-}"
+  local cache="${1:-}" cxx="${CXXFLAGS:-}" cuda="${CUDAFLAGS:-}" ld="${LDFLAGS:-}"
   if [[ -n "$cache" && -f "$cache" ]]; then
     cxx="$(sed -n 's/^CMAKE_CXX_FLAGS:STRING=//p' "$cache" | head -1)"
     ld="$(sed -n 's/^CMAKE_EXE_LINKER_FLAGS:STRING=//p' "$cache" | head -1)"
+    if grep -q '^CMAKE_CUDA_FLAGS:' "$cache"; then
+      cuda="$(sed -n 's/^CMAKE_CUDA_FLAGS:[A-Z]*=//p' "$cache" | head -1)"
+    fi
   fi
-  echo "build Release, CXXFLAGS '$(squeeze "$cxx")', CUDAFLAGS '$(squeeze "${CUDAFLAGS:-}")'," \
+  echo "build Release, CXXFLAGS '$(squeeze "$cxx")', CUDAFLAGS '$(squeeze "$cuda")'," \
     "LDFLAGS '$(squeeze "$ld")'"
 }
 kit_value() { sed -n "s/^$1=//p" "$2" | head -1; }

@@ -34,8 +34,8 @@ echo "cmake $*" >> "$FAKE_CALLS"
 if [[ "$1" == -S ]]; then
   mkdir -p "$4" && touch "$4/build.ninja"
   [[ -f "$4/CMakeCache.txt" ]] ||
-    printf 'CMAKE_CXX_FLAGS:STRING=%s\nCMAKE_EXE_LINKER_FLAGS:STRING=%s\n' "${CXXFLAGS:-}" "${LDFLAGS:-}" \
-      > "$4/CMakeCache.txt"
+    printf 'CMAKE_CXX_FLAGS:STRING=%s\nCMAKE_CUDA_FLAGS:STRING=%s\nCMAKE_EXE_LINKER_FLAGS:STRING=%s\n' \
+      "${CXXFLAGS:-}" "${CUDAFLAGS:-}" "${LDFLAGS:-}" > "$4/CMakeCache.txt"
 fi
 if [[ "$1" == --build && -z "${FAKE_BUILDS_NO_BNN:-}" ]]; then
   mkdir -p "$2/src" && cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn" && touch "$2/built_here"
@@ -200,11 +200,12 @@ class BuildPipTorchKit(unittest.TestCase):
         # environment says: the kit records those, so it fits a build that has them and no other.
         os.remove(self.kit)
         shutil.rmtree(self.folder("a"))
-        self.assertEqual(self.build("--build", self.folder("a"), "--no-tests", CXXFLAGS="-O3").returncode, 0)
+        self.assertEqual(self.build("--build", self.folder("a"), "--no-tests", CXXFLAGS="-O3",
+                                    CUDAFLAGS="-G -lineinfo").returncode, 0)
         shutil.rmtree(os.path.join(self.folder("a"), "src"))
         self.save()
         with tarfile.open(self.kit) as kit:
-            self.assertIn(", build Release, CXXFLAGS '-O3', CUDAFLAGS '', LDFLAGS '', ",
+            self.assertIn(", build Release, CXXFLAGS '-O3', CUDAFLAGS '-G -lineinfo', LDFLAGS '', ",
                           kit.extractfile("kit.txt").read().decode())
         shutil.rmtree(self.folder("b"))
         self.assertEqual(len(self.compiled()), 1)
@@ -213,7 +214,20 @@ class BuildPipTorchKit(unittest.TestCase):
         self.assertEqual(len(self.compiled()), 1)
         shutil.rmtree(self.folder("b"))
         r = self.reuse(CXXFLAGS="-O3")
+        self.assertIn("CUDAFLAGS '-G -lineinfo'", r.stdout)
+        self.assertEqual(len(self.compiled()), 1)
+        shutil.rmtree(self.folder("b"))
+        r = self.reuse(CXXFLAGS="-O3", CUDAFLAGS="-G  -lineinfo")
         self.assertEqual((r.returncode, self.compiled()), (0, []), r.stdout + r.stderr)
+        # A cache without CUDA flags (CUDA never enabled in that folder): the environment's, as before.
+        with open(os.path.join(self.folder("a"), "CMakeCache.txt")) as f:
+            lines = [line for line in f if not line.startswith("CMAKE_CUDA_FLAGS:")]
+        with open(os.path.join(self.folder("a"), "CMakeCache.txt"), "w") as f:
+            f.writelines(lines)
+        os.remove(self.kit)
+        self.save(CUDAFLAGS="-O2")
+        with tarfile.open(self.kit) as kit:
+            self.assertIn(", CXXFLAGS '-O3', CUDAFLAGS '-O2', ", kit.extractfile("kit.txt").read().decode())
 
     def test_a_kit_that_cannot_be_written_fails_the_build_and_leaves_nothing(self):
         bin_dir = self.folder("failing-tar")

@@ -199,13 +199,18 @@ fi
         self.assertIn("\t3\t" + fails + " run --config ", self.read("out", "a.tsv"))
 
     def test_members_that_cannot_be_packed_fail_the_slice_and_leave_no_archive(self):
-        # Training finishes, but tar cannot write an archive (a full disk, say): the slice exits 1 naming
-        # the pack, leaves no half archive, and keeps its record and log; the trained member stays in the
-        # work folder, so a call again on the same machine packs it without training again.
+        # Training finishes, but tar fails part-way through an archive (a full disk, say), leaving what it
+        # wrote: the slice exits 1 naming the pack, leaves no half archive, and keeps its record and log;
+        # the trained member stays in the work folder, so a call again on the same machine packs it without
+        # training again.
         bin_dir = self.path("failing-tar")
         os.makedirs(bin_dir)
         write_executable(os.path.join(bin_dir, "tar"), f"""#!/usr/bin/env bash
-if [[ "$1" == -cf ]]; then echo "tar: write error: No space left on device" >&2; exit 2; fi
+if [[ "$1" == -cf ]]; then
+  head -c 5000 /dev/zero > "$2"
+  echo "tar: write error: No space left on device" >&2
+  exit 2
+fi
 exec {shutil.which("tar")} "$@"
 """)
         r = self.slice("a", "0", path_first=bin_dir)
