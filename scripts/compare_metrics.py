@@ -68,9 +68,12 @@ def welch_p(a, b, n_a, n_b):
 
     Where neither run has a spread (each standard deviation at most 1e-9 of the means' size: every group of
     a run equal up to rounding), t is meaningless, as in student_t.paired_p_value: a metric in steps, the
-    same in every group of each run, would be "infinitely" significant at any step. The test is then the
-    exact Mann-Whitney rank test, whose two-sided p for two samples that do not overlap at all is
-    2 / C(n_a + n_b, n_a): 1/3 for two groups each, 2/70 for four, never 0."""
+    same in every group of each run, would be "infinitely" significant at any step. The test is then
+    Mann-Whitney's U test with its exact null distribution (that of untied values, which is symmetric for
+    any n_a and n_b; ties within one run leave U unchanged): two samples that do not overlap at all have
+    U at an end of its range, two-sided p = 2 / C(n_a + n_b, n_a): 1/3 for two groups each, 2/70 for four,
+    never 0. (A permutation test of the means, which counts tied arrangements apart, would give half that
+    where n_a != n_b; the rank test is the more cautious.)"""
     (mean_a, std_a), (mean_b, std_b) = a, b
     if n_a < 2 or n_b < 2:
         return None

@@ -297,6 +297,7 @@ PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool high
   // summarize's spread divides by n; the standard error sqrt(S / (n - 1) / n) is std / sqrt(n - 1).
   if (differences.size() > 1) result.error = d.std / std::sqrt(static_cast<double>(differences.size() - 1));
   result.p = paired_p_value(differences, scale);
+  result.same = ours.values == theirs.values;
   return result;
 }
 
@@ -329,7 +330,9 @@ std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const 
           });
       cells.push_back({paired_margin(row->*metric.summary, better->*metric.summary, higher_is_better),
                        better->method});
-      tested += cells.back().margin.p.has_value();
+      // As scripts/compare_metrics.py --paired: rows equal group by group are not tested, and do not
+      // tighten the bound for the others.
+      tested += cells.back().margin.p.has_value() && !cells.back().margin.same;
     }
     lines.emplace_back(row, std::move(cells));
   }
@@ -349,16 +352,18 @@ std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const 
       const PairedMargin& m = cell.margin;
       std::string number = fmt::format("{:+.4f}", m.margin);
       if (m.error) number += fmt::format(" ± {:.4f}", *m.error);
-      if (m.p && *m.p < bound) number = "**" + number + "**";
+      if (m.p && !m.same && *m.p < bound) number = "**" + number + "**";
       fmt::format_to(std::back_inserter(out), " {} ({}{}) |", number, cell.against,
                      m.p ? fmt::format(", p {:.2g}", *m.p) : std::string());
     }
     out += '\n';
   }
-  fmt::format_to(std::back_inserter(out),
-                 "\nBold: p below {:g} / {} = {:.2g} (the margins tested, Bonferroni), a margin beyond the groups' "
-                 "noise either way.\n",
-                 alpha, tested, bound);
+  if (tested > 0) {
+    fmt::format_to(std::back_inserter(out),
+                   "\nBold: p below {:g} / {} = {:.2g} (the margins tested, Bonferroni), a margin beyond the groups' "
+                   "noise either way.\n",
+                   alpha, tested, bound);
+  }
   return out;
 }
 

@@ -75,12 +75,14 @@ std::string to_csv(const std::vector<EnsembleRow>& rows);
 // and its standard error, the differences' standard deviation (ddof 1) over
 // sqrt(n), and the paired t-test's two-sided p-value that the margin is 0
 // (student_t.h, paired_p_value: the exact sign test where every group
-// differs alike); neither for a single group. Needs both Summaries' values,
-// of one length.
+// differs alike); neither for a single group. `same`: the two rows are
+// equal group by group (nothing to test). Needs both Summaries' values, of
+// one length.
 struct PairedMargin {
   double margin = 0;
   std::optional<double> error;
   std::optional<double> p;
+  bool same = false;
 };
 PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool higher_is_better);
 
@@ -89,8 +91,9 @@ PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool high
 // ACE, RPS, ECE and Brier score), one line per ensemble size where `method`
 // and one of `against` have rows; each cell "+0.0010 ± 0.0003 (swa, p 0.011)",
 // the method beaten or not and the p-value in parentheses, the number in bold
-// where p is below alpha / (the number of margins with a p-value), and a line
-// saying so below the table. Empty when no size has both.
+// where p is below alpha / (the number of margins tested: those with a
+// p-value whose rows are not the same), and a line saying so below the table
+// where any was tested. Empty when no size has both.
 std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const std::string& method,
                                     const std::vector<std::string>& against, double alpha = 0.01);
 

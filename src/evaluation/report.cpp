@@ -183,7 +183,8 @@ std::string render_report(const ReportInputs& in) {
            "standard deviation over √n): what the members share cancels. p is the paired t-test's two-sided "
            "p-value (n − 1 degrees of freedom; the exact sign test where every group differs alike), so that a "
            "margin of few groups, whose spread is itself a guess, is not over-read. The comparator is chosen "
-           "by its mean, so a margin is measured against the harder one. A size with one group has neither.\n\n" +
+           "by its mean, so a margin is measured against the harder one: a gain is if anything understated, "
+           "a loss somewhat overstated. A size with one group has neither.\n\n" +
            margins;
   }
 

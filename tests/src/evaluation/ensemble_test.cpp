@@ -337,6 +337,11 @@ TEST(PairedMargin, MarkdownAgainstTheBetterPointEstimate) {
                       "groups' noise either way.");
   // Without a point estimate at any size there is nothing to compare.
   EXPECT_EQ(paired_margins_markdown({valued_row("bayes", 1, {0.9})}, "bayes", {"adam"}), "");
+  // Sizes of one group only: margins, but nothing tested and no line about a bound.
+  const std::string single =
+      paired_margins_markdown({valued_row("adam", 2, {0.95}), valued_row("bayes", 2, {0.97})}, "bayes", {"adam"});
+  EXPECT_EQ(split(single, '\n').size(), 3u) << single;
+  EXPECT_EQ(single.find("Bold"), std::string::npos) << single;
 }
 
 TEST(PairedMargin, MarkdownMarksTheMarginsBeyondTheBound) {
@@ -350,6 +355,17 @@ TEST(PairedMargin, MarkdownMarksTheMarginsBeyondTheBound) {
   EXPECT_EQ(lines[2], "| 1 | 4 | **+0.0100 ± 0.0004** (adam, p 0.00015) | **-0.0100 ± 0.0004** (adam, p 0.00015) | "
                       "**-0.0100 ± 0.0004** (adam, p 0.00015) | **-0.0100 ± 0.0004** (adam, p 0.00015) | "
                       "**-0.0100 ± 0.0004** (adam, p 0.00015) | **-0.0100 ± 0.0004** (adam, p 0.00015) |");
+  // A method equal to the comparator group by group (the same members) is shown with p = 1 and not
+  // counted: the bound stays 0.01 / 6 with it beside.
+  std::vector<EnsembleRow> with_same = rows;
+  with_same.push_back(valued_row("bayes", 2, {0.5, 0.6}));
+  with_same.push_back(valued_row("adam", 2, {0.5, 0.6}));
+  lines = split(paired_margins_markdown(with_same, "bayes", {"adam"}), '\n');
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[3].rfind("| 2 | 2 | +0.0000 ± 0.0000 (adam, p 1) |", 0), 0u) << lines[3];
+  EXPECT_EQ(lines[5].rfind("Bold: p below 0.01 / 6 = 0.0017 ", 0), 0u) << lines[5];
+  EXPECT_TRUE(paired_margin(with_same[2].accuracy, with_same[3].accuracy, true).same);
+  EXPECT_FALSE(paired_margin(rows[1].accuracy, rows[0].accuracy, true).same);
   lines = split(paired_margins_markdown(rows, "bayes", {"adam"}, 0.0001), '\n');
   ASSERT_EQ(lines.size(), 5u);
   EXPECT_EQ(lines[2].rfind("| 1 | 4 | +0.0100 ± 0.0004 (adam, p 0.00015) |", 0), 0u) << lines[2];
