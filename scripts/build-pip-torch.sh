@@ -42,7 +42,10 @@
 # Afterwards: BUILD/src/bnn version (must say std::filesystem from
 # .../libstdc++.so.6), then (cd BUILD && ctest -j"$(nproc)" --output-on-failure).
 # OpenCV is optional and not looked for in the prefix: without the system's
-# OpenCV headers the image-file loaders and their tests are left out.
+# OpenCV headers the image-file loaders and their tests are left out. bnn's
+# CUDA kernels need an nvcc of the CUDA major version torch was built with
+# (else the process would load two CUDA runtimes): with another, they are
+# left out, or refused where BNN_CUDA_KERNELS=ON.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -146,6 +149,25 @@ nccl_include="$(ls -d "$site"/nvidia/nccl/include 2> /dev/null | head -1 || true
 # BNN_DISTRIBUTED=OFF in the environment leaves torch.distributed out.
 nvcc="$(command -v nvcc || true)"
 if [[ -z "$nvcc" && -x /usr/local/cuda/bin/nvcc ]]; then nvcc=/usr/local/cuda/bin/nvcc; fi
+# The kernels launch through the runtime of nvcc's toolkit (libcudart.so.N,
+# N its major version), and the wheel's torch loads the runtime of the CUDA
+# it was built with: where the two majors differ, one process would hold two
+# CUDA runtimes. The kernels are then left out (BNN_CUDA_KERNELS unset or
+# AUTO) or refused (ON).
+torch_cuda="${torch_version##* }"  # "13.0", or "cpu"
+if [[ -n "$nvcc" && "$torch_cuda" != cpu && "${BNN_CUDA_KERNELS:-AUTO}" != OFF ]]; then
+  nvcc_cuda="$("$nvcc" --version 2> /dev/null | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p' | head -1)"
+  if [[ -n "$nvcc_cuda" && "$nvcc_cuda" != "${torch_cuda%%.*}" ]]; then
+    clash="$nvcc is CUDA $nvcc_cuda's nvcc, and torch was built with CUDA $torch_cuda: bnn's kernels would bring a"
+    clash+=" second CUDA runtime into the process"
+    if [[ "${BNN_CUDA_KERNELS:-AUTO}" == ON ]]; then
+      echo "build-pip-torch: $clash; put CUDA ${torch_cuda%%.*}'s nvcc first on the PATH, or set BNN_CUDA_KERNELS=OFF" >&2
+      exit 2
+    fi
+    echo "build-pip-torch: $clash; building without them (BNN_CUDA_KERNELS=OFF)"
+    export BNN_CUDA_KERNELS=OFF
+  fi
+fi
 
 # The source files that go into bnn, as one digest (a kit's bnn is reused
 # only where they are these; files of other kinds, such as editors' backups,

@@ -229,6 +229,43 @@ class BuildPipTorchKit(unittest.TestCase):
         with tarfile.open(self.kit) as kit:
             self.assertIn(", CXXFLAGS '-O3', CUDAFLAGS '-O2', ", kit.extractfile("kit.txt").read().decode())
 
+    def test_an_nvcc_of_another_cuda_than_torch_s_builds_no_kernels(self):
+        # torch cu130 with CUDA 12.4's nvcc first on the PATH: the kernels would link libcudart.so.12 beside
+        # torch's .so.13. Refused when asked for, left out otherwise; a matching nvcc changes nothing.
+        bin_dir = self.folder("nvcc-bin")
+        os.makedirs(bin_dir)
+        nvcc = os.path.join(bin_dir, "nvcc")
+
+        def nvcc_of(release):
+            write_executable(nvcc, "#!/usr/bin/env bash\necho 'nvcc: NVIDIA (R) Cuda compiler driver'\n"
+                                   f"echo 'Cuda compilation tools, release {release}, V{release}.41'\n")
+        nvcc_of("12.4")
+        r = self.build("--build", self.folder("a"), "--no-tests", PATH_FIRST=bin_dir, BNN_CUDA_KERNELS="ON")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertEqual(r.stderr, f"build-pip-torch: {nvcc} is CUDA 12's nvcc, and torch was built with CUDA 13.0: "
+                                   "bnn's kernels would bring a second CUDA runtime into the process; put CUDA 13's "
+                                   "nvcc first on the PATH, or set BNN_CUDA_KERNELS=OFF\n")
+        self.assertEqual(self.compiled(), [])
+        for kernels in ({}, {"BNN_CUDA_KERNELS": "AUTO"}):
+            r = self.build("--build", self.folder("a"), "--no-tests", PATH_FIRST=bin_dir, **kernels)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"build-pip-torch: {nvcc} is CUDA 12's nvcc, and torch was built with CUDA 13.0: bnn's "
+                          "kernels would bring a second CUDA runtime into the process; building without them "
+                          "(BNN_CUDA_KERNELS=OFF)\n", r.stdout)
+            configure = [line for line in self.call_lines if line.startswith("cmake -S")]
+            self.assertIn(" -DBNN_CUDA_KERNELS=OFF ", configure[0])
+        nvcc_of("13.1")
+        r = self.build("--build", self.folder("a"), "--no-tests", PATH_FIRST=bin_dir, BNN_CUDA_KERNELS="ON")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("second CUDA runtime", r.stdout)
+        self.assertIn(" -DBNN_CUDA_KERNELS=ON ", [line for line in self.call_lines if line.startswith("cmake -S")][0])
+        # A CPU torch has no runtime of its own to clash with.
+        nvcc_of("12.4")
+        r = self.build("--build", self.folder("a"), "--no-tests", PATH_FIRST=bin_dir, BNN_CUDA_KERNELS="ON",
+                       FAKE_TORCH="2.11.0+cpu cpu")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("second CUDA runtime", r.stdout)
+
     def test_a_kit_that_cannot_be_written_fails_the_build_and_leaves_nothing(self):
         bin_dir = self.folder("failing-tar")
         os.makedirs(bin_dir)
