@@ -33,9 +33,9 @@
 #
 # Time. BNN_SLICE_DEADLINE (seconds from the start, default 530, at least
 # 60) is when the script ends: bnn's --time-limit is what is left after bnn
-# was had less 30 s, with --whole-members (bnn starts a member only where
-# its whole schedule fits the time left, at the longest epoch so far, and
-# stops the others at epoch ends), and training is stopped outright 10 s
+# was had less 30 s, with --whole-members (bnn starts a member only where a
+# whole member would end in time, as long as the longest it trained so far,
+# and stops the others at epoch ends), and training is stopped outright 10 s
 # before the deadline, leaving those seconds for packing. So MEMBERS may
 # name more members than the time finishes: those not started are left for
 # a later slice.
@@ -133,7 +133,7 @@ fi
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"
 started_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 t0=$(date +%s)
-# --whole-members: a member starts only where its whole schedule fits the time
+# --whole-members: a member starts only where a whole member fits the time
 # left, since one stopped part-way is lost with the machine (its checkpoint
 # does not travel) and would slow those that can finish.
 timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" "$work/log" \

@@ -90,9 +90,9 @@ int cmd_run(int argc, char** argv) {
       "--resume continues them",
       cxxopts::value<std::string>())(
       "whole-members",
-      "With --time-limit: start a member only where its whole schedule would end in time, by the "
-      "longest epoch so far, not where one epoch would (for a machine that keeps nothing, where a "
-      "member stopped part-way is lost)")(
+      "With --time-limit: start a member only where a whole member would end in time (as long as the "
+      "longest this command trained, else its epochs at the longest epoch), not where one epoch would "
+      "(for a machine that keeps nothing, where a member stopped part-way is lost)")(
       "distributed",
       "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
       "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(

@@ -499,7 +499,7 @@ int run(const config::Config& config, const RunOptions& options) {
   // Workers take the next member from a shared counter; a member failure is
   // counted, an exception (I/O) stops that worker and is rethrown at the end.
   // Note [Time limit]: members stopped by the deadline, or not started, are `left`.
-  const int64_t first_epochs = options.whole_members ? member_epochs(config) : 1;
+  const int64_t schedule = member_epochs(config);
   std::atomic<size_t> next{0};
   std::atomic<int64_t> failed{0};
   std::atomic<int64_t> left{0};
@@ -515,7 +515,8 @@ int run(const config::Config& config, const RunOptions& options) {
         context.slot = static_cast<int64_t>(w % static_cast<size_t>(per_device));
       }
       for (size_t i; (i = next++) < todo.size();) {
-        if (options.deadline != nullptr && !options.deadline->allows_epochs(first_epochs)) {
+        if (options.deadline != nullptr && !(options.whole_members ? options.deadline->allows_a_member(schedule)
+                                                                    : options.deadline->allows_an_epoch())) {
           ++left;
           continue;
         }
@@ -523,7 +524,13 @@ int run(const config::Config& config, const RunOptions& options) {
         // data-parallel run's ranks follow rank 0's list instead.
         std::optional<io::FileLock> lock;
         if (group == nullptr && !(lock = lock_member(dir, todo[i]))) continue;
+        // --whole-members: a member trained from its start (no checkpoint to resume) times a whole
+        // member, on the deadline's clock.
+        const bool timed = options.deadline != nullptr && options.whole_members &&
+                           !std::filesystem::exists(member_dir(dir, todo[i]) / kCheckpointFile);
+        const double began = timed ? options.deadline->elapsed() : 0.0;
         const MemberOutcome outcome = run_member(context, todo[i]);
+        if (timed && outcome.ok) options.deadline->member_took(options.deadline->elapsed() - began);
         if (outcome.stopped) {
           ++left;
         } else if (!outcome.ok) {

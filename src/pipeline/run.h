@@ -50,8 +50,9 @@ struct RunOptions {
   // Note [Time limit] (src/runtime/deadline.h): members stop at an epoch end
   // once an epoch would not end in time; none = no limit.
   runtime::Deadline* deadline = nullptr;
-  // With a deadline: start a member only where its whole schedule
-  // (member_epochs) would end in time, not where one epoch would.
+  // With a deadline: start a member only where a whole member would end in
+  // time (Deadline::allows_a_member, with member_epochs), not where one
+  // epoch would.
   bool whole_members = false;
 };
 

@@ -6,10 +6,23 @@ namespace bnn::runtime {
 
 Deadline::Deadline(double seconds, Now now) : now_(std::move(now)), seconds_(seconds), start_(now_()) {}
 
-void Deadline::epoch_took(double seconds) {
-  double longest = longest_epoch_.load();
-  while (seconds > longest && !longest_epoch_.compare_exchange_weak(longest, seconds)) {
+namespace {
+
+void raise_to(std::atomic<double>& longest, double seconds) {
+  double seen = longest.load();
+  while (seconds > seen && !longest.compare_exchange_weak(seen, seconds)) {
   }
+}
+
+}  // namespace
+
+void Deadline::epoch_took(double seconds) { raise_to(longest_epoch_, seconds); }
+
+void Deadline::member_took(double seconds) { raise_to(longest_member_, seconds); }
+
+bool Deadline::allows_a_member(int64_t epochs) const {
+  const double member = longest_member_.load();
+  return member > 0 ? elapsed() + member <= seconds_ : allows_epochs(epochs);
 }
 
 bool Deadline::allows_epochs(int64_t epochs) const {

@@ -5,10 +5,15 @@
 // and before a member starts, a worker asks the deadline whether an epoch
 // begun now would end in time, taking the longest epoch any member of the
 // command has run so far as the estimate (none yet: whether the limit has
-// passed). With --whole-members a member starts only where its whole
-// schedule would end in time at that estimate (allows_epochs), for machines
-// that keep nothing: there a member stopped part-way is lost, and while it
-// ran it slowed the members that could finish. A member stopped keeps its
+// passed). With --whole-members a member starts only where a whole member
+// would end in time (allows_a_member), for machines that keep nothing:
+// there a member stopped part-way is lost, and while it ran it slowed the
+// members that could finish. The estimate is the longest member that this
+// command trained from its start to its end: that includes what sharing the
+// device with the other members costs; an epoch does not say it as well (a
+// GPU's first epoch carries cuDNN's and the allocator's warm-up, which 60
+// epochs would count 60 times). Before any member has finished, the
+// member's epochs times the longest epoch so far. A member stopped keeps its
 // checkpoint and no status, exactly as after a crash at that epoch end, and
 // `bnn run --resume` continues it with the same results, bit for bit on the
 // CPU, as a run never stopped. The command then exits with kExitTimeLimit,
@@ -40,6 +45,12 @@ class Deadline {
   // Whether `epochs` epochs started now would end by the deadline, each as
   // long as the longest so far.
   bool allows_epochs(int64_t epochs) const;
+  // The wall time of a member trained from its start to its end.
+  void member_took(double seconds);
+  // Whether a member of `epochs` epochs started now would end by the
+  // deadline: as long as the longest member so far, or where none has
+  // finished, allows_epochs(epochs).
+  bool allows_a_member(int64_t epochs) const;
   double seconds() const { return seconds_; }
   // Seconds since the deadline was set.
   double elapsed() const;
@@ -49,6 +60,7 @@ class Deadline {
   double seconds_;
   Clock::time_point start_;
   std::atomic<double> longest_epoch_{0.0};
+  std::atomic<double> longest_member_{0.0};
 };
 
 }  // namespace bnn::runtime

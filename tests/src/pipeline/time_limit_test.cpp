@@ -117,13 +117,20 @@ TEST_F(TimeLimit, TheLastEpochFinishesTheMember) {
   EXPECT_FALSE(std::filesystem::exists(cut / "member_001"));
 }
 
-// --whole-members, with 10 s epochs as the estimate and a limit of 100 s:
-// member 0 starts at 10 s (its 6 epochs would end at 70 s) and finishes,
-// its checks reading 20 to 60 s. Member 1 would start at 70 s: one epoch fits
-// (80 s), so without the option it starts and is stopped after 3 epochs
-// (the check at 100 s), its work lost on a machine that keeps nothing; with
-// it, its 6 epochs would end at 130 s, and it does not start.
-TEST_F(TimeLimit, WholeMembersStartOnlyWhereTheirScheduleFits) {
+// Without --whole-members, 10 s epochs as the estimate and a limit of
+// 100 s: member 0 starts at 10 s and finishes, its checks reading 20 to
+// 60 s. Member 1 would start at 70 s: one epoch fits (80 s), so it starts
+// and is stopped after 3 epochs (the check at 100 s), its work lost on a
+// machine that keeps nothing.
+//
+// With it, the member is also timed on the deadline's clock (two more
+// reads): member 0 starts at 10 s, where its 6 epochs would end at 70 s
+// (none has finished yet), begins at 20 s, checks at 30 to 70 s and ends at
+// 80 s: a member takes 60 s. Member 1 would start at 90 s and end at 150 s:
+// it does not start. The same without an epoch seen (the estimate from
+// epochs alone would be milliseconds, the real epochs'): the finished
+// member's 60 s decide. At a limit of 160 s it starts and finishes.
+TEST_F(TimeLimit, WholeMembersStartOnlyWhereAWholeMemberFits) {
   ASSERT_EQ(member_epochs(config::load_config(kTinyConfig, {})), 6);
   const auto part = work_ / "part";
   ASSERT_EQ(run_tiny(part, false, 100.0, /*whole_members=*/false, /*seen_epoch=*/10.0), runtime::kExitTimeLimit);
@@ -131,14 +138,16 @@ TEST_F(TimeLimit, WholeMembersStartOnlyWhereTheirScheduleFits) {
   EXPECT_EQ(trace_rows(part / "member_001"), 3u);
   EXPECT_TRUE(std::filesystem::exists(part / "member_001" / "checkpoint.pt"));
 
-  const auto whole = work_ / "whole";
-  ASSERT_EQ(run_tiny(whole, false, 100.0, /*whole_members=*/true, /*seen_epoch=*/10.0), runtime::kExitTimeLimit);
-  EXPECT_TRUE(std::filesystem::exists(whole / "member_000" / "status.json"));
-  EXPECT_FALSE(std::filesystem::exists(whole / "member_001"));
-  EXPECT_EQ(read(part / "member_000" / "bayes_probs.npy"), read(whole / "member_000" / "bayes_probs.npy"));
-  // A limit that member 1's schedule fits (130 s) starts it, and it finishes.
+  for (const double seen_epoch : {10.0, 0.0}) {
+    SCOPED_TRACE(seen_epoch);
+    const auto whole = work_ / ("whole" + std::to_string(static_cast<int>(seen_epoch)));
+    ASSERT_EQ(run_tiny(whole, false, 100.0, /*whole_members=*/true, seen_epoch), runtime::kExitTimeLimit);
+    EXPECT_TRUE(std::filesystem::exists(whole / "member_000" / "status.json"));
+    EXPECT_FALSE(std::filesystem::exists(whole / "member_001"));
+    EXPECT_EQ(read(part / "member_000" / "bayes_probs.npy"), read(whole / "member_000" / "bayes_probs.npy"));
+  }
   const auto both = work_ / "both";
-  ASSERT_EQ(run_tiny(both, false, 130.0, /*whole_members=*/true, /*seen_epoch=*/10.0), 0);
+  ASSERT_EQ(run_tiny(both, false, 160.0, /*whole_members=*/true, /*seen_epoch=*/10.0), 0);
   EXPECT_TRUE(std::filesystem::exists(both / "member_001" / "status.json"));
 }
 

@@ -65,6 +65,25 @@ TEST(Deadline, AWholeScheduleStartsOnlyIfAllItsEpochsWouldEndInTime) {
   EXPECT_TRUE(d.allows_epochs(0));
 }
 
+TEST(Deadline, AMemberIsAsLongAsTheLongestFinishedOne) {
+  Deadline::Clock::time_point t{};
+  const Deadline::Clock::time_point zero = t;
+  Deadline d(100.0, [&] { return t; });
+  // A first epoch of 4 s (a GPU's warm-up, say): by epochs, 60 of them would not fit after 0 s.
+  d.epoch_took(4.0);
+  EXPECT_FALSE(d.allows_a_member(60));
+  EXPECT_TRUE(d.allows_a_member(25));
+  // Once a member has taken 45 s from start to end, that is the estimate, whatever its epochs.
+  d.member_took(45.0);
+  d.member_took(30.0);
+  t = zero + std::chrono::seconds(55);
+  EXPECT_TRUE(d.allows_a_member(60));
+  t = zero + std::chrono::milliseconds(55001);
+  EXPECT_FALSE(d.allows_a_member(60));
+  EXPECT_FALSE(d.allows_a_member(1));
+  EXPECT_TRUE(d.allows_an_epoch());  // an epoch's own check is unchanged
+}
+
 TEST(Deadline, CountsFromItsConstructionOnTheRealClock) {
   const Deadline d(3600.0);
   EXPECT_GE(d.elapsed(), 0.0);
