@@ -40,6 +40,15 @@
 # name more members than the time finishes: those not started are left for
 # a later slice.
 #
+# Members at once. With BNN_SLICE_THROUGHPUT, a members_per_device.csv of
+# bench/members_per_device.sh measured on this kind of device (scripts/gpu-check.sh
+# leaves one in build-torch/members_table/), bnn run chooses them for the
+# most members that end whole in its time (--throughput); an OPTION
+# --members-per-device other than auto is then refused. A table that is
+# missing or holds no finished run is named in NAME.log, and the members at
+# once are bnn's default (the table comes from a check that may not have
+# got that far).
+#
 # Environment: BNN_SLICE_BNN, a bnn to use as it is (default: bnn built by
 # scripts/build-pip-torch.sh, from BNN_SLICE_KIT where it fits, else
 # compiled); BNN_SLICE_KIT (default gpu-kit/bnn-kit.tar.gz, where it
@@ -68,8 +77,16 @@ shift 3
 deadline_s="${BNN_SLICE_DEADLINE:-530}"
 [[ "$deadline_s" =~ ^[0-9]+$ && $deadline_s -ge 60 ]] ||
   bad "BNN_SLICE_DEADLINE '$deadline_s' is not a whole number of seconds, at least 60"
-for option in "$@"; do
-  [[ "$option" != --time-limit* ]] || bad "--time-limit is set from BNN_SLICE_DEADLINE: set that instead"
+options=("$@")
+for ((i = 0; i < ${#options[@]}; ++i)); do
+  [[ "${options[i]}" != --time-limit* ]] || bad "--time-limit is set from BNN_SLICE_DEADLINE: set that instead"
+  case "${options[i]}" in
+    --members-per-device=*) k="${options[i]#*=}" ;;
+    --members-per-device) k="${options[i + 1]:-}" ;;
+    *) continue ;;
+  esac
+  [[ -z "${BNN_SLICE_THROUGHPUT:-}" || "$k" == auto ]] ||
+    bad "BNN_SLICE_THROUGHPUT chooses the members per device: drop --members-per-device $k"
 done
 
 start=$(date +%s)
@@ -130,6 +147,17 @@ if [[ $resume == 1 ]]; then
   setting=()
   say "resuming $work/run"
 fi
+throughput=()
+if [[ -n "${BNN_SLICE_THROUGHPUT:-}" ]]; then
+  table="$BNN_SLICE_THROUGHPUT"
+  if [[ -f "$table" ]] && awk -F, 'NR > 1 && $3 == "0" && $5 != "nan" { found = 1 } END { exit !found }' "$table"; then
+    table="$(cd "$(dirname "$table")" && pwd)/$(basename "$table")"
+    throughput=(--throughput "$table")
+    say "members at once from $table (bnn run --throughput)"
+  else
+    say "not using BNN_SLICE_THROUGHPUT=$table: no such file, or no finished run in it; members at once as bnn chooses"
+  fi
+fi
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"
 started_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 t0=$(date +%s)
@@ -137,7 +165,7 @@ t0=$(date +%s)
 # left, since one stopped part-way is lost with the machine (its checkpoint
 # does not travel) and would slow those that can finish.
 timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" "$work/log" \
-  --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "$@" >> "$log" 2>&1
+  --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "${throughput[@]}" "$@" >> "$log" 2>&1
 code=$?
 if [[ $code -eq 124 || $code -eq 137 ]]; then
   # Stopped outright: paper-run.sh wrote no row for it.

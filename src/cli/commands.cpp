@@ -23,7 +23,7 @@ const std::vector<Command>& commands() {
        "  bnn run --config FILE [--set key=value]... [--out DIR] [--members 0-3]\n"
        "          [--device auto|cpu|cuda|cuda:N | --devices all|cuda:0,cuda:1] [--members-per-device K|auto]\n"
        "          [--member-design streams|stacked] [--cudnn-benchmark] [--threads N] [--seed S]\n"
-       "          [--time-limit 540|9m|1.5h]\n"
+       "          [--time-limit 540|9m|1.5h [--whole-members] [--throughput FILE.csv]]\n"
        "  bnn run --resume RUN_DIR [--members 0-3] [--device ...] [--threads N] [--time-limit 9m]\n"
        "  bnn run ... --distributed\n"
        "                  one data-parallel chain over processes (torch.distributed: Gloo on\n"

@@ -1,5 +1,6 @@
 #include "src/cli/run_command.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -93,6 +94,11 @@ int cmd_run(int argc, char** argv) {
       "With --time-limit: start a member only where a whole member would end in time (as long as the "
       "longest this command trained, else its epochs at the longest epoch), not where one epoch would "
       "(for a machine that keeps nothing, where a member stopped part-way is lost)")(
+      "throughput",
+      "With --time-limit and --members-per-device auto: choose the members trained at once from a "
+      "members_per_device.csv that bench/members_per_device.sh measured on this kind of device, for the most "
+      "members that end whole in the time left",
+      cxxopts::value<std::string>())(
       "distributed",
       "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
       "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
@@ -145,6 +151,22 @@ int cmd_run(int argc, char** argv) {
   if (args.count("whole-members")) {
     if (!deadline) throw config::ConfigError("--whole-members needs --time-limit: without a limit every member is whole");
     run_options.whole_members = true;
+  }
+  if (args.count("throughput")) {
+    if (!deadline) {
+      throw config::ConfigError("--throughput needs --time-limit: it chooses the members at once for the time left");
+    }
+    if (run_options.members_per_device != 0) {
+      throw config::ConfigError(fmt::format("--throughput chooses the members per device; drop --members-per-device {}",
+                                            run_options.members_per_device));
+    }
+    run_options.throughput = pipeline::read_throughput_table(args["throughput"].as<std::string>());
+    const std::string_view design = pipeline::member_design_name(run_options.design);
+    if (std::none_of(run_options.throughput->rows.begin(), run_options.throughput->rows.end(),
+                     [&](const pipeline::ThroughputRow& row) { return pipeline::usable_for(row, design); })) {
+      throw config::ConfigError(fmt::format("--throughput {}: no finished run of the {} design to choose from",
+                                            run_options.throughput->file.string(), design));
+    }
   }
   if (args.count("cudnn-benchmark")) at::globalContext().setBenchmarkCuDNN(true);
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));

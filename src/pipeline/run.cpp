@@ -73,6 +73,10 @@ int64_t parse_members_per_device(const std::string& text) {
   return std::stoll(m[1]);
 }
 
+std::string_view member_design_name(MemberDesign design) {
+  return design == MemberDesign::kStacked ? "stacked" : "streams";
+}
+
 MemberDesign parse_member_design(const std::string& text) {
   if (text == "streams") return MemberDesign::kStreams;
   if (text == "stacked") return MemberDesign::kStacked;
@@ -245,12 +249,57 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
   return lock;
 }
 
+// --throughput (Note [Members for a time limit] in throughput.h): K for the
+// time the deadline leaves, at most `most`; none, with a warning, where the
+// table has no row for it.
+std::optional<int64_t> members_for_time_left(const config::Config& config, const RunOptions& options,
+                                             torch::Device device, int64_t members_to_run, int64_t most) {
+  const double left = options.deadline->seconds() - options.deadline->elapsed();
+  const int64_t epochs = member_epochs(config);
+  const std::string_view design = member_design_name(options.design);
+  const std::string file = options.throughput->file.string();
+  const auto choice = members_for_time(*options.throughput, design, epochs, members_to_run, left, most);
+  if (!choice) {
+    spdlog::warn("--throughput {}: no finished {} run of at most {} member(s) at once; choosing by memory instead",
+                 file, design, std::min(most, members_to_run));
+    return std::nullopt;
+  }
+  const std::string each = fmt::format(
+      "each member about {:.0f} s ({} epochs at {:.4g} member-epochs/s with {} at once, +{:.0f}%)",
+      choice->member_seconds, epochs, choice->member_epochs_per_s, choice->members_per_device,
+      (kThroughputMargin - 1.0) * 100.0);
+  if (choice->whole_members == 0) {
+    spdlog::warn("{}: {} member(s) at a time by --throughput {}: {}; no member is expected to end in the {:.0f} s "
+                 "left",
+                 device.str(), choice->members_per_device, file, each, left);
+  } else {
+    spdlog::info("{}: {} member(s) at a time by --throughput {}: {}; {} whole member(s) expected in the {:.0f} s "
+                 "left",
+                 device.str(), choice->members_per_device, file, each, choice->whole_members, left);
+  }
+  return choice->members_per_device;
+}
+
 // Members trained at once on `device`, one of `device_entries` given:
-// `requested`, or for 0 (auto) as many as fit in its free memory
-// (auto_members_per_device), on the CPU auto_members_per_cpu. Where the free
-// memory is known, logs the choice or warns when `requested` members do not fit.
+// options.members_per_device, or for 0 (auto) by --throughput where given,
+// else as many as fit in its free memory (auto_members_per_device), on the
+// CPU auto_members_per_cpu. Where the free memory is known, logs the choice
+// or warns when the members asked for do not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
-                           int64_t requested, int64_t members_to_run, int64_t device_entries, MemberDesign design) {
+                           const RunOptions& options, int64_t members_to_run, int64_t device_entries) {
+  const int64_t requested = options.members_per_device;
+  const MemberDesign design = options.design;
+  if (requested == 0 && options.throughput && options.deadline != nullptr && members_to_run > 0) {
+    const MemberMemory member = estimate_member_memory(config, data, design);
+    std::optional<int64_t> free_bytes;
+    if (device.is_cpu()) {
+      free_bytes = runtime::host_available_memory();
+    } else if (const auto memory = runtime::device_memory(device)) {
+      free_bytes = memory->free_bytes;
+    }
+    const int64_t most = free_bytes ? std::min(members_to_run, members_that_fit(member, *free_bytes)) : members_to_run;
+    if (const auto k = members_for_time_left(config, options, device, members_to_run, most)) return *k;
+  }
   if (device.is_cpu() && requested == 0) {
     // `--devices cpu,cpu` has chosen its workers already.
     const int64_t threads = torch::get_num_threads();
@@ -370,20 +419,22 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
   return m;
 }
 
+int64_t members_that_fit(const MemberMemory& member, int64_t free_bytes) {
+  return std::max<int64_t>(
+      1, static_cast<int64_t>(0.9 * static_cast<double>(free_bytes) / static_cast<double>(member.total_bytes)));
+}
+
 int64_t auto_members_per_device(const MemberMemory& member, const std::optional<runtime::DeviceMemory>& device,
                                 int64_t members_to_run) {
   if (!device) return 1;
-  const int64_t fit = static_cast<int64_t>(0.9 * static_cast<double>(device->free_bytes) /
-                                           static_cast<double>(member.total_bytes));
-  return std::max<int64_t>(1, std::min({fit, kMaxAutoMembersPerDevice, members_to_run}));
+  return std::max<int64_t>(1, std::min({members_that_fit(member, device->free_bytes), kMaxAutoMembersPerDevice,
+                                        members_to_run}));
 }
 
 int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::optional<int64_t> available,
                              int64_t members_to_run) {
   if (threads <= 1 || !available) return 1;
-  const auto fit =
-      static_cast<int64_t>(0.9 * static_cast<double>(*available) / static_cast<double>(member.total_bytes));
-  return std::max<int64_t>(1, std::min({kMaxAutoMembersPerCpu, members_to_run, fit}));
+  return std::max<int64_t>(1, std::min({kMaxAutoMembersPerCpu, members_to_run, members_that_fit(member, *available)}));
 }
 
 int run(const config::Config& config, const RunOptions& options) {
@@ -473,9 +524,8 @@ int run(const config::Config& config, const RunOptions& options) {
       static_cast<int64_t>(devices.size());
   const int64_t per_device =
       group != nullptr ? 1
-                       : members_per_device(config, data.begin()->second, devices.front(),
-                                            options.members_per_device, todo_per_device,
-                                            static_cast<int64_t>(devices.size()), options.design);
+                       : members_per_device(config, data.begin()->second, devices.front(), options,
+                                            todo_per_device, static_cast<int64_t>(devices.size()));
   std::vector<torch::Device> workers;
   for (const auto& device : devices) {
     for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);

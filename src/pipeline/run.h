@@ -6,7 +6,9 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <torch/torch.h>
@@ -16,6 +18,7 @@
 #include "src/distributed/process_group.h"
 #include "src/evaluation/ensemble.h"
 #include "src/pipeline/run_directory.h"
+#include "src/pipeline/throughput.h"
 #include "src/runtime/deadline.h"
 #include "src/runtime/device_streams.h"
 
@@ -54,6 +57,10 @@ struct RunOptions {
   // time (Deadline::allows_a_member, with member_epochs), not where one
   // epoch would.
   bool whole_members = false;
+  // With a deadline and members_per_device auto: K from this measured table
+  // for the most members that end whole in the time left (Note [Members for
+  // a time limit] in src/pipeline/throughput.h), at most what memory holds.
+  std::optional<ThroughputTable> throughput;
 };
 
 // The epochs of a member's whole schedule: Adam, SWA and sampling, and one
@@ -84,6 +91,9 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
 int64_t auto_members_per_device(const MemberMemory& member, const std::optional<runtime::DeviceMemory>& device,
                                 int64_t members_to_run);
 
+// Members of `member`'s size that fit in 90% of `free_bytes`, at least 1.
+int64_t members_that_fit(const MemberMemory& member, int64_t free_bytes);
+
 // Members on the CPU for `auto`: two at a time where LibTorch has two
 // threads or more (`threads`) and both fit in 90% of the host's `available`
 // memory, else one (also where the memory is unknown). Each worker runs its
@@ -107,6 +117,8 @@ int64_t parse_members_per_device(const std::string& text);
 
 // "streams" or "stacked". Throws ConfigError naming the text.
 MemberDesign parse_member_design(const std::string& text);
+// What parse_member_design reads: "streams" or "stacked".
+std::string_view member_design_name(MemberDesign design);
 
 // "540", "540s", "9m", "1.5h", "11h45m" -> seconds (> 0). Throws ConfigError naming the text.
 double parse_time_limit(const std::string& text);

@@ -226,6 +226,34 @@ exec {shutil.which("tar")} "$@"
         self.assertIn("a_01.tar: 1 member(s) (member_000)", r.stdout)
         self.assertRegex(self.read("out", "a.log"), r"member 0 already finished in .*/work/a/run; skipping")
 
+    def test_a_throughput_table_chooses_the_members_at_once(self):
+        # tiny.yaml's members of 6 epochs: 0.066 s alone, 0.0132 s two at once (Note [Members for a time
+        # limit]); the bench's failed row is not read as a rate.
+        table = self.path("members_per_device.csv")
+        with open(table, "w") as f:
+            f.write("design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member\n"
+                    "streams,1,0,10,100,1,1\nstreams,2,0,10,1000,1,1\nstreams,4,1,10,nan,1,1\n")
+        r = self.slice("a", "0-1", "--members-per-device", "auto", BNN_SLICE_THROUGHPUT=table)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"paper-slice: members at once from {table} (bnn run --throughput)", r.stdout)
+        log = self.read("out", "a.log")
+        self.assertIn(f"cpu: 2 member(s) at a time by --throughput {table}: ", log)
+        self.assertIn("2 workers on cpu: 2 members at a time per device", log)
+        self.assertRegex(self.read("out", "a.tsv"), r"--time-limit \d+s --whole-members --throughput " +
+                         re.escape(table) + " --device cpu --threads 1 --members-per-device auto\n")
+        self.assertIn("a_01.tar: 2 member(s) (member_000 member_001)", r.stdout)
+        # A table that is not there (the check did not get to it), or holds only failed runs: the slice
+        # goes on, with bnn's own choice, and says so.
+        with open(self.path("failed.csv"), "w") as f:
+            f.write("design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member\n"
+                    "streams,1,3,10,nan,1,1\n")
+        for name, missing in (("b", self.path("none.csv")), ("c", self.path("failed.csv"))):
+            r = self.slice(name, "0", BNN_SLICE_THROUGHPUT=missing)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn(f"paper-slice: not using BNN_SLICE_THROUGHPUT={missing}: no such file, or no finished "
+                          "run in it; members at once as bnn chooses", r.stdout)
+            self.assertNotIn("--throughput", self.read("out", name + ".tsv"))
+
     def test_bad_arguments_are_named_before_anything_runs(self):
         cases = [
             (("a/b", "0"), {}, 2,
@@ -240,6 +268,12 @@ exec {shutil.which("tar")} "$@"
              re.escape("paper-slice: --time-limit is set from BNN_SLICE_DEADLINE: set that instead")),
             (("a", "0"), {"BNN_SLICE_CONFIG": self.path("none.yaml")}, 2,
              re.escape(f"paper-slice: no config file {self.path('none.yaml')}")),
+            (("a", "0", "--members-per-device", "2"), {"BNN_SLICE_THROUGHPUT": self.path("t.csv")}, 2,
+             re.escape("paper-slice: BNN_SLICE_THROUGHPUT chooses the members per device: drop "
+                       "--members-per-device 2")),
+            (("a", "0", "--members-per-device=4"), {"BNN_SLICE_THROUGHPUT": self.path("t.csv")}, 2,
+             re.escape("paper-slice: BNN_SLICE_THROUGHPUT chooses the members per device: drop "
+                       "--members-per-device 4")),
             (("a", "0"), {"BNN_SLICE_BNN": self.path("none")}, 1,
              re.escape(f"paper-slice: {self.path('none')} is not an executable bnn")),
         ]

@@ -1,0 +1,114 @@
+#include "src/pipeline/throughput.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "src/config/config.h"
+
+namespace bnn::pipeline {
+
+namespace {
+
+// The fields of one line, a Windows line end dropped.
+std::vector<std::string> split_csv_line(std::string line) {
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  std::vector<std::string> fields;
+  std::stringstream in(line);
+  for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
+  if (!line.empty() && line.back() == ',') fields.emplace_back();
+  return fields;
+}
+
+}  // namespace
+
+ThroughputTable read_throughput_table(const std::filesystem::path& file) {
+  const auto fail = [&](const std::string& why) {
+    return config::ConfigError(fmt::format("--throughput {}: {}", file.string(), why));
+  };
+  std::ifstream in(file);
+  if (!in) throw fail("cannot be read");
+  std::string line;
+  if (!std::getline(in, line)) throw fail("is empty, not a members_per_device.csv of bench/members_per_device.sh");
+  const std::vector<std::string> header = split_csv_line(line);
+  std::map<std::string, size_t> column;
+  for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
+  for (const char* name : {"design", "members", "exit", "member_epochs_per_s"}) {
+    if (!column.count(name)) {
+      throw fail(fmt::format("has no column '{}' in its first line; not a members_per_device.csv of "
+                             "bench/members_per_device.sh",
+                             name));
+    }
+  }
+  ThroughputTable table{file, {}};
+  for (int64_t number = 2; std::getline(in, line); ++number) {
+    const std::vector<std::string> fields = split_csv_line(line);
+    if (fields.empty()) continue;
+    if (fields.size() != header.size()) {
+      throw fail(fmt::format("line {} has {} fields, the header {}", number, fields.size(), header.size()));
+    }
+    const auto number_in = [&](const char* name) {
+      const std::string& text = fields[column.at(name)];
+      size_t used = 0;
+      double value = 0.0;
+      try {
+        value = std::stod(text, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (text.empty() || used != text.size()) {
+        throw fail(fmt::format("line {}: '{}' in column {} is not a number", number, text, name));
+      }
+      return value;
+    };
+    if (number_in("exit") != 0.0) continue;  // a failed run: no rate
+    const double members = number_in("members");
+    if (members < 1 || members != std::floor(members)) {
+      throw fail(fmt::format("line {}: '{}' in column members is not a member count", number,
+                             fields[column.at("members")]));
+    }
+    const double rate = number_in("member_epochs_per_s");
+    if (!(rate > 0.0) || !std::isfinite(rate)) continue;
+    table.rows.push_back({fields[column.at("design")], static_cast<int64_t>(members), rate});
+  }
+  return table;
+}
+
+bool usable_for(const ThroughputRow& row, std::string_view design) {
+  return row.design == design || (design == "stacked" && row.design == "streams" && row.members == 1);
+}
+
+std::optional<MembersForTime> members_for_time(const ThroughputTable& table, std::string_view design, int64_t epochs,
+                                               int64_t members_to_run, double seconds, int64_t most) {
+  std::optional<MembersForTime> best;
+  double best_done = 0.0;  // when the last of best's whole members ends
+  for (const ThroughputRow& row : table.rows) {
+    if (!usable_for(row, design) || row.members > std::min(most, members_to_run)) continue;
+    MembersForTime candidate;
+    candidate.members_per_device = row.members;
+    candidate.member_epochs_per_s = row.member_epochs_per_s;
+    candidate.member_seconds = kThroughputMargin * static_cast<double>(row.members * epochs) / row.member_epochs_per_s;
+    // In doubles: a rate of 1e300 must not overflow a count.
+    const double rounds = std::max(0.0, std::floor(seconds / candidate.member_seconds));
+    candidate.whole_members = static_cast<int64_t>(
+        std::min(static_cast<double>(members_to_run), rounds * static_cast<double>(row.members)));
+    const double done =
+        candidate.whole_members > 0
+            ? static_cast<double>((candidate.whole_members + row.members - 1) / row.members) * candidate.member_seconds
+            : candidate.member_seconds;
+    // The most whole members; then the earliest done; then the fewest at once.
+    if (!best || std::make_tuple(-candidate.whole_members, done, candidate.members_per_device) <
+                     std::make_tuple(-best->whole_members, best_done, best->members_per_device)) {
+      best = candidate;
+      best_done = done;
+    }
+  }
+  return best;
+}
+
+}  // namespace bnn::pipeline
