@@ -78,9 +78,12 @@ deadline_s="${BNN_SLICE_DEADLINE:-530}"
 [[ "$deadline_s" =~ ^[0-9]+$ && $deadline_s -ge 60 ]] ||
   bad "BNN_SLICE_DEADLINE '$deadline_s' is not a whole number of seconds, at least 60"
 options=("$@")
+design=streams
 for ((i = 0; i < ${#options[@]}; ++i)); do
   [[ "${options[i]}" != --time-limit* ]] || bad "--time-limit is set from BNN_SLICE_DEADLINE: set that instead"
   case "${options[i]}" in
+    --member-design=*) design="${options[i]#*=}" && continue ;;
+    --member-design) design="${options[i + 1]:-}" && continue ;;
     --members-per-device=*) k="${options[i]#*=}" ;;
     --members-per-device) k="${options[i + 1]:-}" ;;
     *) continue ;;
@@ -150,12 +153,17 @@ fi
 throughput=()
 if [[ -n "${BNN_SLICE_THROUGHPUT:-}" ]]; then
   table="$BNN_SLICE_THROUGHPUT"
-  if [[ -f "$table" ]] && awk -F, 'NR > 1 && $3 == "0" && $5 != "nan" { found = 1 } END { exit !found }' "$table"; then
+  # A row bnn can choose from (src/pipeline/throughput.h): a finished run
+  # of the design, or of one member alone; columns 1, 2, 3 and 5 as
+  # bench/members_per_device.sh writes them.
+  if [[ -f "$table" ]] && awk -F, -v design="$design" '
+      NR > 1 && $3 == 0 && $5 + 0 > 0 && $5 != "inf" && ($1 == design || ($1 == "streams" && $2 == 1)) { found = 1 }
+      END { exit !found }' < "$table"; then
     table="$(cd "$(dirname "$table")" && pwd)/$(basename "$table")"
     throughput=(--throughput "$table")
     say "members at once from $table (bnn run --throughput)"
   else
-    say "not using BNN_SLICE_THROUGHPUT=$table: no such file, or no finished run in it; members at once as bnn chooses"
+    say "not using BNN_SLICE_THROUGHPUT=$table: no such file, or no finished $design run in it; members at once as bnn chooses"
   fi
 fi
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"

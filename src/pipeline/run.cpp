@@ -30,6 +30,10 @@
 namespace bnn::pipeline {
 
 std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members) {
+  return parse_index_list(text, num_members, IndexListNames{});
+}
+
+std::vector<int64_t> parse_index_list(const std::string& text, int64_t count, const IndexListNames& names) {
   std::vector<int64_t> out;
   const std::regex item("^\\s*(\\d+)\\s*(?:-\\s*(\\d+))?\\s*$");
   size_t pos = 0;
@@ -38,18 +42,18 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
     const std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     std::smatch m;
     if (!std::regex_match(part, m, item)) {
-      throw config::ConfigError(fmt::format("--members: cannot parse '{}' (expected e.g. 3, 0-3 or 0,2,5-7)", text));
+      throw config::ConfigError(
+          fmt::format("{}: cannot parse '{}' (expected e.g. 3, 0-3 or 0,2,5-7)", names.option, text));
     }
     const int64_t lo = std::stoll(m[1]);
     const int64_t hi = m[2].matched ? std::stoll(m[2]) : lo;
     if (lo > hi) {
-      throw config::ConfigError(fmt::format(
-          "--members: '{}' runs from {} down to {}; write ranges low-high, e.g. {}-{}", part, lo, hi, hi, lo));
+      throw config::ConfigError(fmt::format("{}: '{}' runs from {} down to {}; write ranges low-high, e.g. {}-{}",
+                                            names.option, part, lo, hi, hi, lo));
     }
-    if (hi >= num_members) {
-      throw config::ConfigError(
-          fmt::format("--members: '{}' selects members outside 0-{} (run.members = {})", text, num_members - 1,
-                      num_members));
+    if (hi >= count) {
+      throw config::ConfigError(fmt::format("{}: '{}' selects {} outside 0-{} ({} = {})", names.option, text,
+                                            names.things, count - 1, names.count, count));
     }
     for (int64_t i = lo; i <= hi; ++i) out.push_back(i);
     if (comma == std::string::npos) break;
@@ -289,7 +293,9 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
                            const RunOptions& options, int64_t members_to_run, int64_t device_entries) {
   const int64_t requested = options.members_per_device;
   const MemberDesign design = options.design;
-  if (requested == 0 && options.throughput && options.deadline != nullptr && members_to_run > 0) {
+  // `--devices cpu,cpu` has chosen its workers already, table or not.
+  const bool chosen = device.is_cpu() && device_entries > 1;
+  if (requested == 0 && options.throughput && options.deadline != nullptr && members_to_run > 0 && !chosen) {
     const MemberMemory member = estimate_member_memory(config, data, design);
     std::optional<int64_t> free_bytes;
     if (device.is_cpu()) {

@@ -126,6 +126,17 @@ double parse_time_limit(const std::string& text);
 // "3", "0-3", "0,2,5-7" -> indices. Throws ConfigError naming the text.
 std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members);
 
+// What a list of indices selects, for its errors: the option, the things
+// listed and the setting that counts them.
+struct IndexListNames {
+  std::string_view option = "--members";
+  std::string_view things = "members";
+  std::string_view count = "run.members";
+};
+// parse_member_list with other names in its errors (bnn rhat's --only of
+// its --repeats, say).
+std::vector<int64_t> parse_index_list(const std::string& text, int64_t count, const IndexListNames& names);
+
 // "auto" -> cuda if available else cpu. Throws ConfigError for an
 // unavailable device.
 torch::Device resolve_device(const std::string& name);

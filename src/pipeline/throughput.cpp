@@ -5,7 +5,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <tuple>
 
 #include <fmt/format.h>
 
@@ -15,15 +14,26 @@ namespace bnn::pipeline {
 
 namespace {
 
-// The fields of one line, a Windows line end dropped.
-std::vector<std::string> split_csv_line(std::string line) {
-  if (!line.empty() && line.back() == '\r') line.pop_back();
+std::string trimmed(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+// The fields of one line, each without surrounding blanks (a Windows line
+// end included); none for a blank line.
+std::vector<std::string> split_csv_line(const std::string& line) {
   std::vector<std::string> fields;
-  std::stringstream in(line);
-  for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
-  if (!line.empty() && line.back() == ',') fields.emplace_back();
+  const std::string text = trimmed(line);
+  if (text.empty()) return fields;
+  std::stringstream in(text);
+  for (std::string field; std::getline(in, field, ',');) fields.push_back(trimmed(field));
+  if (text.back() == ',') fields.emplace_back();
   return fields;
 }
+
+// Two finishing times equal but for rounding (K x E / r in doubles).
+bool same_time(double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); }
 
 }  // namespace
 
@@ -34,7 +44,9 @@ ThroughputTable read_throughput_table(const std::filesystem::path& file) {
   std::ifstream in(file);
   if (!in) throw fail("cannot be read");
   std::string line;
-  if (!std::getline(in, line)) throw fail("is empty, not a members_per_device.csv of bench/members_per_device.sh");
+  if (!std::getline(in, line) || split_csv_line(line).empty()) {
+    throw fail("is empty, not a members_per_device.csv of bench/members_per_device.sh");
+  }
   const std::vector<std::string> header = split_csv_line(line);
   std::map<std::string, size_t> column;
   for (size_t i = 0; i < header.size(); ++i) column[header[i]] = i;
@@ -68,7 +80,7 @@ ThroughputTable read_throughput_table(const std::filesystem::path& file) {
     };
     if (number_in("exit") != 0.0) continue;  // a failed run: no rate
     const double members = number_in("members");
-    if (members < 1 || members != std::floor(members)) {
+    if (!std::isfinite(members) || members < 1 || members > 999999 || members != std::floor(members)) {
       throw fail(fmt::format("line {}: '{}' in column members is not a member count", number,
                              fields[column.at("members")]));
     }
@@ -102,8 +114,11 @@ std::optional<MembersForTime> members_for_time(const ThroughputTable& table, std
             ? static_cast<double>((candidate.whole_members + row.members - 1) / row.members) * candidate.member_seconds
             : candidate.member_seconds;
     // The most whole members; then the earliest done; then the fewest at once.
-    if (!best || std::make_tuple(-candidate.whole_members, done, candidate.members_per_device) <
-                     std::make_tuple(-best->whole_members, best_done, best->members_per_device)) {
+    const bool better =
+        !best || candidate.whole_members > best->whole_members ||
+        (candidate.whole_members == best->whole_members &&
+         (same_time(done, best_done) ? candidate.members_per_device < best->members_per_device : done < best_done));
+    if (better) {
       best = candidate;
       best_done = done;
     }

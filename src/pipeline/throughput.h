@@ -22,7 +22,12 @@
 // (fewer rounds of shorter members), then the smaller K. Rows for more
 // members than will run are left out: they measured a sharing that will not
 // happen. Where no K ends a member in time, the K with the shortest member
-// is taken, and the log says so.
+// is taken, and the log says so. The table may choose more than auto's cap
+// of kMaxAutoMembersPerDevice (a guess the table replaces), never more
+// than memory holds by estimate_member_memory. A table is a device's and a
+// config's (the benchmark runs configs/fashion_mnist_paper.yaml): bnn
+// cannot tell, and applies it to whatever it is given. Members resuming
+// from a checkpoint are counted as whole (the choice errs towards fewer).
 #pragma once
 
 #include <cstdint>

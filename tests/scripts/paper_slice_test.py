@@ -242,16 +242,17 @@ exec {shutil.which("tar")} "$@"
         self.assertRegex(self.read("out", "a.tsv"), r"--time-limit \d+s --whole-members --throughput " +
                          re.escape(table) + " --device cpu --threads 1 --members-per-device auto\n")
         self.assertIn("a_01.tar: 2 member(s) (member_000 member_001)", r.stdout)
-        # A table that is not there (the check did not get to it), or holds only failed runs: the slice
-        # goes on, with bnn's own choice, and says so.
+        # A table that is not there (the check did not get to it), or holds no finished run bnn could
+        # choose for the streams design (a failed one, another design's, a rate of 0): the slice goes on,
+        # with bnn's own choice, and says so.
         with open(self.path("failed.csv"), "w") as f:
             f.write("design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member\n"
-                    "streams,1,3,10,nan,1,1\n")
+                    "streams,1,3,10,nan,1,1\nstacked,2,0,10,1000,1,1\nstreams,2,0,10,0,1,1\n")
         for name, missing in (("b", self.path("none.csv")), ("c", self.path("failed.csv"))):
             r = self.slice(name, "0", BNN_SLICE_THROUGHPUT=missing)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn(f"paper-slice: not using BNN_SLICE_THROUGHPUT={missing}: no such file, or no finished "
-                          "run in it; members at once as bnn chooses", r.stdout)
+                          "streams run in it; members at once as bnn chooses", r.stdout)
             self.assertNotIn("--throughput", self.read("out", name + ".tsv"))
 
     def test_bad_arguments_are_named_before_anything_runs(self):

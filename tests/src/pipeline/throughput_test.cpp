@@ -65,6 +65,13 @@ TEST_F(Throughput, ReadsTheBenchmarksTable) {
   ASSERT_EQ(moved.rows.size(), 1u);
   EXPECT_EQ(moved.rows[0].members, 4);
   EXPECT_EQ(moved.rows[0].member_epochs_per_s, 2.5);
+  // Blanks around fields, an empty last field, a line of blanks.
+  const ThroughputTable spaced =
+      read_throughput_table(write("spaced.csv", std::string(kHeader) + " streams , 2 ,0,1, 1.5 ,1,\r\n \t \n"));
+  ASSERT_EQ(spaced.rows.size(), 1u);
+  EXPECT_EQ(spaced.rows[0].design, "streams");
+  EXPECT_EQ(spaced.rows[0].members, 2);
+  EXPECT_EQ(spaced.rows[0].member_epochs_per_s, 1.5);
 }
 
 TEST_F(Throughput, BadTablesAreNamed) {
@@ -91,6 +98,14 @@ TEST_F(Throughput, BadTablesAreNamed) {
             "--throughput " + w + "members.csv: line 2: '2.5' in column members is not a member count");
   EXPECT_EQ(message("zero.csv", std::string(kHeader) + "streams,0,0,61.2,0.6,1,1\n"),
             "--throughput " + w + "zero.csv: line 2: '0' in column members is not a member count");
+  for (const std::string huge : {"1e19", "inf", "1000000"}) {
+    EXPECT_EQ(message("huge.csv", std::string(kHeader) + "streams," + huge + ",0,61.2,0.6,1,1\n"),
+              "--throughput " + w + "huge.csv: line 2: '" + huge + "' in column members is not a member count");
+  }
+  EXPECT_EQ(message("blank.csv", "  \r\n"),
+            "--throughput " + w + "blank.csv: is empty, not a members_per_device.csv of bench/members_per_device.sh");
+  EXPECT_EQ(message("short.csv", std::string(kHeader) + "streams,1,0,61.2,0.6,1\r\n"),
+            "--throughput " + w + "short.csv: line 2 has 6 fields, the header 7");
 }
 
 // Worked by hand, 60 epochs a member: r(1) = 0.6, r(2) = 1.0, r(4) = 1.6 and
@@ -146,6 +161,13 @@ TEST_F(Throughput, ChoosesTheMostWholeMembersInTheTimeLeft) {
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->members_per_device, 1);
   EXPECT_EQ(f->whole_members, 2);
+  // The same with 3 at once and 40 epochs, where three at once end in 26.4
+  // s and one by one in 26.400000000000002.
+  flat.rows = {{"streams", 3, 5.0}, {"streams", 1, 5.0}};
+  const auto t = members_for_time(flat, "streams", 40, 3, 100, 8);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->members_per_device, 1);
+  EXPECT_EQ(t->whole_members, 3);
   // A rate beyond any count does not overflow one.
   flat.rows = {{"streams", 1, 1e300}};
   EXPECT_EQ(members_for_time(flat, "streams", 60, 5, 1e6, 8)->whole_members, 5);
@@ -202,6 +224,15 @@ TEST_F(Throughput, CommandLine) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("2 workers on cpu: 2 members at a time per device"), std::string::npos) << r.output;
+
+  // A list of CPU workers has chosen them already.
+  r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work_ / "list").string() +
+                                " --threads 2 --set run.members=2 --devices cpu,cpu --time-limit 1h --throughput " +
+                                table.string(),
+                            work_ / "log7.txt");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 workers on cpu, cpu\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("by --throughput"), std::string::npos) << r.output;
 
   // Where no member is expected to end, the quickest, with a warning.
   const auto slow = write("slow.csv", std::string(kHeader) + "streams,1,0,10,1e-6,1,1\nstreams,2,0,10,1e-6,1,1\n");
