@@ -1,11 +1,14 @@
 #include "src/cli/rhat_command.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "src/cli/options.h"
 #include "src/config/config.h"
 #include "src/pipeline/rhat.h"
+#include "src/pipeline/run.h"
+#include "src/runtime/deadline.h"
 #include "src/runtime/threads.h"
 
 namespace bnn::cli {
@@ -19,6 +22,11 @@ int cmd_rhat(int argc, char** argv) {
       "set", "Override a config key: key=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
       "chains", "Chains per x*", cxxopts::value<int64_t>()->default_value("4"))(
       "repeats", "Independent x* (repeat r trains member r's x*)", cxxopts::value<int64_t>()->default_value("3"))(
+      "only",
+      "Repeats to run now: 3, 0-3, 0,2,5-7 (default every one not saved yet). Each repeat's chains are saved "
+      "in member_NNN/chains.json and read by later commands into the same folder; the tables are written once "
+      "every repeat is saved",
+      cxxopts::value<std::string>())(
       "rho", "Standard deviation of the start's perturbation of x* (default sampler.rho, the paper's 50^-1/2)",
       cxxopts::value<double>())(
       "loss-every", "Also record the mean loss per K steps and score those windows (0: off)",
@@ -45,9 +53,20 @@ int cmd_rhat(int argc, char** argv) {
   options.loss_every = args["loss-every"].as<int64_t>();
   options.figures = args.count("no-figures") == 0;
   pipeline::validate(config, options);
+  if (args.count("only")) {
+    options.only = pipeline::parse_index_list(args["only"].as<std::string>(), options.repeats,
+                                              {"--only", "repeats", "--repeats"});
+  }
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));
   spdlog::info("bnn rhat: config {}, output {}, {} threads", config_file.string(), options.out_dir.string(), threads);
   const pipeline::RhatResult result = pipeline::run_rhat(config, options);
+  if (!result.missing.empty()) {
+    // Note [Repeats that persist]: not finished, run again (as a time limit's exit).
+    fmt::print("{} of {} repeats saved in {}; the tables are written once every repeat is: run the same command "
+               "for the others (--only {})\n",
+               result.repeats.size(), options.repeats, options.out_dir.string(), fmt::join(result.missing, ","));
+    return runtime::kExitTimeLimit;
+  }
   fmt::print("{}", pipeline::rhat_table(result));
   fmt::print("written: {}\n", options.out_dir.string());
   return 0;

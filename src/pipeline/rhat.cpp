@@ -4,6 +4,7 @@
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -194,6 +195,74 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
   }
 }
 
+// Note [Repeats that persist]: member_NNN/chains.json.
+constexpr const char* kRepeatChainsFile = "chains.json";
+
+// The experiment the folder's manifest names (claimed by this command).
+std::string folder_experiment(const std::filesystem::path& dir) {
+  return nlohmann::json::parse(io::read_file(dir / kManifestFile)).at("experiment").get<std::string>();
+}
+
+void save_repeat(const std::filesystem::path& dir, const std::string& experiment, int64_t repeat,
+                 const std::vector<ChainLosses>& chains, int64_t loss_every) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const ChainLosses& c : chains) {
+    list.push_back({{"epoch_loss", c.epoch_loss}, {"window_loss", c.window_loss}});
+  }
+  const nlohmann::json j = {{"experiment", experiment},
+                            {"repeat", repeat},
+                            {"loss_every", loss_every},
+                            {"steps_per_epoch", chains.empty() ? 0 : chains.front().steps_per_epoch},
+                            {"chains", list}};
+  io::write_file_atomically(member_dir(dir, repeat) / kRepeatChainsFile, j.dump(1) + "\n");
+}
+
+// The saved chains of `repeat`, none where it has none or they are another
+// experiment's (the folder was taken by other options after a command that
+// wrote no tables); throws ConfigError for a file that is not what this
+// command would have written.
+std::optional<std::vector<ChainLosses>> load_repeat(const std::filesystem::path& dir, const std::string& experiment,
+                                                    int64_t repeat, const config::Config& config,
+                                                    const RhatOptions& options) {
+  const auto file = member_dir(dir, repeat) / kRepeatChainsFile;
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  const auto refuse = [&](const std::string& why) {
+    return config::ConfigError(
+        fmt::format("{}: {}; remove it to run repeat {} again", file.string(), why, repeat));
+  };
+  std::vector<ChainLosses> chains;
+  try {
+    const auto j = nlohmann::json::parse(io::read_file(file));
+    if (j.at("experiment").get<std::string>() != experiment) {
+      spdlog::info("repeat {}: {} holds another experiment's chains; running it again", repeat, file.string());
+      return std::nullopt;
+    }
+    if (j.at("repeat").get<int64_t>() != repeat) throw refuse(fmt::format("holds repeat {}", j.at("repeat").dump()));
+    if (j.at("loss_every").get<int64_t>() != options.loss_every) {
+      throw refuse(fmt::format("holds windows of {} steps, not --loss-every {}", j.at("loss_every").dump(),
+                               options.loss_every));
+    }
+    const int64_t steps = j.at("steps_per_epoch").get<int64_t>();
+    for (const auto& c : j.at("chains")) {
+      ChainLosses losses;
+      losses.epoch_loss = c.at("epoch_loss").get<std::vector<double>>();
+      losses.window_loss = c.at("window_loss").get<std::vector<double>>();
+      losses.steps_per_epoch = steps;
+      if (static_cast<int64_t>(losses.epoch_loss.size()) != config.sampler.epochs) {
+        throw refuse(fmt::format("holds a chain of {} epochs, not sampler.epochs {}", losses.epoch_loss.size(),
+                                 config.sampler.epochs));
+      }
+      chains.push_back(std::move(losses));
+    }
+    if (static_cast<int64_t>(chains.size()) != options.chains) {
+      throw refuse(fmt::format("holds {} chains, not --chains {}", chains.size(), options.chains));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw refuse(fmt::format("not a repeat's chains as bnn rhat writes them ({})", e.what()));
+  }
+  return chains;
+}
+
 std::string fixed(double v, int decimals) { return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : "-"; }
 
 }  // namespace
@@ -245,13 +314,26 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   chain_options.chains = options.chains;
   chain_options.rho = result.rho;
   chain_options.loss_every = options.loss_every;
+  // Note [Repeats that persist].
+  const std::string experiment = folder_experiment(dir);
   for (int64_t r = 0; r < options.repeats; ++r) {
-    result.repeats.push_back(analyse(r, run_member_chains(context, r, chain_options), result.burn_in,
-                                     options.loss_every));
+    std::vector<ChainLosses> chains;
+    if (auto saved = load_repeat(dir, experiment, r, config, options)) {
+      chains = std::move(*saved);
+      spdlog::info("repeat {}: its chains from {}", r, (member_dir(dir, r) / kRepeatChainsFile).string());
+    } else if (options.only.empty() || std::count(options.only.begin(), options.only.end(), r) > 0) {
+      chains = run_member_chains(context, r, chain_options);
+      save_repeat(dir, experiment, r, chains, options.loss_every);
+    } else {
+      result.missing.push_back(r);
+      continue;
+    }
+    result.repeats.push_back(analyse(r, std::move(chains), result.burn_in, options.loss_every));
     const RhatScore& s = result.repeats.back().epochs;
     spdlog::info("repeat {}: R-hat {:.4f}, split R-hat {:.4f} after {} epochs of burn-in", r, s.rhat, s.split_rhat,
                  result.burn_in);
   }
+  if (!result.missing.empty()) return result;  // the tables wait for every repeat
   if (options.figures) {
     std::vector<evaluation::RhatCurve> curves;
     for (const RhatRepeat& r : result.repeats) curves.push_back({fmt::format("repeat {}", r.repeat), r.by_epoch});

@@ -17,7 +17,9 @@
 //                      share the folder)
 //   rhat.lock          held while a `bnn rhat` writes the folder
 //   config.yaml        the resolved configuration (written with the results)
-//   member_NNN/        repeat r's Adam and SWA outputs, as in a run (run.h)
+//   member_NNN/        repeat r's Adam and SWA outputs, as in a run (run.h),
+//                      and chains.json, its chains' losses, written when its
+//                      last chain ends (Note [Repeats that persist])
 //   chains.csv         repeat,chain,epoch,loss (every sampling epoch)
 //   chain_windows.csv  repeat,chain,window,last_step,loss (with loss_every > 0)
 //   rhat.csv           repeat,epoch,draws,rhat,split_rhat: R-hat of the epochs
@@ -76,10 +78,31 @@ struct ChainLosses {
 std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t index, const ChainOptions& options);
 
 
+// Note [Repeats that persist]: a repeat's chains take as long as a member
+// of `bnn run` four times over, and R of them more than a machine may give
+// one command (a lent GPU's ten minutes). So each repeat's chain losses are
+// written to member_NNN/chains.json as soon as its last chain ends, and a
+// `bnn rhat` into a folder that holds them (the same experiment: the folder's
+// manifest says so) takes them from there instead of running the repeat
+// again. `--only LIST` runs just those repeats (others already saved are
+// read all the same). The tables (chains.csv, rhat.csv, summary.json, the
+// figure) are written once every repeat is there, by whichever command
+// completes them; until then the command exits 75 naming the repeats still
+// to run. Repeats run in separate folders (on machines that keep nothing)
+// are gathered by copying their member_NNN/chains.json into one folder of
+// the experiment (one of the slices') and running `bnn rhat` there again,
+// which runs nothing. Loaded or run, a repeat's numbers are the same (each
+// is deterministic given the seed, device and threads), so the tables are
+// the uninterrupted command's, byte for byte, where both ran alike. A saved
+// repeat names the folder's experiment (bnn.json's, the settings included):
+// one left by another experiment, which may take a folder that holds no
+// tables, is run again; one of this experiment that is not what this
+// command would write (other chains or epochs) is an error naming the file.
 struct RhatOptions {
   std::filesystem::path out_dir;
   int64_t chains = 4;
   int64_t repeats = 3;
+  std::vector<int64_t> only;  // repeats to run now (empty: all not saved yet)
   std::optional<double> rho;  // unset: default_perturbation(config)
   int64_t loss_every = 0;     // also record the mean loss per this many steps
   bool figures = true;        // draw figures/rhat_vs_epoch (needs gnuplot)
@@ -105,7 +128,8 @@ struct RhatRepeat {
 struct RhatResult {
   double rho = 0;
   int64_t burn_in = 0;  // epochs
-  std::vector<RhatRepeat> repeats;
+  std::vector<RhatRepeat> repeats;  // every repeat saved in the folder, in order
+  std::vector<int64_t> missing;     // repeats neither saved nor run: no tables were written
   std::string figure_error;  // why figures/ was not drawn; empty if it was (or not requested)
 };
 
@@ -119,7 +143,7 @@ double default_perturbation(const config::Config& config);
 void validate(const config::Config& config, const RhatOptions& options);
 
 // Runs the experiment on config.run.device and writes the outputs listed
-// above. Deterministic given the config (run.seed), the options, the device
+// above (the tables only where no repeat is `missing`). Deterministic given the config (run.seed), the options, the device
 // and the thread count. Throws on any failure (a non-finite chain included).
 RhatResult run_rhat(const config::Config& config, const RhatOptions& options);
 

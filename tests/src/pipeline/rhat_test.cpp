@@ -169,6 +169,82 @@ TEST(RhatCommand, WritesChainsRhatSummaryAndFigureDeterministically) {
   if (!bnn::testing::has_gnuplot()) GTEST_SKIP() << bnn::testing::kNoGnuplot << ": rhat_vs_epoch not checked";
 }
 
+// Note [Repeats that persist]: repeats run by separate commands, in one
+// folder or gathered from two, give the tables of one command byte for byte;
+// until every repeat is saved there are no tables and the exit code is 75.
+TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
+  const Experiment s = make_experiment("repeats");
+  const std::string rhat = "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --loss-every 4 --no-figures";
+  const auto full = s.dir / "full", part = s.dir / "part", a = s.dir / "a", b = s.dir / "b";
+  ASSERT_EQ(bnn_on(s, rhat + " --out " + full.string()).code, 0);
+
+  CommandResult r = bnn_on(s, rhat + " --only 1 --out " + part.string());
+  EXPECT_EQ(r.code, 75) << r.output;
+  EXPECT_NE(r.output.find("1 of 2 repeats saved in " + part.string() +
+                          "; the tables are written once every repeat is: run the same command for the others "
+                          "(--only 0)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(part / "member_001" / "chains.json"));
+  EXPECT_FALSE(fs::exists(part / "member_000"));
+  for (const char* table : {"chains.csv", "chain_windows.csv", "rhat.csv", "summary.json"}) {
+    EXPECT_FALSE(fs::exists(part / table)) << table;
+  }
+  r = bnn_on(s, rhat + " --only 0 --out " + part.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("repeat 1: its chains from " + (part / "member_001" / "chains.json").string()),
+            std::string::npos)
+      << r.output;
+  for (const char* table : {"chains.csv", "chain_windows.csv", "rhat.csv", "summary.json"}) {
+    EXPECT_EQ(bnn::io::read_file(part / table), bnn::io::read_file(full / table)) << table;
+  }
+
+  // Two folders (two machines), gathered into one: the last command runs no chain.
+  EXPECT_EQ(bnn_on(s, rhat + " --only 0 --out " + a.string()).code, 75);
+  EXPECT_EQ(bnn_on(s, rhat + " --only 1 --out " + b.string()).code, 75);
+  fs::create_directories(a / "member_001");
+  fs::copy_file(b / "member_001" / "chains.json", a / "member_001" / "chains.json");
+  r = bnn_on(s, rhat + " --out " + a.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find(" chain 0 epoch "), std::string::npos) << r.output;
+  for (const char* table : {"chains.csv", "chain_windows.csv", "rhat.csv", "summary.json"}) {
+    EXPECT_EQ(bnn::io::read_file(a / table), bnn::io::read_file(full / table)) << table;
+  }
+
+  // A saved repeat that is not what this command writes is named, not used.
+  auto saved = nlohmann::json::parse(bnn::io::read_file(a / "member_000" / "chains.json"));
+  saved["chains"].erase(1);
+  bnn::io::write_file_atomically(a / "member_000" / "chains.json", saved.dump());
+  r = bnn_on(s, rhat + " --out " + a.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: " + (a / "member_000" / "chains.json").string() +
+                          ": holds 1 chains, not --chains 2; remove it to run repeat 0 again"),
+            std::string::npos)
+      << r.output;
+  bnn::io::write_file_atomically(a / "member_000" / "chains.json", "{\"experiment\": 7}");
+  r = bnn_on(s, rhat + " --out " + a.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(": not a repeat's chains as bnn rhat writes them ("), std::string::npos) << r.output;
+  // Another experiment's (the folder taken by other options after a command that wrote no tables): run again.
+  const auto c = s.dir / "c";
+  ASSERT_EQ(bnn_on(s, rhat + " --only 0 --out " + c.string()).code, 75);
+  r = bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 1 --loss-every 4 --no-figures --out " +
+                    c.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("repeat 0: " + (c / "member_000" / "chains.json").string() +
+                          " holds another experiment's chains; running it again"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(nlohmann::json::parse(bnn::io::read_file(c / "summary.json"))["chains"], 3);
+
+  r = bnn_on(s, rhat + " --only 2 --out " + (s.dir / "d").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: --only: '2' selects repeats outside 0-1 (--repeats = 2)"), std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(s.dir / "d"));
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
 // Starts far from x* (rho = 1 against weights of order 0.1, beyond the
 // bounce box of 6 x 0.14): every chain's loss starts an order of magnitude
 // above x*'s and is still falling after a few dozen steps, so the chains have
