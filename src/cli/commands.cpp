@@ -44,7 +44,8 @@ const std::vector<Command>& commands() {
        cmd_hessian},
       {"rhat",
        "  bnn rhat --config FILE [--set key=value]... [--chains C] [--repeats R] [--rho RHO]\n"
-       "           [--only LIST] [--loss-every K] [--out DIR] [--device ...] [--threads N]\n"
+       "           [--only LIST] [--repeats-at-once K|auto] [--loss-every K] [--out DIR]\n"
+       "           [--device ...] [--threads N]\n"
        "                  R-hat of chains from perturbations of x* (paper Fig. 3)\n",
        cmd_rhat},
       {"bias",

@@ -29,6 +29,10 @@ int cmd_rhat(int argc, char** argv) {
       cxxopts::value<std::string>())(
       "rho", "Standard deviation of the start's perturbation of x* (default sampler.rho, the paper's 50^-1/2)",
       cxxopts::value<double>())(
+      "repeats-at-once",
+      "Repeats run at once, each in a worker thread and on a GPU on its own CUDA stream: K, or auto (as bnn "
+      "run's --members-per-device auto)",
+      cxxopts::value<std::string>()->default_value("auto"))(
       "loss-every", "Also record the mean loss per K steps and score those windows (0: off)",
       cxxopts::value<int64_t>()->default_value("0"))(
       "o,out", "Output directory (default runs/rhat_<config name>)", cxxopts::value<std::string>())(
@@ -52,6 +56,7 @@ int cmd_rhat(int argc, char** argv) {
   if (args.count("rho")) options.rho = args["rho"].as<double>();
   options.loss_every = args["loss-every"].as<int64_t>();
   options.figures = args.count("no-figures") == 0;
+  options.at_once = pipeline::parse_members_per_device(args["repeats-at-once"].as<std::string>(), "--repeats-at-once");
   pipeline::validate(config, options);
   if (args.count("only")) {
     options.only = pipeline::parse_index_list(args["only"].as<std::string>(), options.repeats,

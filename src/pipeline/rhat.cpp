@@ -1,10 +1,14 @@
 #include "src/pipeline/rhat.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <iterator>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +20,7 @@
 #include "src/pipeline/run.h"
 #include "src/pipeline/run_directory.h"
 #include "src/pipeline/sampling_phase.h"
+#include "src/runtime/device_streams.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -316,19 +321,57 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   chain_options.loss_every = options.loss_every;
   // Note [Repeats that persist].
   const std::string experiment = folder_experiment(dir);
+  std::map<int64_t, std::vector<ChainLosses>> chains_of;
+  std::vector<int64_t> to_run;
   for (int64_t r = 0; r < options.repeats; ++r) {
-    std::vector<ChainLosses> chains;
     if (auto saved = load_repeat(dir, experiment, r, config, options)) {
-      chains = std::move(*saved);
+      chains_of[r] = std::move(*saved);
       spdlog::info("repeat {}: its chains from {}", r, (member_dir(dir, r) / kRepeatChainsFile).string());
     } else if (options.only.empty() || std::count(options.only.begin(), options.only.end(), r) > 0) {
-      chains = run_member_chains(context, r, chain_options);
-      save_repeat(dir, experiment, r, chains, options.loss_every);
-    } else {
+      to_run.push_back(r);
+    }
+  }
+  // Workers take the next repeat to run; after a failure none starts another
+  // (those saved stay saved), and the first failure is rethrown.
+  const int64_t workers = to_run.empty() ? 0
+                                         : members_at_once(config, data, device, options.at_once,
+                                                           static_cast<int64_t>(to_run.size()));
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex done;
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
+  auto worker = [&](size_t w) {
+    try {
+      const runtime::WorkerStream stream(workers > 1 ? device : torch::Device(torch::kCPU));
+      for (size_t i; !failed && (i = next++) < to_run.size();) {
+        std::vector<ChainLosses> chains = run_member_chains(context, to_run[i], chain_options);
+        save_repeat(dir, experiment, to_run[i], chains, options.loss_every);
+        const std::lock_guard<std::mutex> lock(done);
+        chains_of[to_run[i]] = std::move(chains);
+      }
+    } catch (...) {
+      failed = true;
+      errors[w] = std::current_exception();
+    }
+  };
+  if (workers == 1) {
+    worker(0);
+  } else if (workers > 1) {
+    spdlog::info("{} repeats at a time on {}", workers, device.str());
+    runtime::synchronize_device(device);  // the data, put there by this thread's stream
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < static_cast<size_t>(workers); ++w) threads.emplace_back(worker, w);
+    for (std::thread& t : threads) t.join();
+  }
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  for (int64_t r = 0; r < options.repeats; ++r) {
+    if (!chains_of.count(r)) {
       result.missing.push_back(r);
       continue;
     }
-    result.repeats.push_back(analyse(r, std::move(chains), result.burn_in, options.loss_every));
+    result.repeats.push_back(analyse(r, std::move(chains_of[r]), result.burn_in, options.loss_every));
     const RhatScore& s = result.repeats.back().epochs;
     spdlog::info("repeat {}: R-hat {:.4f}, split R-hat {:.4f} after {} epochs of burn-in", r, s.rhat, s.split_rhat,
                  result.burn_in);

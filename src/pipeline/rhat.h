@@ -103,6 +103,9 @@ struct RhatOptions {
   int64_t chains = 4;
   int64_t repeats = 3;
   std::vector<int64_t> only;  // repeats to run now (empty: all not saved yet)
+  // Repeats run at once, each in a worker thread (on a GPU on its own CUDA
+  // stream), as `bnn run`'s members (Note [Members per device]); 0 = auto.
+  int64_t at_once = 1;
   std::optional<double> rho;  // unset: default_perturbation(config)
   int64_t loss_every = 0;     // also record the mean loss per this many steps
   bool figures = true;        // draw figures/rhat_vs_epoch (needs gnuplot)

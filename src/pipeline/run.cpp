@@ -66,13 +66,13 @@ int64_t member_epochs(const config::Config& config) {
   return config.adam.epochs + config.swa.epochs + config.sampler.epochs + (config.map.optimizer == "lbfgs" ? 1 : 0);
 }
 
-int64_t parse_members_per_device(const std::string& text) {
+int64_t parse_members_per_device(const std::string& text, std::string_view option) {
   if (text == "auto") return 0;
   const std::regex number("^\\s*(\\d{1,6})\\s*$");
   std::smatch m;
   if (!std::regex_match(text, m, number) || std::stoll(m[1]) < 1) {
     throw config::ConfigError(
-        fmt::format("--members-per-device: '{}' is not a positive whole number or auto", text));
+        fmt::format("{}: '{}' is not a positive whole number or auto", option, text));
   }
   return std::stoll(m[1]);
 }
@@ -423,6 +423,13 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
   if (design == MemberDesign::kStacked) m.state_bytes += static_cast<int64_t>(16.0 * d);
   m.total_bytes = m.state_bytes + kActivationAllowanceBytes;
   return m;
+}
+
+int64_t members_at_once(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
+                        int64_t requested, int64_t members_to_run) {
+  RunOptions options;
+  options.members_per_device = requested;
+  return members_per_device(config, data, device, options, members_to_run, /*device_entries=*/1);
 }
 
 int64_t members_that_fit(const MemberMemory& member, int64_t free_bytes) {

@@ -113,7 +113,13 @@ int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::o
 std::vector<std::string> parse_device_list(const std::string& text);
 
 // "auto" -> 0, "K" -> K >= 1. Throws ConfigError naming the text.
-int64_t parse_members_per_device(const std::string& text);
+int64_t parse_members_per_device(const std::string& text, std::string_view option = "--members-per-device");
+
+// Members trained at once on one `device` for `requested` (0 = auto), as
+// `bnn run` chooses them for a device entry without --throughput (bnn
+// rhat's repeats at once).
+int64_t members_at_once(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
+                        int64_t requested, int64_t members_to_run);
 
 // "streams" or "stacked". Throws ConfigError naming the text.
 MemberDesign parse_member_design(const std::string& text);

@@ -199,6 +199,28 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
     EXPECT_EQ(bnn::io::read_file(part / table), bnn::io::read_file(full / table)) << table;
   }
 
+  // Two repeats at once, in worker threads: the same tables.
+  const auto together = s.dir / "together";
+  r = bnn_on(s, rhat + " --repeats-at-once 2 --out " + together.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 repeats at a time on cpu"), std::string::npos) << r.output;
+  for (const char* table : {"chains.csv", "chain_windows.csv", "rhat.csv", "summary.json"}) {
+    EXPECT_EQ(bnn::io::read_file(together / table), bnn::io::read_file(full / table)) << table;
+  }
+  // A repeat that fails in a worker fails the command with its message, and saves nothing.
+  const auto diverged = s.dir / "diverged";
+  r = bnn_on(s, rhat + " --repeats-at-once 2 --set sampler.step_size=1e8 --set sampler.rho=.inf --set "
+                       "sampler.rho_max=.inf --set sampler.friction=1 --rho 0.1 --out " + diverged.string());
+  EXPECT_NE(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find(": non-finite loss in chain 0 sample epoch 1"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(diverged / "member_000" / "chains.json"));
+  EXPECT_FALSE(fs::exists(diverged / "member_001" / "chains.json"));
+  r = bnn_on(s, rhat + " --repeats-at-once 0 --out " + together.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: --repeats-at-once: '0' is not a positive whole number or auto"),
+            std::string::npos)
+      << r.output;
+
   // Two folders (two machines), gathered into one: the last command runs no chain.
   EXPECT_EQ(bnn_on(s, rhat + " --only 0 --out " + a.string()).code, 75);
   EXPECT_EQ(bnn_on(s, rhat + " --only 1 --out " + b.string()).code, 75);
