@@ -45,7 +45,7 @@ const std::vector<Command>& commands() {
       {"rhat",
        "  bnn rhat --config FILE [--set key=value]... [--chains C] [--repeats R] [--rho RHO]\n"
        "           [--only LIST] [--repeats-at-once K|auto] [--loss-every K] [--out DIR]\n"
-       "           [--device ...] [--threads N]\n"
+       "           [--time-limit 540|9m [--throughput FILE.csv]] [--device ...] [--threads N]\n"
        "                  R-hat of chains from perturbations of x* (paper Fig. 3)\n",
        cmd_rhat},
       {"bias",

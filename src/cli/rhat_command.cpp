@@ -1,5 +1,7 @@
 #include "src/cli/rhat_command.h"
 
+#include <optional>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
@@ -33,6 +35,14 @@ int cmd_rhat(int argc, char** argv) {
       "Repeats run at once, each in a worker thread and on a GPU on its own CUDA stream: K, or auto (as bnn "
       "run's --members-per-device auto)",
       cxxopts::value<std::string>()->default_value("auto"))(
+      "time-limit",
+      "Wall time for this command (540, 9m, 11h45m): a repeat starts only where a whole one, as long as the "
+      "longest this command ran, would end in time; those not started are left for a later command (exit 75)",
+      cxxopts::value<std::string>())(
+      "throughput",
+      "With --time-limit and --repeats-at-once auto: choose the repeats at once from a members_per_device.csv of "
+      "bench/members_per_device.sh, for the most whole repeats in the time left (as bnn run --throughput)",
+      cxxopts::value<std::string>())(
       "loss-every", "Also record the mean loss per K steps and score those windows (0: off)",
       cxxopts::value<int64_t>()->default_value("0"))(
       "o,out", "Output directory (default runs/rhat_<config name>)", cxxopts::value<std::string>())(
@@ -45,6 +55,9 @@ int cmd_rhat(int argc, char** argv) {
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
   if (!args.count("config")) throw config::ConfigError("bnn rhat needs --config FILE (see bnn rhat --help)");
+  // Note [Time limit]: counted from here, before the data are loaded.
+  std::optional<runtime::Deadline> deadline;
+  if (args.count("time-limit")) deadline.emplace(pipeline::parse_time_limit(args["time-limit"].as<std::string>()));
   const std::filesystem::path config_file = args["config"].as<std::string>();
   const config::Config config = config::load_config(config_file, config_overrides(args));
 
@@ -57,6 +70,18 @@ int cmd_rhat(int argc, char** argv) {
   options.loss_every = args["loss-every"].as<int64_t>();
   options.figures = args.count("no-figures") == 0;
   options.at_once = pipeline::parse_members_per_device(args["repeats-at-once"].as<std::string>(), "--repeats-at-once");
+  options.deadline = deadline ? &*deadline : nullptr;
+  if (args.count("throughput")) {
+    if (!deadline) {
+      throw config::ConfigError("--throughput needs --time-limit: it chooses the repeats at once for the time left");
+    }
+    if (options.at_once != 0) {
+      throw config::ConfigError(
+          fmt::format("--throughput chooses the repeats at once; drop --repeats-at-once {}", options.at_once));
+    }
+    options.throughput = pipeline::read_throughput_table(args["throughput"].as<std::string>());
+    pipeline::require_usable(*options.throughput, "streams");
+  }
   pipeline::validate(config, options);
   if (args.count("only")) {
     options.only = pipeline::parse_index_list(args["only"].as<std::string>(), options.repeats,

@@ -1,6 +1,5 @@
 #include "src/cli/run_command.h"
 
-#include <algorithm>
 #include <memory>
 #include <optional>
 
@@ -161,12 +160,7 @@ int cmd_run(int argc, char** argv) {
                                             run_options.members_per_device));
     }
     run_options.throughput = pipeline::read_throughput_table(args["throughput"].as<std::string>());
-    const std::string_view design = pipeline::member_design_name(run_options.design);
-    if (std::none_of(run_options.throughput->rows.begin(), run_options.throughput->rows.end(),
-                     [&](const pipeline::ThroughputRow& row) { return pipeline::usable_for(row, design); })) {
-      throw config::ConfigError(fmt::format("--throughput {}: no finished run of the {} design to choose from",
-                                            run_options.throughput->file.string(), design));
-    }
+    pipeline::require_usable(*run_options.throughput, pipeline::member_design_name(run_options.design));
   }
   if (args.count("cudnn-benchmark")) at::globalContext().setBenchmarkCuDNN(true);
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));

@@ -200,9 +200,6 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
   }
 }
 
-// Note [Repeats that persist]: member_NNN/chains.json.
-constexpr const char* kRepeatChainsFile = "chains.json";
-
 // The experiment the folder's manifest names (claimed by this command).
 std::string folder_experiment(const std::filesystem::path& dir) {
   return nlohmann::json::parse(io::read_file(dir / kManifestFile)).at("experiment").get<std::string>();
@@ -219,17 +216,16 @@ void save_repeat(const std::filesystem::path& dir, const std::string& experiment
                             {"loss_every", loss_every},
                             {"steps_per_epoch", chains.empty() ? 0 : chains.front().steps_per_epoch},
                             {"chains", list}};
-  io::write_file_atomically(member_dir(dir, repeat) / kRepeatChainsFile, j.dump(1) + "\n");
+  io::write_file_atomically(member_dir(dir, repeat) / kRhatChainsFile, j.dump(1) + "\n");
 }
 
-// The saved chains of `repeat`, none where it has none or they are another
-// experiment's (the folder was taken by other options after a command that
-// wrote no tables); throws ConfigError for a file that is not what this
-// command would have written.
+// The saved chains of `repeat`, none where it has none; throws ConfigError
+// for a file that is not what this command would have written (another
+// experiment's, other chains, epochs, steps or windows).
 std::optional<std::vector<ChainLosses>> load_repeat(const std::filesystem::path& dir, const std::string& experiment,
                                                     int64_t repeat, const config::Config& config,
-                                                    const RhatOptions& options) {
-  const auto file = member_dir(dir, repeat) / kRepeatChainsFile;
+                                                    const RhatOptions& options, int64_t steps_per_epoch) {
+  const auto file = member_dir(dir, repeat) / kRhatChainsFile;
   if (!std::filesystem::exists(file)) return std::nullopt;
   const auto refuse = [&](const std::string& why) {
     return config::ConfigError(
@@ -239,8 +235,9 @@ std::optional<std::vector<ChainLosses>> load_repeat(const std::filesystem::path&
   try {
     const auto j = nlohmann::json::parse(io::read_file(file));
     if (j.at("experiment").get<std::string>() != experiment) {
-      spdlog::info("repeat {}: {} holds another experiment's chains; running it again", repeat, file.string());
-      return std::nullopt;
+      throw refuse(fmt::format("holds the chains of experiment {}, and this folder's bnn.json is of {} (bnn "
+                               "builds of other defaults, or files of two folders mixed)",
+                               j.at("experiment").get<std::string>(), experiment));
     }
     if (j.at("repeat").get<int64_t>() != repeat) throw refuse(fmt::format("holds repeat {}", j.at("repeat").dump()));
     if (j.at("loss_every").get<int64_t>() != options.loss_every) {
@@ -248,6 +245,11 @@ std::optional<std::vector<ChainLosses>> load_repeat(const std::filesystem::path&
                                options.loss_every));
     }
     const int64_t steps = j.at("steps_per_epoch").get<int64_t>();
+    if (steps != steps_per_epoch) {
+      throw refuse(fmt::format("holds chains of {} steps an epoch, not the data's {}", steps, steps_per_epoch));
+    }
+    // One window per loss_every steps, counted across the epochs.
+    const int64_t windows = options.loss_every > 0 ? config.sampler.epochs * steps / options.loss_every : 0;
     for (const auto& c : j.at("chains")) {
       ChainLosses losses;
       losses.epoch_loss = c.at("epoch_loss").get<std::vector<double>>();
@@ -256,6 +258,10 @@ std::optional<std::vector<ChainLosses>> load_repeat(const std::filesystem::path&
       if (static_cast<int64_t>(losses.epoch_loss.size()) != config.sampler.epochs) {
         throw refuse(fmt::format("holds a chain of {} epochs, not sampler.epochs {}", losses.epoch_loss.size(),
                                  config.sampler.epochs));
+      }
+      if (static_cast<int64_t>(losses.window_loss.size()) != windows) {
+        throw refuse(fmt::format("holds a chain of {} windows, not the {} of --loss-every {}",
+                                 losses.window_loss.size(), windows, options.loss_every));
       }
       chains.push_back(std::move(losses));
     }
@@ -321,50 +327,79 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   chain_options.loss_every = options.loss_every;
   // Note [Repeats that persist].
   const std::string experiment = folder_experiment(dir);
+  const int64_t steps_per_epoch = data.train.size() / config.data.batch_size;  // as data_loaders::Partition
   std::map<int64_t, std::vector<ChainLosses>> chains_of;
   std::vector<int64_t> to_run;
   for (int64_t r = 0; r < options.repeats; ++r) {
-    if (auto saved = load_repeat(dir, experiment, r, config, options)) {
+    if (auto saved = load_repeat(dir, experiment, r, config, options, steps_per_epoch)) {
       chains_of[r] = std::move(*saved);
-      spdlog::info("repeat {}: its chains from {}", r, (member_dir(dir, r) / kRepeatChainsFile).string());
+      spdlog::info("repeat {}: its chains from {}", r, (member_dir(dir, r) / kRhatChainsFile).string());
     } else if (options.only.empty() || std::count(options.only.begin(), options.only.end(), r) > 0) {
       to_run.push_back(r);
     }
   }
   // Workers take the next repeat to run; after a failure none starts another
   // (those saved stay saved), and the first failure is rethrown.
-  const int64_t workers = to_run.empty() ? 0
-                                         : members_at_once(config, data, device, options.at_once,
-                                                           static_cast<int64_t>(to_run.size()));
+  // A repeat's epochs: its member's x* and every chain's sampling.
+  const int64_t repeat_epochs = member_epochs(config) + (options.chains - 1) * config.sampler.epochs;
+  RunOptions at_once;
+  at_once.members_per_device = options.at_once;
+  at_once.deadline = options.deadline;
+  at_once.throughput = options.throughput;
+  const int64_t workers =
+      to_run.empty() ? 0
+                     : members_at_once(config, data, device, at_once, static_cast<int64_t>(to_run.size()),
+                                       repeat_epochs, "--repeats-at-once");
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
+  std::atomic<int64_t> not_started{0};
   std::mutex done;
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(workers));
-  auto worker = [&](size_t w) {
+  std::exception_ptr first_error;  // the first failure in time, under `done`
+  // Called while the failure is handled: said now, since the other workers
+  // end their repeats before it is rethrown.
+  const auto record_failure = [&](int64_t repeat, const char* what) {
+    spdlog::error("repeat {} failed: {}; no other repeat starts", repeat, what);
+    failed = true;
+    const std::lock_guard<std::mutex> lock(done);
+    if (!first_error) first_error = std::current_exception();
+  };
+  auto worker = [&]() {
+    int64_t repeat = -1;
     try {
       const runtime::WorkerStream stream(workers > 1 ? device : torch::Device(torch::kCPU));
       for (size_t i; !failed && (i = next++) < to_run.size();) {
-        std::vector<ChainLosses> chains = run_member_chains(context, to_run[i], chain_options);
-        save_repeat(dir, experiment, to_run[i], chains, options.loss_every);
+        runtime::Deadline* deadline = options.deadline;
+        if (deadline != nullptr && !deadline->allows_a_member(repeat_epochs)) {
+          ++not_started;
+          continue;
+        }
+        const double began = deadline != nullptr ? deadline->elapsed() : 0.0;
+        repeat = to_run[i];
+        std::vector<ChainLosses> chains = run_member_chains(context, repeat, chain_options);
+        save_repeat(dir, experiment, repeat, chains, options.loss_every);
+        if (deadline != nullptr) deadline->member_took(deadline->elapsed() - began);
         const std::lock_guard<std::mutex> lock(done);
-        chains_of[to_run[i]] = std::move(chains);
+        chains_of[repeat] = std::move(chains);
       }
+    } catch (const std::exception& e) {
+      record_failure(repeat, e.what());
     } catch (...) {
-      failed = true;
-      errors[w] = std::current_exception();
+      record_failure(repeat, "not a standard exception");
     }
   };
   if (workers == 1) {
-    worker(0);
+    worker();
   } else if (workers > 1) {
     spdlog::info("{} repeats at a time on {}", workers, device.str());
     runtime::synchronize_device(device);  // the data, put there by this thread's stream
     std::vector<std::thread> threads;
-    for (size_t w = 0; w < static_cast<size_t>(workers); ++w) threads.emplace_back(worker, w);
+    for (int64_t w = 0; w < workers; ++w) threads.emplace_back(worker);
     for (std::thread& t : threads) t.join();
   }
-  for (const std::exception_ptr& error : errors) {
-    if (error) std::rethrow_exception(error);
+  if (first_error) std::rethrow_exception(first_error);
+  if (not_started > 0) {
+    spdlog::warn("time limit of {:g} s: {} repeat(s) not started, as a whole one would not have ended in time",
+                 options.deadline->seconds(), not_started.load());
   }
   for (int64_t r = 0; r < options.repeats; ++r) {
     if (!chains_of.count(r)) {

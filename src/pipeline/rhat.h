@@ -42,6 +42,8 @@
 #include "src/config/config.h"
 #include "src/evaluation/diagnostics.h"
 #include "src/pipeline/member.h"
+#include "src/pipeline/throughput.h"
+#include "src/runtime/deadline.h"
 
 namespace bnn::pipeline {
 
@@ -105,7 +107,15 @@ struct RhatOptions {
   std::vector<int64_t> only;  // repeats to run now (empty: all not saved yet)
   // Repeats run at once, each in a worker thread (on a GPU on its own CUDA
   // stream), as `bnn run`'s members (Note [Members per device]); 0 = auto.
-  int64_t at_once = 1;
+  int64_t at_once = 0;
+  // Note [Time limit] for repeats: a repeat starts only where a whole one,
+  // as long as the longest this command ran, ends by the deadline (a repeat
+  // stopped part-way would be lost: its chains are saved at its end); the
+  // first ones start regardless. Those not started are `missing`.
+  runtime::Deadline* deadline = nullptr;
+  // With a deadline and at_once auto: repeats at once from this table, for
+  // the most whole repeats in the time left (Note [Members for a time limit]).
+  std::optional<ThroughputTable> throughput;
   std::optional<double> rho;  // unset: default_perturbation(config)
   int64_t loss_every = 0;     // also record the mean loss per this many steps
   bool figures = true;        // draw figures/rhat_vs_epoch (needs gnuplot)

@@ -35,7 +35,7 @@ std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_memb
 
 std::vector<int64_t> parse_index_list(const std::string& text, int64_t count, const IndexListNames& names) {
   std::vector<int64_t> out;
-  const std::regex item("^\\s*(\\d+)\\s*(?:-\\s*(\\d+))?\\s*$");
+  const std::regex item("^\\s*(\\d{1,9})\\s*(?:-\\s*(\\d{1,9}))?\\s*$");
   size_t pos = 0;
   while (pos <= text.size()) {
     const size_t comma = text.find(',', pos);
@@ -256,10 +256,9 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
 // --throughput (Note [Members for a time limit] in throughput.h): K for the
 // time the deadline leaves, at most `most`; none, with a warning, where the
 // table has no row for it.
-std::optional<int64_t> members_for_time_left(const config::Config& config, const RunOptions& options,
-                                             torch::Device device, int64_t members_to_run, int64_t most) {
+std::optional<int64_t> members_for_time_left(const RunOptions& options, torch::Device device, int64_t epochs,
+                                             int64_t members_to_run, int64_t most) {
   const double left = options.deadline->seconds() - options.deadline->elapsed();
-  const int64_t epochs = member_epochs(config);
   const std::string_view design = member_design_name(options.design);
   const std::string file = options.throughput->file.string();
   const auto choice = members_for_time(*options.throughput, design, epochs, members_to_run, left, most);
@@ -284,13 +283,15 @@ std::optional<int64_t> members_for_time_left(const config::Config& config, const
   return choice->members_per_device;
 }
 
-// Members trained at once on `device`, one of `device_entries` given:
-// options.members_per_device, or for 0 (auto) by --throughput where given,
+// Members trained at once on `device`, one of `device_entries` given, each
+// of `epochs` epochs: options.members_per_device, or for 0 (auto) by
+// --throughput where given,
 // else as many as fit in its free memory (auto_members_per_device), on the
 // CPU auto_members_per_cpu. Where the free memory is known, logs the choice
 // or warns when the members asked for do not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
-                           const RunOptions& options, int64_t members_to_run, int64_t device_entries) {
+                           const RunOptions& options, int64_t members_to_run, int64_t device_entries,
+                           int64_t epochs, std::string_view option = "--members-per-device") {
   const int64_t requested = options.members_per_device;
   const MemberDesign design = options.design;
   // `--devices cpu,cpu` has chosen its workers already, table or not.
@@ -304,7 +305,7 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
       free_bytes = memory->free_bytes;
     }
     const int64_t most = free_bytes ? std::min(members_to_run, members_that_fit(member, *free_bytes)) : members_to_run;
-    if (const auto k = members_for_time_left(config, options, device, members_to_run, most)) return *k;
+    if (const auto k = members_for_time_left(options, device, epochs, members_to_run, most)) return *k;
   }
   if (device.is_cpu() && requested == 0) {
     // `--devices cpu,cpu` has chosen its workers already.
@@ -313,11 +314,11 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
     const auto available = runtime::host_available_memory();
     const int64_t k =
         auto_members_per_cpu(estimate_member_memory(config, data, design), threads, available, members_to_run);
-    spdlog::info("cpu: {} threads, {}: {} member(s) at a time (--members-per-device 1 trains them one by one, "
-                 "with the same results{})",
+    spdlog::info("cpu: {} threads, {}: {} member(s) at a time ({} 1 trains them one by one, with the same "
+                 "results{})",
                  threads,
                  available ? fmt::format("{:.1f} GiB available", *available / kGiB) : "available memory unknown", k,
-                 design == MemberDesign::kStacked ? " to float rounding" : "");
+                 option, design == MemberDesign::kStacked ? " to float rounding" : "");
     return k;
   }
   const auto memory = runtime::device_memory(device);
@@ -426,10 +427,8 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
 }
 
 int64_t members_at_once(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
-                        int64_t requested, int64_t members_to_run) {
-  RunOptions options;
-  options.members_per_device = requested;
-  return members_per_device(config, data, device, options, members_to_run, /*device_entries=*/1);
+                        const RunOptions& options, int64_t members_to_run, int64_t epochs, std::string_view option) {
+  return members_per_device(config, data, device, options, members_to_run, /*device_entries=*/1, epochs, option);
 }
 
 int64_t members_that_fit(const MemberMemory& member, int64_t free_bytes) {
@@ -538,7 +537,8 @@ int run(const config::Config& config, const RunOptions& options) {
   const int64_t per_device =
       group != nullptr ? 1
                        : members_per_device(config, data.begin()->second, devices.front(), options,
-                                            todo_per_device, static_cast<int64_t>(devices.size()));
+                                            todo_per_device, static_cast<int64_t>(devices.size()),
+                                            member_epochs(config));
   std::vector<torch::Device> workers;
   for (const auto& device : devices) {
     for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);

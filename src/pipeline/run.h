@@ -115,11 +115,12 @@ std::vector<std::string> parse_device_list(const std::string& text);
 // "auto" -> 0, "K" -> K >= 1. Throws ConfigError naming the text.
 int64_t parse_members_per_device(const std::string& text, std::string_view option = "--members-per-device");
 
-// Members trained at once on one `device` for `requested` (0 = auto), as
-// `bnn run` chooses them for a device entry without --throughput (bnn
-// rhat's repeats at once).
+// Members trained at once on one `device` as `bnn run` chooses them for a
+// device entry from options.members_per_device (0 = auto), .throughput and
+// .deadline, each member of `epochs` epochs (bnn rhat's repeats at once).
 int64_t members_at_once(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
-                        int64_t requested, int64_t members_to_run);
+                        const RunOptions& options, int64_t members_to_run, int64_t epochs,
+                        std::string_view option = "--members-per-device");
 
 // "streams" or "stacked". Throws ConfigError naming the text.
 MemberDesign parse_member_design(const std::string& text);

@@ -336,6 +336,17 @@ std::optional<Settings> older_rhat_settings(const std::filesystem::path& out) {
 
 // Why `bnn rhat` of `config` with `options` may not write into `out`, or ""
 // if it may (Note [Run ownership]).
+// Whether a member_NNN/ of `out` holds a repeat's saved chains.
+bool has_saved_repeats(const std::filesystem::path& out) {
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("member_", 0) == 0 &&
+        std::filesystem::exists(entry.path() / kRhatChainsFile)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string rhat_refusal(const std::filesystem::path& out, const config::Config& config, const Settings& options) {
   if (empty_folder(out, kRhatLockFile)) return "";
   const auto existing = read_manifest(out);
@@ -354,8 +365,9 @@ std::string rhat_refusal(const std::filesystem::path& out, const config::Config&
                        "there (config.yaml, chains.csv, member_000/, ...); give --out a new or empty folder",
                        out.string(), kManifestFile);
   }
-  // A folder whose bnn rhat failed or was stopped holds no result to keep.
-  if (!std::filesystem::exists(out / kRhatSummaryFile)) return "";
+  // A folder whose bnn rhat failed or was stopped holds no result to keep,
+  // unless it saved repeats (Note [Repeats that persist]).
+  if (!std::filesystem::exists(out / kRhatSummaryFile) && !has_saved_repeats(out)) return "";
   if (const std::string d = differences_from(theirs, config); !d.empty()) {
     return fmt::format("--out {} holds the R-hat chains of another experiment ({}); give --out a new folder",
                        out.string(), d);

@@ -68,6 +68,7 @@ inline constexpr const char* kCheckpointFile = "checkpoint.pt";
 inline constexpr const char* kLockFile = "lock";
 inline constexpr const char* kEvaluateLockFile = "evaluate.lock";  // Note [Evaluation lock]
 inline constexpr const char* kRhatLockFile = "rhat.lock";          // held by the `bnn rhat` writing a folder
+inline constexpr const char* kRhatChainsFile = "chains.json";  // member_NNN/'s saved repeat (rhat.h)
 inline constexpr const char* kBayesProbsFile = "bayes_probs.npy";
 inline constexpr const char* kSamplesDir = "samples";
 

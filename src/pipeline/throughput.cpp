@@ -95,6 +95,14 @@ bool usable_for(const ThroughputRow& row, std::string_view design) {
   return row.design == design || (design == "stacked" && row.design == "streams" && row.members == 1);
 }
 
+void require_usable(const ThroughputTable& table, std::string_view design) {
+  if (std::none_of(table.rows.begin(), table.rows.end(),
+                   [&](const ThroughputRow& row) { return usable_for(row, design); })) {
+    throw config::ConfigError(fmt::format("--throughput {}: no finished run of the {} design to choose from",
+                                          table.file.string(), design));
+  }
+}
+
 std::optional<MembersForTime> members_for_time(const ThroughputTable& table, std::string_view design, int64_t epochs,
                                                int64_t members_to_run, double seconds, int64_t most) {
   std::optional<MembersForTime> best;

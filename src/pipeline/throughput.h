@@ -72,6 +72,10 @@ struct MembersForTime {
 // row of one member (a stacked design with one member has nothing to stack).
 bool usable_for(const ThroughputRow& row, std::string_view design);
 
+// Throws ConfigError naming the table's file where it has no row usable
+// for `design` (nothing to choose from).
+void require_usable(const ThroughputTable& table, std::string_view design);
+
 // K for `members_to_run` members of `epochs` epochs each in `seconds`, from
 // the rows usable for `design` with K <= min(most, members_to_run) (`most`:
 // what the device's memory holds). None where no row qualifies.

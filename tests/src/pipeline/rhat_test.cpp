@@ -199,13 +199,26 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
     EXPECT_EQ(bnn::io::read_file(part / table), bnn::io::read_file(full / table)) << table;
   }
 
-  // Two repeats at once, in worker threads: the same tables.
+  // Two repeats at once, in worker threads: the same tables (on the CPU),
+  // with one thread and with two, one by one and at once.
   const auto together = s.dir / "together";
   r = bnn_on(s, rhat + " --repeats-at-once 2 --out " + together.string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 repeats at a time on cpu"), std::string::npos) << r.output;
   for (const char* table : {"chains.csv", "chain_windows.csv", "rhat.csv", "summary.json"}) {
     EXPECT_EQ(bnn::io::read_file(together / table), bnn::io::read_file(full / table)) << table;
+  }
+  const auto two_threads = s.dir / "two_threads", one_by_one = s.dir / "one_by_one";
+  r = bnn::testing::run_bnn(rhat + " --threads 2 --out " + two_threads.string(), s.dir / "log_two_threads.txt");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("cpu: 2 threads, "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(": 2 member(s) at a time (--repeats-at-once 1 trains them one by one"), std::string::npos)
+      << r.output;
+  r = bnn::testing::run_bnn(rhat + " --threads 2 --repeats-at-once 1 --out " + one_by_one.string(),
+                            s.dir / "log_one_by_one.txt");
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* table : {"chains.csv", "chain_windows.csv", "rhat.csv", "summary.json"}) {
+    EXPECT_EQ(bnn::io::read_file(two_threads / table), bnn::io::read_file(one_by_one / table)) << table;
   }
   // A repeat that fails in a worker fails the command with its message, and saves nothing.
   const auto diverged = s.dir / "diverged";
@@ -247,23 +260,106 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
   r = bnn_on(s, rhat + " --out " + a.string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(": not a repeat's chains as bnn rhat writes them ("), std::string::npos) << r.output;
-  // Another experiment's (the folder taken by other options after a command that wrote no tables): run again.
+  // Saved repeats are results: a folder that holds some and no tables is
+  // not taken by other options (as one without them is), and keeps them.
   const auto c = s.dir / "c";
   ASSERT_EQ(bnn_on(s, rhat + " --only 0 --out " + c.string()).code, 75);
+  const std::string kept = bnn::io::read_file(c / "member_000" / "chains.json");
   r = bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 1 --loss-every 4 --no-figures --out " +
                     c.string());
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("repeat 0: " + (c / "member_000" / "chains.json").string() +
-                          " holds another experiment's chains; running it again"),
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: --out " + c.string() +
+                          " holds R-hat chains of this experiment with other options (rhat.chains: 2 there, 3 now; "
+                          "rhat.repeats: 2 there, 1 now)"),
             std::string::npos)
       << r.output;
-  EXPECT_EQ(nlohmann::json::parse(bnn::io::read_file(c / "summary.json"))["chains"], 3);
+  EXPECT_EQ(bnn::io::read_file(c / "member_000" / "chains.json"), kept);
+  // Files of another experiment's folder mixed in, a chain's windows cut,
+  // or another data set's steps: named, not used.
+  const auto mixed = s.dir / "mixed";
+  ASSERT_EQ(bnn_on(s, "rhat --config " + s.config.string() +
+                          " --chains 2 --repeats 2 --loss-every 5 --no-figures --only 1 --out " + mixed.string())
+                .code,
+            75);
+  fs::create_directories(c / "member_001");
+  fs::copy_file(mixed / "member_001" / "chains.json", c / "member_001" / "chains.json");
+  r = bnn_on(s, rhat + " --out " + c.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find((c / "member_001" / "chains.json").string() + ": holds the chains of experiment "),
+            std::string::npos)
+      << r.output;
+  fs::remove(c / "member_001" / "chains.json");
+  saved = nlohmann::json::parse(kept);
+  saved["chains"][1]["window_loss"].erase(0);
+  bnn::io::write_file_atomically(c / "member_000" / "chains.json", saved.dump());
+  r = bnn_on(s, rhat + " --out " + c.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("member_000/chains.json: holds a chain of 9 windows, not the 10 of --loss-every 4; "
+                          "remove it to run repeat 0 again"),
+            std::string::npos)
+      << r.output;
+  saved = nlohmann::json::parse(kept);
+  saved["steps_per_epoch"] = 7;
+  bnn::io::write_file_atomically(c / "member_000" / "chains.json", saved.dump());
+  r = bnn_on(s, rhat + " --out " + c.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("member_000/chains.json: holds chains of 7 steps an epoch, not the data's 6"),
+            std::string::npos)
+      << r.output;
 
   r = bnn_on(s, rhat + " --only 2 --out " + (s.dir / "d").string());
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("bnn: error: --only: '2' selects repeats outside 0-1 (--repeats = 2)"), std::string::npos)
       << r.output;
+  r = bnn_on(s, rhat + " --only 99999999999999999999 --out " + (s.dir / "d").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: --only: cannot parse '99999999999999999999' (expected e.g. 3, 0-3 or 0,2,5-7)"),
+            std::string::npos)
+      << r.output;
   EXPECT_FALSE(fs::exists(s.dir / "d"));
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
+// Note [Time limit] for repeats: none starts once a whole one would not end
+// in time; --throughput chooses the repeats at once as for bnn run.
+TEST(RhatCommand, TimeLimitAndThroughput) {
+  const Experiment s = make_experiment("time");
+  const std::string rhat = "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures";
+  const auto table = s.dir / "members_per_device.csv";
+  std::ofstream(table) << "design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member\n"
+                          "streams,1,0,10,100,1,1\nstreams,2,0,10,1000,1,1\n";
+  CommandResult r = bnn_on(s, rhat + " --throughput " + table.string() + " --out " + (s.dir / "a").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: --throughput needs --time-limit: it chooses the repeats at once for the time "
+                          "left"),
+            std::string::npos)
+      << r.output;
+  r = bnn_on(s, rhat + " --time-limit 1h --repeats-at-once 2 --throughput " + table.string() + " --out " +
+                    (s.dir / "a").string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: --throughput chooses the repeats at once; drop --repeats-at-once 2"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(s.dir / "a"));
+
+  // A repeat of 2 + 1 + 2 x 7 = 17 epochs: 0.187 s alone, 0.0374 s two at once.
+  r = bnn_on(s, rhat + " --time-limit 1h --throughput " + table.string() + " --out " + (s.dir / "a").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("cpu: 2 member(s) at a time by --throughput " + table.string() +
+                          ": each member about 0 s (17 epochs at 1000 member-epochs/s with 2 at once, +10%); 2 whole "
+                          "member(s) expected"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("2 repeats at a time on cpu"), std::string::npos) << r.output;
+
+  // A limit that has passed once the data are loaded starts no repeat.
+  r = bnn_on(s, rhat + " --time-limit 0.001 --out " + (s.dir / "b").string());
+  EXPECT_EQ(r.code, 75) << r.output;
+  EXPECT_NE(r.output.find("time limit of 0.001 s: 2 repeat(s) not started, as a whole one would not have ended in "
+                          "time"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("0 of 2 repeats saved in " + (s.dir / "b").string()), std::string::npos) << r.output;
   if (!HasFailure()) fs::remove_all(s.dir);
 }
 
@@ -336,8 +432,10 @@ TEST(RhatEndToEnd, SharesXStarWithRunAndEvaluateDrawsRhatAgainstEpoch) {
   EXPECT_EQ(bnn::io::read_file(run / "config.yaml"), run_config);
   EXPECT_EQ(bnn::io::read_file(run / "member_000" / "trace.csv"), run_trace);
   EXPECT_EQ(bnn::io::read_file(rhat / "summary.json"), summary);
-  // Without its summary (as after a failed bnn rhat) the folder holds no result, and other options may take it.
+  // Without its summary and saved repeats (as after a bnn rhat that failed in its first repeat) the folder
+  // holds no result, and other options may take it.
   fs::remove(rhat / "summary.json");
+  for (const char* member : {"member_000", "member_001"}) fs::remove(rhat / member / "chains.json");
   refused = bnn_on(s, "rhat --config " + s.config.string() + " --chains 3 --repeats 1 --no-figures --out " +
                        rhat.string());
   EXPECT_EQ(refused.code, 0) << refused.output;
