@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bnn: error: {}\n", e.what());
   } catch (const std::exception& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what());
+  } catch (...) {
+    fmt::print(stderr, "bnn: error: a failure that is not a standard exception\n");
   }
   return 2;
 }

@@ -349,7 +349,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   const int64_t workers =
       to_run.empty() ? 0
                      : members_at_once(config, data, device, at_once, static_cast<int64_t>(to_run.size()),
-                                       repeat_epochs, "--repeats-at-once");
+                                       repeat_epochs, {"--repeats-at-once", "repeat"});
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::atomic<int64_t> not_started{0};
@@ -358,7 +358,8 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   // Called while the failure is handled: said now, since the other workers
   // end their repeats before it is rethrown.
   const auto record_failure = [&](int64_t repeat, const char* what) {
-    spdlog::error("repeat {} failed: {}; no other repeat starts", repeat, what);
+    spdlog::error("{} failed: {}; no other repeat starts",
+                  repeat >= 0 ? fmt::format("repeat {}", repeat) : std::string("a worker"), what);
     failed = true;
     const std::lock_guard<std::mutex> lock(done);
     if (!first_error) first_error = std::current_exception();
@@ -381,6 +382,8 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
         const std::lock_guard<std::mutex> lock(done);
         chains_of[repeat] = std::move(chains);
       }
+    } catch (const c10::Error& e) {
+      record_failure(repeat, e.what_without_backtrace());
     } catch (const std::exception& e) {
       record_failure(repeat, e.what());
     } catch (...) {

@@ -80,8 +80,9 @@ struct ChainLosses {
 std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t index, const ChainOptions& options);
 
 
-// Note [Repeats that persist]: a repeat's chains take as long as a member
-// of `bnn run` four times over, and R of them more than a machine may give
+// Note [Repeats that persist]: a repeat (x* and its chains: with the
+// paper's settings 20 + 4 x 40 epochs) takes as long as three members of
+// `bnn run`, and R of them more than a machine may give
 // one command (a lent GPU's ten minutes). So each repeat's chain losses are
 // written to member_NNN/chains.json as soon as its last chain ends, and a
 // `bnn rhat` into a folder that holds them (the same experiment: the folder's
@@ -96,10 +97,11 @@ std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t
 // which runs nothing. Loaded or run, a repeat's numbers are the same (each
 // is deterministic given the seed, device and threads), so the tables are
 // the uninterrupted command's, byte for byte, where both ran alike. A saved
-// repeat names the folder's experiment (bnn.json's, the settings included):
-// one left by another experiment, which may take a folder that holds no
-// tables, is run again; one of this experiment that is not what this
-// command would write (other chains or epochs) is an error naming the file.
+// repeat names the folder's experiment (bnn.json's, the settings included),
+// and saved repeats are results: a folder that holds some is not taken by
+// other settings (Note [Run ownership]). One that is not what this command
+// would write (another experiment's, other chains, epochs, steps or
+// windows) is an error naming the file.
 struct RhatOptions {
   std::filesystem::path out_dir;
   int64_t chains = 4;

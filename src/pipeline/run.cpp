@@ -257,28 +257,27 @@ std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_
 // time the deadline leaves, at most `most`; none, with a warning, where the
 // table has no row for it.
 std::optional<int64_t> members_for_time_left(const RunOptions& options, torch::Device device, int64_t epochs,
-                                             int64_t members_to_run, int64_t most) {
+                                             int64_t members_to_run, int64_t most, const AtOnceNames& names) {
+  const std::string_view noun = names.noun;
   const double left = options.deadline->seconds() - options.deadline->elapsed();
   const std::string_view design = member_design_name(options.design);
   const std::string file = options.throughput->file.string();
   const auto choice = members_for_time(*options.throughput, design, epochs, members_to_run, left, most);
   if (!choice) {
-    spdlog::warn("--throughput {}: no finished {} run of at most {} member(s) at once; choosing by memory instead",
-                 file, design, std::min(most, members_to_run));
+    spdlog::warn("--throughput {}: no finished {} run of at most {} at once; choosing by memory instead", file,
+                 design, std::min(most, members_to_run));
     return std::nullopt;
   }
   const std::string each = fmt::format(
-      "each member about {:.0f} s ({} epochs at {:.4g} member-epochs/s with {} at once, +{:.0f}%)",
+      "each {} about {:.0f} s ({} epochs at {:.4g} member-epochs/s with {} at once, +{:.0f}%)", noun,
       choice->member_seconds, epochs, choice->member_epochs_per_s, choice->members_per_device,
       (kThroughputMargin - 1.0) * 100.0);
   if (choice->whole_members == 0) {
-    spdlog::warn("{}: {} member(s) at a time by --throughput {}: {}; no member is expected to end in the {:.0f} s "
-                 "left",
-                 device.str(), choice->members_per_device, file, each, left);
+    spdlog::warn("{}: {} {}(s) at a time by --throughput {}: {}; no {} is expected to end in the {:.0f} s left",
+                 device.str(), choice->members_per_device, noun, file, each, noun, left);
   } else {
-    spdlog::info("{}: {} member(s) at a time by --throughput {}: {}; {} whole member(s) expected in the {:.0f} s "
-                 "left",
-                 device.str(), choice->members_per_device, file, each, choice->whole_members, left);
+    spdlog::info("{}: {} {}(s) at a time by --throughput {}: {}; {} whole {}(s) expected in the {:.0f} s left",
+                 device.str(), choice->members_per_device, noun, file, each, choice->whole_members, noun, left);
   }
   return choice->members_per_device;
 }
@@ -291,7 +290,7 @@ std::optional<int64_t> members_for_time_left(const RunOptions& options, torch::D
 // or warns when the members asked for do not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
                            const RunOptions& options, int64_t members_to_run, int64_t device_entries,
-                           int64_t epochs, std::string_view option = "--members-per-device") {
+                           int64_t epochs, const AtOnceNames& names = {}) {
   const int64_t requested = options.members_per_device;
   const MemberDesign design = options.design;
   // `--devices cpu,cpu` has chosen its workers already, table or not.
@@ -305,7 +304,7 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
       free_bytes = memory->free_bytes;
     }
     const int64_t most = free_bytes ? std::min(members_to_run, members_that_fit(member, *free_bytes)) : members_to_run;
-    if (const auto k = members_for_time_left(options, device, epochs, members_to_run, most)) return *k;
+    if (const auto k = members_for_time_left(options, device, epochs, members_to_run, most, names)) return *k;
   }
   if (device.is_cpu() && requested == 0) {
     // `--devices cpu,cpu` has chosen its workers already.
@@ -314,11 +313,11 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
     const auto available = runtime::host_available_memory();
     const int64_t k =
         auto_members_per_cpu(estimate_member_memory(config, data, design), threads, available, members_to_run);
-    spdlog::info("cpu: {} threads, {}: {} member(s) at a time ({} 1 trains them one by one, with the same "
+    spdlog::info("cpu: {} threads, {}: {} {}(s) at a time ({} 1 trains them one by one, with the same "
                  "results{})",
                  threads,
                  available ? fmt::format("{:.1f} GiB available", *available / kGiB) : "available memory unknown", k,
-                 option, design == MemberDesign::kStacked ? " to float rounding" : "");
+                 names.noun, names.option, design == MemberDesign::kStacked ? " to float rounding" : "");
     return k;
   }
   const auto memory = runtime::device_memory(device);
@@ -427,8 +426,8 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
 }
 
 int64_t members_at_once(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
-                        const RunOptions& options, int64_t members_to_run, int64_t epochs, std::string_view option) {
-  return members_per_device(config, data, device, options, members_to_run, /*device_entries=*/1, epochs, option);
+                        const RunOptions& options, int64_t members_to_run, int64_t epochs, const AtOnceNames& names) {
+  return members_per_device(config, data, device, options, members_to_run, /*device_entries=*/1, epochs, names);
 }
 
 int64_t members_that_fit(const MemberMemory& member, int64_t free_bytes) {

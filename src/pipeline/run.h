@@ -118,9 +118,14 @@ int64_t parse_members_per_device(const std::string& text, std::string_view optio
 // Members trained at once on one `device` as `bnn run` chooses them for a
 // device entry from options.members_per_device (0 = auto), .throughput and
 // .deadline, each member of `epochs` epochs (bnn rhat's repeats at once).
+// What the log calls the things trained at once, and the option that sets them.
+struct AtOnceNames {
+  std::string_view option = "--members-per-device";
+  std::string_view noun = "member";
+};
 int64_t members_at_once(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
                         const RunOptions& options, int64_t members_to_run, int64_t epochs,
-                        std::string_view option = "--members-per-device");
+                        const AtOnceNames& names = {});
 
 // "streams" or "stacked". Throws ConfigError naming the text.
 MemberDesign parse_member_design(const std::string& text);

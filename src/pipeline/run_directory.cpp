@@ -334,8 +334,6 @@ std::optional<Settings> older_rhat_settings(const std::filesystem::path& out) {
   }
 }
 
-// Why `bnn rhat` of `config` with `options` may not write into `out`, or ""
-// if it may (Note [Run ownership]).
 // Whether a member_NNN/ of `out` holds a repeat's saved chains.
 bool has_saved_repeats(const std::filesystem::path& out) {
   for (const auto& entry : std::filesystem::directory_iterator(out)) {
@@ -347,6 +345,8 @@ bool has_saved_repeats(const std::filesystem::path& out) {
   return false;
 }
 
+// Why `bnn rhat` of `config` with `options` may not write into `out`, or ""
+// if it may (Note [Run ownership]).
 std::string rhat_refusal(const std::filesystem::path& out, const config::Config& config, const Settings& options) {
   if (empty_folder(out, kRhatLockFile)) return "";
   const auto existing = read_manifest(out);
@@ -367,10 +367,13 @@ std::string rhat_refusal(const std::filesystem::path& out, const config::Config&
   }
   // A folder whose bnn rhat failed or was stopped holds no result to keep,
   // unless it saved repeats (Note [Repeats that persist]).
-  if (!std::filesystem::exists(out / kRhatSummaryFile) && !has_saved_repeats(out)) return "";
+  const bool saved = has_saved_repeats(out);
+  if (!std::filesystem::exists(out / kRhatSummaryFile) && !saved) return "";
+  const std::string discard =
+      saved ? " (or remove its member_NNN/chains.json and summary.json to discard its saved repeats)" : "";
   if (const std::string d = differences_from(theirs, config); !d.empty()) {
-    return fmt::format("--out {} holds the R-hat chains of another experiment ({}); give --out a new folder",
-                       out.string(), d);
+    return fmt::format("--out {} holds the R-hat chains of another experiment ({}); give --out a new folder{}",
+                       out.string(), d, discard);
   }
   std::vector<std::string> differences;
   for (const auto& [key, value] : options) {
@@ -380,8 +383,8 @@ std::string rhat_refusal(const std::filesystem::path& out, const config::Config&
   }
   if (differences.empty()) return "";
   return fmt::format("--out {} holds R-hat chains of this experiment with other options ({}); give --out a new "
-                     "folder to keep both",
-                     out.string(), fmt::join(differences, "; "));
+                     "folder to keep both{}",
+                     out.string(), fmt::join(differences, "; "), discard);
 }
 
 }  // namespace

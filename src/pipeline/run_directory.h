@@ -114,7 +114,8 @@ bool same_experiment(const config::Config& a, const config::Config& b);
 //  - `bnn evaluate --out` onto anything but a new or empty folder, the one
 //    run it evaluates, or an evaluation folder of the same experiment;
 //  - `bnn rhat --out` onto anything but a new or empty folder, an rhat
-//    folder whose `bnn rhat` failed or was stopped (no summary.json), or an
+//    folder whose `bnn rhat` failed or was stopped (no summary.json) before
+//    it saved a repeat (no member_NNN/chains.json), or an
 //    rhat folder of the same experiment and the same --chains, --repeats,
 //    --rho and --loss-every (kept in its settings as rhat.chains, ...); an
 //    rhat folder of a bnn before manifests is read from its config.yaml and

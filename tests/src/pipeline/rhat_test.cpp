@@ -212,7 +212,7 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
   r = bnn::testing::run_bnn(rhat + " --threads 2 --out " + two_threads.string(), s.dir / "log_two_threads.txt");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("cpu: 2 threads, "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(": 2 member(s) at a time (--repeats-at-once 1 trains them one by one"), std::string::npos)
+  EXPECT_NE(r.output.find(": 2 repeat(s) at a time (--repeats-at-once 1 trains them one by one"), std::string::npos)
       << r.output;
   r = bnn::testing::run_bnn(rhat + " --threads 2 --repeats-at-once 1 --out " + one_by_one.string(),
                             s.dir / "log_one_by_one.txt");
@@ -270,7 +270,8 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("bnn: error: --out " + c.string() +
                           " holds R-hat chains of this experiment with other options (rhat.chains: 2 there, 3 now; "
-                          "rhat.repeats: 2 there, 1 now)"),
+                          "rhat.repeats: 2 there, 1 now); give --out a new folder to keep both (or remove its "
+                          "member_NNN/chains.json and summary.json to discard its saved repeats)"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(bnn::io::read_file(c / "member_000" / "chains.json"), kept);
@@ -345,9 +346,9 @@ TEST(RhatCommand, TimeLimitAndThroughput) {
   // A repeat of 2 + 1 + 2 x 7 = 17 epochs: 0.187 s alone, 0.0374 s two at once.
   r = bnn_on(s, rhat + " --time-limit 1h --throughput " + table.string() + " --out " + (s.dir / "a").string());
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("cpu: 2 member(s) at a time by --throughput " + table.string() +
-                          ": each member about 0 s (17 epochs at 1000 member-epochs/s with 2 at once, +10%); 2 whole "
-                          "member(s) expected"),
+  EXPECT_NE(r.output.find("cpu: 2 repeat(s) at a time by --throughput " + table.string() +
+                          ": each repeat about 0 s (17 epochs at 1000 member-epochs/s with 2 at once, +10%); 2 whole "
+                          "repeat(s) expected"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("2 repeats at a time on cpu"), std::string::npos) << r.output;
