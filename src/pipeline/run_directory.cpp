@@ -298,14 +298,25 @@ bool member_finished(const std::filesystem::path& member) {
   }
 }
 
-std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir) {
+namespace {
+
+// The member_NNN/ folders of `dir`, in order.
+std::vector<std::filesystem::path> member_folders(const std::filesystem::path& dir) {
   std::vector<std::filesystem::path> dirs;
-  for (const auto& entry : std::filesystem::directory_iterator(run_dir)) {
-    const auto& d = entry.path();
-    if (!entry.is_directory() || d.filename().string().rfind("member_", 0) != 0) continue;
-    if (member_finished(d)) dirs.push_back(d);
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.is_directory() && entry.path().filename().string().rfind("member_", 0) == 0) {
+      dirs.push_back(entry.path());
+    }
   }
   std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+}  // namespace
+
+std::vector<std::filesystem::path> finished_members(const std::filesystem::path& run_dir) {
+  std::vector<std::filesystem::path> dirs = member_folders(run_dir);
+  dirs.erase(std::remove_if(dirs.begin(), dirs.end(), [](const auto& d) { return !member_finished(d); }), dirs.end());
   return dirs;
 }
 
@@ -336,13 +347,9 @@ std::optional<Settings> older_rhat_settings(const std::filesystem::path& out) {
 
 // Whether a member_NNN/ of `out` holds a repeat's saved chains.
 bool has_saved_repeats(const std::filesystem::path& out) {
-  for (const auto& entry : std::filesystem::directory_iterator(out)) {
-    if (entry.is_directory() && entry.path().filename().string().rfind("member_", 0) == 0 &&
-        std::filesystem::exists(entry.path() / kRhatChainsFile)) {
-      return true;
-    }
-  }
-  return false;
+  const auto members = member_folders(out);
+  return std::any_of(members.begin(), members.end(),
+                     [](const auto& d) { return std::filesystem::exists(d / kRhatChainsFile); });
 }
 
 // Why `bnn rhat` of `config` with `options` may not write into `out`, or ""
