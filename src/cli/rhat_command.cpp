@@ -69,18 +69,12 @@ int cmd_rhat(int argc, char** argv) {
   if (args.count("rho")) options.rho = args["rho"].as<double>();
   options.loss_every = args["loss-every"].as<int64_t>();
   options.figures = args.count("no-figures") == 0;
-  options.at_once = pipeline::parse_members_per_device(args["repeats-at-once"].as<std::string>(), "--repeats-at-once");
+  options.at_once =
+      pipeline::parse_members_per_device(args["repeats-at-once"].as<std::string>(), pipeline::kRepeatsAtOnce.option);
   options.deadline = deadline ? &*deadline : nullptr;
   if (args.count("throughput")) {
-    if (!deadline) {
-      throw config::ConfigError("--throughput needs --time-limit: it chooses the repeats at once for the time left");
-    }
-    if (options.at_once != 0) {
-      throw config::ConfigError(
-          fmt::format("--throughput chooses the repeats at once; drop --repeats-at-once {}", options.at_once));
-    }
-    options.throughput = pipeline::read_throughput_table(args["throughput"].as<std::string>());
-    pipeline::require_usable(*options.throughput, "streams");
+    options.throughput = pipeline::throughput_option(args["throughput"].as<std::string>(), deadline.has_value(),
+                                                     options.at_once, "streams", pipeline::kRepeatsAtOnce);
   }
   pipeline::validate(config, options);
   if (args.count("only")) {

@@ -152,15 +152,9 @@ int cmd_run(int argc, char** argv) {
     run_options.whole_members = true;
   }
   if (args.count("throughput")) {
-    if (!deadline) {
-      throw config::ConfigError("--throughput needs --time-limit: it chooses the members at once for the time left");
-    }
-    if (run_options.members_per_device != 0) {
-      throw config::ConfigError(fmt::format("--throughput chooses the members per device; drop --members-per-device {}",
-                                            run_options.members_per_device));
-    }
-    run_options.throughput = pipeline::read_throughput_table(args["throughput"].as<std::string>());
-    pipeline::require_usable(*run_options.throughput, pipeline::member_design_name(run_options.design));
+    run_options.throughput =
+        pipeline::throughput_option(args["throughput"].as<std::string>(), deadline.has_value(),
+                                    run_options.members_per_device, pipeline::member_design_name(run_options.design));
   }
   if (args.count("cudnn-benchmark")) at::globalContext().setBenchmarkCuDNN(true);
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));

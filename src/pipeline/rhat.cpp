@@ -349,7 +349,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   const int64_t workers =
       to_run.empty() ? 0
                      : members_at_once(config, data, device, at_once, static_cast<int64_t>(to_run.size()),
-                                       repeat_epochs, {"--repeats-at-once", "repeat"});
+                                       repeat_epochs, kRepeatsAtOnce);
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::atomic<int64_t> not_started{0};

@@ -42,6 +42,7 @@
 #include "src/config/config.h"
 #include "src/evaluation/diagnostics.h"
 #include "src/pipeline/member.h"
+#include "src/pipeline/run.h"
 #include "src/pipeline/throughput.h"
 #include "src/runtime/deadline.h"
 
@@ -102,6 +103,9 @@ std::vector<ChainLosses> run_member_chains(const MemberContext& context, int64_t
 // other settings (Note [Run ownership]). One that is not what this command
 // would write (another experiment's, other chains, epochs, steps or
 // windows) is an error naming the file.
+// What the log and errors call the repeats run at once, and their option.
+inline constexpr AtOnceNames kRepeatsAtOnce{"--repeats-at-once", "repeat"};
+
 struct RhatOptions {
   std::filesystem::path out_dir;
   int64_t chains = 4;
@@ -158,8 +162,9 @@ double default_perturbation(const config::Config& config);
 void validate(const config::Config& config, const RhatOptions& options);
 
 // Runs the experiment on config.run.device and writes the outputs listed
-// above (the tables only where no repeat is `missing`). Deterministic given the config (run.seed), the options, the device
-// and the thread count. Throws on any failure (a non-finite chain included).
+// above (the tables only where no repeat is `missing`). Deterministic given
+// the config (run.seed), the options, the device and the thread count.
+// Throws on any failure (a non-finite chain included).
 RhatResult run_rhat(const config::Config& config, const RhatOptions& options);
 
 // A short plain-text table: one line per repeat and the worst over repeats.

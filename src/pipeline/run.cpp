@@ -284,10 +284,10 @@ std::optional<int64_t> members_for_time_left(const RunOptions& options, torch::D
 
 // Members trained at once on `device`, one of `device_entries` given, each
 // of `epochs` epochs: options.members_per_device, or for 0 (auto) by
-// --throughput where given,
-// else as many as fit in its free memory (auto_members_per_device), on the
-// CPU auto_members_per_cpu. Where the free memory is known, logs the choice
-// or warns when the members asked for do not fit.
+// --throughput where given, else as many as fit in its free memory
+// (auto_members_per_device), on the CPU auto_members_per_cpu. Where the free
+// memory is known, logs the choice or warns when the members asked for do
+// not fit.
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
                            const RunOptions& options, int64_t members_to_run, int64_t device_entries,
                            int64_t epochs, const AtOnceNames& names = {}) {
@@ -307,9 +307,8 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
     if (const auto k = members_for_time_left(options, device, epochs, members_to_run, most, names)) return *k;
   }
   if (device.is_cpu() && requested == 0) {
-    // `--devices cpu,cpu` has chosen its workers already.
     const int64_t threads = torch::get_num_threads();
-    if (device_entries > 1 || threads <= 1 || members_to_run <= 1) return 1;
+    if (chosen || threads <= 1 || members_to_run <= 1) return 1;
     const auto available = runtime::host_available_memory();
     const int64_t k =
         auto_members_per_cpu(estimate_member_memory(config, data, design), threads, available, members_to_run);
@@ -428,6 +427,23 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
 int64_t members_at_once(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
                         const RunOptions& options, int64_t members_to_run, int64_t epochs, const AtOnceNames& names) {
   return members_per_device(config, data, device, options, members_to_run, /*device_entries=*/1, epochs, names);
+}
+
+ThroughputTable throughput_option(const std::string& file, bool time_limit, int64_t at_once, std::string_view design,
+                                  const AtOnceNames& names) {
+  if (!time_limit) {
+    throw config::ConfigError(
+        fmt::format("--throughput needs --time-limit: it chooses the {}s at once for the time left", names.noun));
+  }
+  if (at_once != 0) {
+    std::string chosen(names.option.substr(2));  // "--members-per-device" -> "members per device"
+    std::replace(chosen.begin(), chosen.end(), '-', ' ');
+    throw config::ConfigError(
+        fmt::format("--throughput chooses the {}; drop {} {}", chosen, names.option, at_once));
+  }
+  ThroughputTable table = read_throughput_table(file);
+  require_usable(table, design);
+  return table;
 }
 
 int64_t members_that_fit(const MemberMemory& member, int64_t free_bytes) {

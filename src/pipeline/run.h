@@ -127,6 +127,13 @@ int64_t members_at_once(const config::Config& config, const data_loaders::Datase
                         const RunOptions& options, int64_t members_to_run, int64_t epochs,
                         const AtOnceNames& names = {});
 
+// The table of a command's `--throughput FILE`, where the command has a
+// time limit and leaves the number at once (`at_once`, names.option) to
+// auto, with a finished run of `design` to choose from. Throws ConfigError
+// naming what is missing.
+ThroughputTable throughput_option(const std::string& file, bool time_limit, int64_t at_once, std::string_view design,
+                                  const AtOnceNames& names = {});
+
 // "streams" or "stacked". Throws ConfigError naming the text.
 MemberDesign parse_member_design(const std::string& text);
 // What parse_member_design reads: "streams" or "stacked".
