@@ -115,7 +115,7 @@ Partition::Partition(const Split& train, int64_t batch_size, uint64_t seed)
               " labels");
   TORCH_CHECK(batch_size >= 1 && batch_size <= n, "batch size ", batch_size,
               " must be between 1 and the number of training examples, ", n);
-  num_batches_ = n / batch_size;
+  num_batches_ = batches_in(n, batch_size);
 
   // The permutation comes from its own CPU generator so that it depends on
   // the seed alone, not on the device or on anyone else's use of the global

@@ -123,6 +123,11 @@ class Partition {
   // Throws unless 1 <= batch_size <= train.size().
   Partition(const Split& train, int64_t batch_size, uint64_t seed);
 
+  // N_m = floor(examples / batch_size), the batches of an epoch: the rest of
+  // the examples, fewer than a batch, sit out that epoch. Where the number is
+  // needed before a Partition exists.
+  static int64_t batches_in(int64_t examples, int64_t batch_size) { return examples / batch_size; }
+
   int64_t num_batches() const { return num_batches_; }
   int64_t batch_size() const { return batch_size_; }
   // N_m * N_b, the examples actually used.

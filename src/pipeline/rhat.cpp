@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "data_loaders/dataset.h"
 #include "samplers/random.h"
 #include "src/evaluation/figures.h"
 #include "src/io/atomic_file.h"
@@ -327,7 +328,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   chain_options.loss_every = options.loss_every;
   // Note [Repeats that persist].
   const std::string experiment = folder_experiment(dir);
-  const int64_t steps_per_epoch = data.train.size() / config.data.batch_size;  // as data_loaders::Partition
+  const int64_t steps_per_epoch = data_loaders::Partition::batches_in(data.train.size(), config.data.batch_size);
   std::map<int64_t, std::vector<ChainLosses>> chains_of;
   std::vector<int64_t> to_run;
   for (int64_t r = 0; r < options.repeats; ++r) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "data_loaders/dataset.h"
 #include "data_loaders/registry.h"
 #include "models/registry.h"
 #include "src/config/sampler_options.h"
@@ -413,7 +414,8 @@ MemberMemory estimate_member_memory(const config::Config& config, const data_loa
   // x, gradient, v, x*, control-variate sum, two noise buffers; Adam's two
   // moments; the SWA running sum in double (docs/performance.md).
   m.state_bytes = static_cast<int64_t>(4.0 * d * (5 + 2 + 2) + 8.0 * d);
-  const int64_t num_batches = std::max<int64_t>(1, data.train.size() / config.data.batch_size);
+  const int64_t num_batches =
+      std::max<int64_t>(1, data_loaders::Partition::batches_in(data.train.size(), config.data.batch_size));
   const auto options = config::langevin_options(config, num_batches, m.parameters);
   if (options.estimator() == samplers::GradientEstimator::kControlVariate &&
       options.anchor_gradients() == samplers::AnchorGradients::kStored) {

@@ -37,6 +37,8 @@ torch::Tensor all_batch_labels(const Partition& partition) {
 TEST(PartitionTest, DropsTheRemainder) {
   const Partition partition(numbered_split(kNumExamples), /*batch_size=*/100, /*seed=*/7);
   EXPECT_EQ(partition.num_batches(), 10);
+  EXPECT_EQ(Partition::batches_in(kNumExamples, 100), 10);  // the count without the copy
+  EXPECT_EQ(Partition::batches_in(kNumExamples, kNumExamples + 1), 0);
   EXPECT_EQ(partition.batch_size(), 100);
   EXPECT_EQ(partition.num_examples(), 1000);
   for (int64_t b = 0; b < partition.num_batches(); ++b) {

@@ -307,6 +307,23 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
   EXPECT_NE(r.output.find("member_000/chains.json: holds chains of 7 steps an epoch, not the data's 6"),
             std::string::npos)
       << r.output;
+  saved = nlohmann::json::parse(kept);
+  saved["chains"][0]["epoch_loss"].erase(0);
+  bnn::io::write_file_atomically(c / "member_000" / "chains.json", saved.dump());
+  r = bnn_on(s, rhat + " --out " + c.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("member_000/chains.json: holds a chain of 6 epochs, not sampler.epochs 7; "
+                          "remove it to run repeat 0 again"),
+            std::string::npos)
+      << r.output;
+  // Repeat 0's file moved into repeat 1's folder.
+  bnn::io::write_file_atomically(c / "member_000" / "chains.json", kept);
+  bnn::io::write_file_atomically(c / "member_001" / "chains.json", kept);
+  r = bnn_on(s, rhat + " --out " + c.string());
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("member_001/chains.json: holds repeat 0; remove it to run repeat 1 again"),
+            std::string::npos)
+      << r.output;
 
   r = bnn_on(s, rhat + " --only 2 --out " + (s.dir / "d").string());
   EXPECT_EQ(r.code, 2) << r.output;
