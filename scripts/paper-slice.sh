@@ -10,7 +10,8 @@
 #
 # NAME (letters, digits, '-') names the slice's files, MEMBERS is bnn run's
 # --members (0-3, 4-19), and the OPTIONs go to bnn run (--device cuda,
-# --members-per-device 8; not --time-limit, which the deadline sets). Into
+# --members-per-device 8; not --time-limit, --out or --config, which the
+# slice sets). Into
 # OUT_DIR:
 #
 #   NAME_01.tar, ...  the finished members (scripts/pack-members.sh, at most
@@ -65,35 +66,29 @@
 set -uo pipefail
 
 usage="usage: scripts/paper-slice.sh NAME MEMBERS OUT_DIR [bnn run OPTION...]"
-bad() { echo "paper-slice: $*" >&2; exit 2; }
+slice_script=paper-slice
+bad() { echo "$slice_script: $*" >&2; exit 2; }
+root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/scripts/slice-common.sh" || exit 1
 name="${1:-}"
 members="${2:-}"
 out="${3:-}"
 [[ -n "$out" ]] || { echo "$usage" >&2; exit 2; }
 shift 3
-[[ "$name" =~ ^[A-Za-z0-9-]+$ ]] || bad "NAME '$name' must be letters, digits and '-' (it names the files that come back)"
+slice_name_and_deadline "$name" 60
 [[ "$members" =~ ^[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*$ ]] ||
   bad "MEMBERS '$members' is not a member list such as 0-3 or 4,6-9"
-deadline_s="${BNN_SLICE_DEADLINE:-530}"
-[[ "$deadline_s" =~ ^[0-9]+$ && $deadline_s -ge 60 ]] ||
-  bad "BNN_SLICE_DEADLINE '$deadline_s' is not a whole number of seconds, at least 60"
+slice_options --members-per-device "members per device" "$@"
 options=("$@")
 design=streams
 for ((i = 0; i < ${#options[@]}; ++i)); do
-  [[ "${options[i]}" != --time-limit* ]] || bad "--time-limit is set from BNN_SLICE_DEADLINE: set that instead"
   case "${options[i]}" in
-    --member-design=*) design="${options[i]#*=}" && continue ;;
-    --member-design) design="${options[i + 1]:-}" && continue ;;
-    --members-per-device=*) k="${options[i]#*=}" ;;
-    --members-per-device) k="${options[i + 1]:-}" ;;
-    *) continue ;;
+    --member-design=*) design="${options[i]#*=}" ;;
+    --member-design) design="${options[i + 1]:-}" ;;
   esac
-  [[ -z "${BNN_SLICE_THROUGHPUT:-}" || "$k" == auto ]] ||
-    bad "BNN_SLICE_THROUGHPUT chooses the members per device: drop --members-per-device $k"
 done
 
 start=$(date +%s)
-root="$(cd "$(dirname "$0")/.." && pwd)"
 config="${BNN_SLICE_CONFIG:-$root/configs/fashion_mnist_paper.yaml}"
 [[ -f "$config" ]] || bad "no config file $config"
 work="${BNN_SLICE_WORK:-/tmp/bnn-slice}/$name"
@@ -113,30 +108,8 @@ out="$(cd "$out" && pwd)"
 echo "$identity" > "$work/slice.txt"
 log="$out/$name.log"
 : > "$log"
-say() { echo "paper-slice: $*" | tee -a "$log"; }
-elapsed() { echo $(($(date +%s) - start)); }
 
-# bnn: as given, or from the kit, or built (and then saved as a kit).
-bnn="${BNN_SLICE_BNN:-}"
-if [[ -z "$bnn" ]]; then
-  kit="${BNN_SLICE_KIT:-$root/gpu-kit/bnn-kit.tar.gz}"
-  debs="${BNN_SLICE_DEBS:-$root/debs}"
-  build="${BNN_SLICE_BUILD:-$root/build-torch}"
-  build_args=(--build "$build" --no-tests --target bnn)
-  [[ -f "$kit" ]] && build_args+=(--from-kit "$kit")
-  if [[ -d "$debs" ]]; then
-    build_args+=(--debs "$debs")
-    compgen -G "$debs/dataset-fashion-mnist_*.deb" > /dev/null && build_args+=(--with-data)
-  fi
-  say "bnn from scripts/build-pip-torch.sh ${build_args[*]}"
-  timeout -k 5 $((deadline_s - $(elapsed) - 5)) env BNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-ON}" \
-    bash "$root/scripts/build-pip-torch.sh" "${build_args[@]}" --save-kit "$out/bnn-kit.tar.gz" >> "$log" 2>&1
-  code=$?
-  [[ $code -eq 0 ]] || { say "no bnn: scripts/build-pip-torch.sh exited $code (the log above)"; exit 1; }
-  bnn="$build/src/bnn"
-  grep -E "^build-pip-torch: (bnn from the kit|not using the kit|built in|kit written)" "$log"
-fi
-[[ -x "$bnn" ]] || { say "$bnn is not an executable bnn"; exit 1; }
+slice_bnn
 
 left=$((deadline_s - $(elapsed) - 30))
 if [[ $left -lt 30 ]]; then
@@ -150,22 +123,7 @@ if [[ $resume == 1 ]]; then
   setting=()
   say "resuming $work/run"
 fi
-throughput=()
-if [[ -n "${BNN_SLICE_THROUGHPUT:-}" ]]; then
-  table="$BNN_SLICE_THROUGHPUT"
-  # A row bnn can choose from (src/pipeline/throughput.h): a finished run
-  # of the design, or of one member alone; columns 1, 2, 3 and 5 as
-  # bench/members_per_device.sh writes them.
-  if [[ -f "$table" ]] && awk -F, -v design="$design" '
-      NR > 1 && $3 == 0 && $5 + 0 > 0 && $5 != "inf" && ($1 == design || ($1 == "streams" && $2 == 1)) { found = 1 }
-      END { exit !found }' < "$table"; then
-    table="$(cd "$(dirname "$table")" && pwd)/$(basename "$table")"
-    throughput=(--throughput "$table")
-    say "members at once from $table (bnn run --throughput)"
-  else
-    say "not using BNN_SLICE_THROUGHPUT=$table: no such file, or no finished $design run in it; members at once as bnn chooses"
-  fi
-fi
+slice_throughput "$design" run members
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"
 started_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 t0=$(date +%s)

@@ -267,6 +267,11 @@ exec {shutil.which("tar")} "$@"
              re.escape("paper-slice: BNN_SLICE_DEADLINE '59' is not a whole number of seconds, at least 60")),
             (("a", "0", "--time-limit", "9m"), {}, 2,
              re.escape("paper-slice: --time-limit is set from BNN_SLICE_DEADLINE: set that instead")),
+            # bnn takes the last --out or --config given, so the slice's own would lose.
+            (("a", "0", "-o", self.path("elsewhere")), {}, 2,
+             re.escape("paper-slice: --out is set from BNN_SLICE_WORK: set that instead")),
+            (("a", "0", "--config=x.yaml"), {}, 2,
+             re.escape("paper-slice: --config is set from BNN_SLICE_CONFIG: set that instead")),
             (("a", "0"), {"BNN_SLICE_CONFIG": self.path("none.yaml")}, 2,
              re.escape(f"paper-slice: no config file {self.path('none.yaml')}")),
             (("a", "0", "--members-per-device", "2"), {"BNN_SLICE_THROUGHPUT": self.path("t.csv")}, 2,

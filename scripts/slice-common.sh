@@ -1,0 +1,92 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154,SC2034  # the caller's variables, read and set here
+# What scripts/paper-slice.sh and scripts/rhat-slice.sh share, sourced by
+# both: a slice's name and deadline, bnn from the kit (or built), and the
+# throughput table's check. They set, before calling these: root (the
+# checkout), out (OUT_DIR), start (the slice's start, date +%s), and, from
+# slice_log on, log (the slice's log file); bad() ends the script with exit 2.
+
+# slice_name_and_deadline NAME MINIMUM: checks NAME (it names the files that
+# come back) and sets deadline_s from BNN_SLICE_DEADLINE (default 530, at
+# least MINIMUM seconds).
+slice_name_and_deadline() {
+  [[ "$1" =~ ^[A-Za-z0-9-]+$ ]] || bad "NAME '$1' must be letters, digits and '-' (it names the files that come back)"
+  deadline_s="${BNN_SLICE_DEADLINE:-530}"
+  [[ "$deadline_s" =~ ^[0-9]+$ && $deadline_s -ge $2 ]] ||
+    bad "BNN_SLICE_DEADLINE '$deadline_s' is not a whole number of seconds, at least $2"
+}
+
+# slice_options AT_ONCE NOUN OPTION...: refuses the OPTIONs that the slice
+# sets itself (--out, --config and --time-limit, also in the short and '='
+# forms bnn takes; bnn would take the last one given), and an AT_ONCE other
+# than auto where BNN_SLICE_THROUGHPUT chooses the NOUN (what AT_ONCE sets).
+slice_options() {
+  local at_once="$1" noun="$2" k i
+  shift 2
+  local options=("$@")
+  for ((i = 0; i < ${#options[@]}; ++i)); do
+    case "${options[i]}" in
+      --time-limit | --time-limit=*) bad "--time-limit is set from BNN_SLICE_DEADLINE: set that instead" ;;
+      --out | --out=* | -o*) bad "--out is set from BNN_SLICE_WORK: set that instead" ;;
+      --config | --config=* | -c*) bad "--config is set from BNN_SLICE_CONFIG: set that instead" ;;
+      "$at_once"=*) k="${options[i]#*=}" ;;
+      "$at_once") k="${options[i + 1]:-}" ;;
+      *) continue ;;
+    esac
+    [[ -z "${BNN_SLICE_THROUGHPUT:-}" || "$k" == auto ]] ||
+      bad "BNN_SLICE_THROUGHPUT chooses the $noun: drop $at_once $k"
+  done
+}
+
+# The script's line, on its output and in the log.
+say() { echo "$slice_script: $*" | tee -a "$log"; }
+elapsed() { echo $(($(date +%s) - start)); }
+
+# slice_bnn: sets bnn, as given (BNN_SLICE_BNN), from the kit, or built (and
+# then saved as a kit in OUT_DIR) by scripts/build-pip-torch.sh, within the
+# deadline. Exits 1 where there is none.
+slice_bnn() {
+  bnn="${BNN_SLICE_BNN:-}"
+  if [[ -z "$bnn" ]]; then
+    local kit="${BNN_SLICE_KIT:-$root/gpu-kit/bnn-kit.tar.gz}"
+    local debs="${BNN_SLICE_DEBS:-$root/debs}"
+    local build="${BNN_SLICE_BUILD:-$root/build-torch}"
+    local build_args=(--build "$build" --no-tests --target bnn)
+    [[ -f "$kit" ]] && build_args+=(--from-kit "$kit")
+    if [[ -d "$debs" ]]; then
+      build_args+=(--debs "$debs")
+      compgen -G "$debs/dataset-fashion-mnist_*.deb" > /dev/null && build_args+=(--with-data)
+    fi
+    say "bnn from scripts/build-pip-torch.sh ${build_args[*]}"
+    local limit=$((deadline_s - $(elapsed) - 5))
+    ((limit >= 1)) || limit=1
+    timeout -k 5 "$limit" env BNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-ON}" \
+      bash "$root/scripts/build-pip-torch.sh" "${build_args[@]}" --save-kit "$out/bnn-kit.tar.gz" >> "$log" 2>&1
+    local code=$?
+    [[ $code -eq 0 ]] || { say "no bnn: scripts/build-pip-torch.sh exited $code (the log above)"; exit 1; }
+    bnn="$build/src/bnn"
+    grep -E "^build-pip-torch: (bnn from the kit|not using the kit|built in|kit written)" "$log"
+  fi
+  [[ -x "$bnn" ]] || { say "$bnn is not an executable bnn"; exit 1; }
+}
+
+# slice_throughput DESIGN COMMAND NOUN: sets throughput to (--throughput
+# TABLE) where BNN_SLICE_THROUGHPUT names a table with a row bnn COMMAND can
+# choose from: a finished run of DESIGN, or of one member alone (columns 1,
+# 2, 3 and 5 as bench/members_per_device.sh writes them;
+# src/pipeline/throughput.h). Else it says why not, and NOUN at once are
+# as bnn chooses.
+slice_throughput() {
+  throughput=()
+  [[ -n "${BNN_SLICE_THROUGHPUT:-}" ]] || return 0
+  local table="$BNN_SLICE_THROUGHPUT"
+  if [[ -f "$table" ]] && awk -F, -v design="$1" '
+      NR > 1 && $3 == 0 && $5 + 0 > 0 && $5 != "inf" && ($1 == design || ($1 == "streams" && $2 == 1)) { found = 1 }
+      END { exit !found }' < "$table"; then
+    table="$(cd "$(dirname "$table")" && pwd)/$(basename "$table")"
+    throughput=(--throughput "$table")
+    say "$3 at once from $table (bnn $2 --throughput)"
+  else
+    say "not using BNN_SLICE_THROUGHPUT=$table: no such file, or no finished $1 run in it; $3 at once as bnn chooses"
+  fi
+}
