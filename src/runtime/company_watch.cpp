@@ -29,6 +29,23 @@ bool CompanyDetector::update(int other_runnable) {
   return on_;
 }
 
+int loadavg_running(const char* text, long size) {
+  int field = 0, running = 0, total = 0;
+  bool slash = false;
+  for (long k = 0; k < size && field <= 3; ++k) {
+    if (text[k] == ' ') {
+      ++field;
+    } else if (field == 3 && text[k] == '/') {
+      slash = true;
+    } else if (field == 3) {
+      if (text[k] < '0' || text[k] > '9') return -1;
+      int& number = slash ? total : running;
+      number = number * 10 + (text[k] - '0');
+    }
+  }
+  return slash && total > 0 ? running : -1;
+}
+
 int other_runnable_tasks(int samples, int (*own)()) {
   std::vector<int> counts;
   for (int i = 0; i < samples && i < 16; ++i) {
@@ -38,15 +55,8 @@ int other_runnable_tasks(int samples, int (*own)()) {
     const ssize_t got = ::read(fd, text, sizeof(text) - 1);
     ::close(fd);
     if (got <= 0) return -1;
-    int field = 0, value = 0;
-    for (ssize_t k = 0; k < got && field <= 3; ++k) {
-      if (text[k] == ' ') {
-        ++field;
-      } else if (field == 3) {
-        if (text[k] == '/') break;
-        value = value * 10 + (text[k] - '0');
-      }
-    }
+    const int value = loadavg_running(text, static_cast<long>(got));
+    if (value < 0) return -1;
     const int mine = own();
     if (mine < 0) return -1;
     counts.push_back(value - mine);

@@ -49,9 +49,15 @@ class CompanyDetector {
   bool on_ = false;
 };
 
-// Runnable tasks on the machine other than this process's: the 4th field of
-// /proc/loadavg ("0.52 0.58 0.59 3/150 4242": 3 runnable) less own(), the
-// median of `samples` readings (at most 16) 2 ms apart; -1 if unreadable.
+// The runnable tasks that /proc/loadavg's text counts, the 4th field's
+// first number ("0.52 0.58 0.59 3/150 4242": 3); -1 where the field is not
+// RUNNING/TOTAL or TOTAL is 0: a kernel that counts no task at all (gVisor's
+// reads "0/0") says nothing of the machine.
+int loadavg_running(const char* text, long size);
+
+// Runnable tasks on the machine other than this process's: loadavg_running
+// less own(), the median of `samples` readings (at most 16) 2 ms apart; -1
+// if unreadable or uncounted.
 // Reads /proc/loadavg with system calls only, so that
 // set_openmp_wait_default can call it before libc is initialised (with an
 // `own` that is 1: the process then has one thread).

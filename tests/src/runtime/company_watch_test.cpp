@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -83,7 +84,27 @@ TEST(SpinThrottle, ChangesNoResult) {
   EXPECT_TRUE(torch::equal(torch::relu(a).matmul(b).sum(0), alone));
 }
 
+TEST(OtherRunnableTasks, ReadsTheRunningCountOfLoadavg) {
+  const auto running = [](const std::string& text) {
+    return bnn::runtime::loadavg_running(text.data(), static_cast<long>(text.size()));
+  };
+  EXPECT_EQ(running("0.52 0.58 0.59 3/150 4242\n"), 3);
+  EXPECT_EQ(running("1.00 0.90 0.80 17/2048 99"), 17);
+  EXPECT_EQ(running("0.00 0.00 0.00 0/1 7"), 0);
+  // gVisor's file counts no task: no reading, not "none runnable".
+  EXPECT_EQ(running("0.00 0.00 0.00 0/0 0\n"), -1);
+  EXPECT_EQ(running("0.52 0.58 0.59"), -1);
+  EXPECT_EQ(running("0.52 0.58 0.59 3"), -1);
+  EXPECT_EQ(running("0.52 0.58 0.59 x/150 1"), -1);
+  EXPECT_EQ(running(""), -1);
+}
+
 TEST(OtherRunnableTasks, SeesABusyChildProcess) {
+  std::ifstream file("/proc/loadavg");
+  const std::string loadavg((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  if (bnn::runtime::loadavg_running(loadavg.data(), static_cast<long>(loadavg.size())) < 0) {
+    GTEST_SKIP() << "this kernel's /proc/loadavg counts no runnable task (gVisor's reads 0/0)";
+  }
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
