@@ -25,7 +25,8 @@
 #   --save-kit FILE  after a build of bnn, write FILE (.tar.gz): the built
 #                 bnn, its `bnn version` and kit.txt (the torch it was built
 #                 against, a digest of the sources that go into bnn, the build's
-#                 settings, the commit, the time)
+#                 settings, the commit, the time); with the tests to build
+#                 too, bnn and FILE come before them
 #   --from-kit FILE  take bnn from FILE instead of compiling it, if it was
 #                 built against this Python's torch, from these sources, with
 #                 these settings (BNN_CUDA_KERNELS, BNN_DISTRIBUTED, the C++
@@ -278,12 +279,8 @@ native=()  # the build tool's own keep-going option: Ninja's -k 0, Make's -k
 if [[ $keep_going == 1 ]]; then
   if [[ -f "$build/build.ninja" ]]; then native=(-- -k 0); else native=(-- -k); fi
 fi
-cmake --build "$build" -j "$jobs" ${target:+--target "$target"} "${native[@]}"
-echo "build-pip-torch: built in $build"
-if [[ -x "$build/src/bnn" ]]; then "$build/src/bnn" version; fi
-
 # The kit: written beside its place and moved there whole.
-if [[ -n "$save_kit" ]]; then
+write_kit() {
   [[ -x "$build/src/bnn" ]] || { echo "build-pip-torch: --save-kit: the build made no bnn" >&2; exit 1; }
   kit_dir="$(mktemp -d)"
   trap 'rm -rf "$kit_dir" "$save_kit.tmp.$$"' EXIT
@@ -305,4 +302,24 @@ if [[ -n "$save_kit" ]]; then
     exit 1
   fi
   echo "build-pip-torch: kit written to $save_kit ($(du -k "$save_kit" | cut -f1) KiB)"
+  rm -rf "$kit_dir"
+}
+
+# With --save-kit and the tests to build too, bnn and its kit come first: a
+# build stopped at a time limit while it compiles the tests (as
+# scripts/gpu-check.sh's may be) leaves them. Where bnn fails, --keep-going
+# goes on to the whole build all the same, for the log's every error.
+kit_written=0
+if [[ -n "$save_kit" && -z "$target" && $tests == ON ]]; then
+  if cmake --build "$build" -j "$jobs" --target bnn "${native[@]}"; then
+    echo "build-pip-torch: bnn built in $build; its kit first"
+    write_kit
+    kit_written=1
+  elif [[ $keep_going == 0 ]]; then
+    exit 1
+  fi
 fi
+cmake --build "$build" -j "$jobs" ${target:+--target "$target"} "${native[@]}"
+echo "build-pip-torch: built in $build"
+if [[ -x "$build/src/bnn" ]]; then "$build/src/bnn" version; fi
+if [[ -n "$save_kit" && $kit_written == 0 ]]; then write_kit; fi

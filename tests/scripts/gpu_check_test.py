@@ -62,11 +62,14 @@ if [[ "$1" == --build ]]; then
     echo "src/distributed/process_group.cpp:1: error: ..."
     exit 1
   fi
+  # FAKE_BUILD_SECONDS before bnn is built, FAKE_TESTS_BUILD_SECONDS after (for the rest).
   sleep "${FAKE_BUILD_SECONDS:-0}"
   mkdir -p "$2/src" "$2/bench"
   cp "$FAKE_ROOT/programs/bnn" "$2/src/bnn"
   # The reduced build's bnn says so, for the kit's test.
   if [[ "$(cat "$2/configured_with")" == *-DBNN_CUDA_KERNELS=OFF* ]]; then echo "# reduced" >> "$2/src/bnn"; fi
+  [[ "$*" != *"--target bnn"* ]] || exit 0
+  sleep "${FAKE_TESTS_BUILD_SECONDS:-0}"
   cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_sampling"
   cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_members"
 fi
@@ -245,6 +248,20 @@ class GpuCheckScript(unittest.TestCase):
                          "bench did not run; ctest did not run; no GPU test in ctest.log")
         self.assertLess(self.seconds, 10)
 
+    def test_a_build_stopped_after_it_built_bnn_leaves_bnn_and_its_kit_to_the_steps(self):
+        # bnn and its kit come first; the tests' build is stopped at its limit.
+        r = self.run_check(BNN_GPU_DEADLINE="12", BNN_GPU_STEP_MINIMUM="2", FAKE_TESTS_BUILD_SECONDS="600",
+                           BNN_GPU_MEMBERS="")
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(self.summary, r"gpu-check: build exit 124, \d+ s \(stopped at its limit of \d+ s\)\n"
+                                       r"gpu-check: the build was stopped after it built bnn: the steps below run "
+                                       r"on that bnn\n")
+        self.assertEqual([step for step, _ in self.steps()][:4], ["build_exit", "gpu_tests_exit", "bench_exit",
+                                                                 "ctest_exit"])
+        self.assertEqual(self.kit_bnn(), self.read_program("bnn"))
+        self.assertTrue(r.stdout.splitlines()[-1].startswith("gpu-check: FAIL: build ran out of time (exit 124)"),
+                        r.stdout)
+
     def test_a_bound_of_its_own_stops_a_step_and_the_others_go_on(self):
         r = self.run_check(BNN_BENCH_TIMEOUT="2", BNN_MEMBERS_TIMEOUT="1", FAKE_BENCH_SECONDS="600",
                            BNN_GPU_MEMBERS="")
@@ -308,9 +325,10 @@ class GpuCheckScript(unittest.TestCase):
         r = self.run_check(FAKE_COMPILE_FAILS="distributed", BNN_GPU_MEMBERS="")
         self.assertEqual(r.returncode, 1)
         # Both builds go on past a failed source (Ninja's -k 0), so that
-        # build.log names every error.
+        # build.log names every error: each builds bnn (and its kit) first,
+        # then the rest, the first one also where bnn failed.
         builds = [line for line in self.call_lines if line.startswith("cmake --build")]
-        self.assertEqual(len(builds), 2)
+        self.assertEqual(["--target bnn" in line for line in builds], [True, False, True, False])
         for line in builds:
             self.assertTrue(line.endswith(" -- -k 0"), line)
         self.assertIn("-DBNN_CUDA_KERNELS=OFF -DBNN_DISTRIBUTED=OFF", self.configures()[1])
@@ -332,7 +350,7 @@ class GpuCheckScript(unittest.TestCase):
         r = self.run_check(FAKE_GENERATOR="make", FAKE_COMPILE_FAILS="distributed", BNN_GPU_MEMBERS="")
         self.assertEqual(r.returncode, 1)
         builds = [line for line in self.call_lines if line.startswith("cmake --build")]
-        self.assertEqual(len(builds), 2)
+        self.assertEqual(len(builds), 4)
         for line in builds:
             self.assertTrue(line.endswith(" -- -k"), line)
         self.assertEqual(self.steps()[:2], [["build_exit", "1"], ["build_reduced_exit", "0"]])
@@ -345,7 +363,7 @@ class GpuCheckScript(unittest.TestCase):
         os.utime(old, (time.time() - 3600, time.time() - 3600))
         r = self.run_check(FAKE_COMPILE_FAILS="always")
         self.assertEqual(r.returncode, 1)
-        self.assertEqual(len([line for line in self.call_lines if line.startswith("cmake --build")]), 2)
+        self.assertEqual(len([line for line in self.call_lines if line.startswith("cmake --build")]), 4)
         self.assertEqual(self.steps(), [["build_exit", "1"], ["build_reduced_exit", "1"]])
         self.assertFalse(any(line.startswith("bnn ") for line in self.call_lines))
         self.assertFalse(os.path.exists(os.path.join(self.out, "bnn-kit.tar.gz")))
