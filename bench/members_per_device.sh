@@ -14,8 +14,10 @@
 # separate one-member processes side by side (the alternative design), and
 # with BNN_BENCH_CUDNN_BENCHMARK=K one run with --cudnn-benchmark, and with
 # BNN_BENCH_STACKED="8 16" runs with --member-design stacked (Note [Stacked
-# members in a run] in src/pipeline/stacked_group.h). GPU memory
-# is nvidia-smi's whole-device figure, sampled every 200 ms. Writes
+# members in a run] in src/pipeline/stacked_group.h), each stacked K right
+# after the streams of that K. GPU memory is nvidia-smi's whole-device
+# figure, sampled every 200 ms (the columns stay empty where nvidia-smi
+# gives no number). Writes
 # OUT_DIR/members_per_device.csv and prints it as a table.
 #
 # A run that fails (out of memory at a large K, say) is a row with its exit
@@ -57,8 +59,10 @@ failed=0
 
 idle_mib="$(nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits | head -1)"
 if [[ ! "$idle_mib" =~ ^[0-9]+$ ]]; then
-  echo "members_per_device: nvidia-smi gave '$idle_mib' for the memory used" >&2
-  exit 2
+  # A container may hide it ([N/A]); the rates, which bnn run --throughput
+  # reads, do not need it.
+  echo "members_per_device: nvidia-smi gave '$idle_mib' for the memory used: the memory columns stay empty" >&2
+  idle_mib=""
 fi
 
 # Samples device memory into $1 until stopped; stopped on any exit, as are
@@ -101,10 +105,12 @@ seconds_since() { python3 -c "import time; print(f'{time.time() - $1:.1f}')"; }
 record() {
   local design="$1" k="$2" rc="$3" wall="$4" mem="$5" log="$6"
   shift 6
-  local peak rate per_member
-  peak="$(grep -E '^[0-9]+$' "$mem" | sort -n | tail -1)"
-  peak="${peak:-$idle_mib}"
-  per_member=$(( (peak - idle_mib) / k ))
+  local peak="" rate per_member=""
+  if [[ -n "$idle_mib" ]]; then
+    peak="$(grep -E '^[0-9]+$' "$mem" | sort -n | tail -1)"
+    peak="${peak:-$idle_mib}"
+    per_member=$(( (peak - idle_mib) / k ))
+  fi
   if [[ "$rc" == 0 ]]; then
     rate="$(throughput "$@")"
   else
@@ -135,13 +141,19 @@ streams_run() {
   record "$design" "$k" "$rc" "$wall" "$mem" "$log" "$run"
 }
 
+stacked_run() {
+  streams_run stacked "$1" "$out/stacked_k$1" "$out/mem_stacked_k$1.txt" "$out/log_stacked_k$1.txt" \
+    --member-design stacked
+}
+# A stacked K runs right after the streams of the same K, so that a step
+# stopped at its time limit has the two designs side by side for the Ks it
+# reached; the stacked Ks that no streams run has come last.
 for k in "${ks[@]}"; do
   streams_run streams "$k" "$out/threads_k$k" "$out/mem_k$k.txt" "$out/log_k$k.txt"
+  [[ " ${BNN_BENCH_STACKED:-} " != *" $k "* ]] || stacked_run "$k"
 done
-
 for k in ${BNN_BENCH_STACKED:-}; do
-  streams_run stacked "$k" "$out/stacked_k$k" "$out/mem_stacked_k$k.txt" "$out/log_stacked_k$k.txt" \
-    --member-design stacked
+  [[ " ${ks[*]} " == *" $k "* ]] || stacked_run "$k"
 done
 
 for p in ${BNN_BENCH_PROCESSES:-}; do

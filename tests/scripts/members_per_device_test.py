@@ -103,26 +103,28 @@ class MembersPerDeviceScript(unittest.TestCase):
         self.need_data()
         fake_bnn = os.path.join(self.bin, "bnn")
         write_executable(fake_bnn, LOGGING_BNN.format(bnn=BNN, calls=os.path.join(self.dir, "calls")))
-        r = self.run_script(fake_bnn, ["1", "2"], processes="2", cudnn_benchmark="2", stacked="2")
+        r = self.run_script(fake_bnn, ["1", "2"], processes="2", cudnn_benchmark="2", stacked="1 3")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         rows = self.rows()
+        # A stacked K right after the streams of that K; one no streams run has, after them all.
         self.assertEqual([(x["design"], x["members"], x["exit"]) for x in rows],
-                         [("streams", "1", "0"), ("streams", "2", "0"), ("stacked", "2", "0"), ("processes", "2", "0"),
-                          ("streams+cudnn_benchmark", "2", "0")])
+                         [("streams", "1", "0"), ("stacked", "1", "0"), ("streams", "2", "0"), ("stacked", "3", "0"),
+                          ("processes", "2", "0"), ("streams+cudnn_benchmark", "2", "0")])
         # Peak 1200 MiB over the 500 MiB idle, shared by the members.
-        self.assertEqual([x["peak_gpu_mib"] for x in rows], ["1200"] * 5)
-        self.assertEqual([x["mib_per_member"] for x in rows], ["700", "350", "350", "350", "350"])
+        self.assertEqual([x["peak_gpu_mib"] for x in rows], ["1200"] * 6)
+        self.assertEqual([x["mib_per_member"] for x in rows], ["700", "700", "350", "233", "350", "350"])
         self.assert_rate_from_traces(rows[0], [os.path.join(self.out, "threads_k1")])
-        self.assert_rate_from_traces(rows[1], [os.path.join(self.out, "threads_k2")])
-        self.assert_rate_from_traces(rows[2], [os.path.join(self.out, "stacked_k2")])
+        self.assert_rate_from_traces(rows[1], [os.path.join(self.out, "stacked_k1")])
+        self.assert_rate_from_traces(rows[2], [os.path.join(self.out, "threads_k2")])
+        self.assert_rate_from_traces(rows[3], [os.path.join(self.out, "stacked_k3")])
         processes = [os.path.join(self.out, f"processes_p2_{i}") for i in range(2)]
-        self.assert_rate_from_traces(rows[3], processes)
-        self.assert_rate_from_traces(rows[4], [os.path.join(self.out, "cudnn_benchmark_k2")])
-        # Only the last run asks for cuDNN's benchmark mode, only the third for stacked members.
+        self.assert_rate_from_traces(rows[4], processes)
+        self.assert_rate_from_traces(rows[5], [os.path.join(self.out, "cudnn_benchmark_k2")])
+        # Only the last run asks for cuDNN's benchmark mode, only the second and fourth for stacked members.
         with open(os.path.join(self.dir, "calls")) as f:
             calls = f.read().splitlines()
-        self.assertEqual(["--cudnn-benchmark" in c.split() for c in calls], [False] * 5 + [True])
-        self.assertEqual(["--member-design stacked" in c for c in calls], [False, False, True] + [False] * 3)
+        self.assertEqual(["--cudnn-benchmark" in c.split() for c in calls], [False] * 6 + [True])
+        self.assertEqual(["--member-design stacked" in c for c in calls], [False, True, False, True] + [False] * 3)
         # The side-by-side processes are different chains (--seed i).
         first_losses = [member_traces(run)[0][0]["loss"] for run in processes]
         self.assertNotEqual(first_losses[0], first_losses[1])
@@ -130,8 +132,8 @@ class MembersPerDeviceScript(unittest.TestCase):
         table = r.stdout.splitlines()
         self.assertIn("member-epochs/s", table[0])
         self.assertEqual(table[1].split()[:3] + table[1].split()[5:7], ["streams", "1", "0", "1.00", "-"])
-        self.assertEqual(len(table), 6)
-        self.assert_samplers_stopped(5)
+        self.assertEqual(len(table), 7)
+        self.assert_samplers_stopped(6)
 
     def test_a_failed_run_is_a_row_and_the_others_go_on(self):
         self.need_data()
@@ -147,6 +149,22 @@ class MembersPerDeviceScript(unittest.TestCase):
         self.assertIn("members_per_device: streams with 2 members failed (exit 3); the end of", r.stderr)
         self.assertIn("out of memory on cuda:0: asked for 2.00 GiB, 1.05 GiB free", r.stderr)
         self.assert_samplers_stopped(2)
+
+    def test_memory_that_nvidia_smi_does_not_give_is_left_empty(self):
+        # As a container may answer ([N/A]): the rates, which bnn run --throughput reads, still come.
+        self.need_data()
+        write_executable(os.path.join(self.bin, "nvidia-smi"), """#!/bin/sh
+echo "[N/A]"
+case " $* " in *" -lms "*) while kill -0 $PPID 2> /dev/null; do sleep 0.1; done ;; esac
+""")
+        r = self.run_script(BNN, ["1"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("members_per_device: nvidia-smi gave '[N/A]' for the memory used: the memory columns stay empty",
+                      r.stderr)
+        rows = self.rows()
+        self.assertEqual([(x["design"], x["members"], x["exit"], x["peak_gpu_mib"], x["mib_per_member"])
+                          for x in rows], [("streams", "1", "0", "", "")])
+        self.assert_rate_from_traces(rows[0], [os.path.join(self.out, "threads_k1")])
 
     def test_bad_arguments_are_named_before_any_run(self):
         for ks, processes, message in [
