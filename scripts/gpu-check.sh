@@ -155,6 +155,13 @@ step() {
   return "$code"
 }
 
+# ctest's jobs: the CPUs, at most 16 (the machine's; a sandbox such as
+# gVisor may report the host's, and each test's bnn takes every CPU it
+# sees).
+cpus="$(nproc)"
+test_jobs=$(( cpus > 16 ? 16 : cpus ))
+echo "cpus=$cpus" >> "$out/summary.txt"
+
 # The GPU tests, which step 3 runs first and step 5 leaves out.
 gpu_tests='^Cuda(Samplers|Sync|Run)\.'
 # Step 6's settings are not the tests': the tests of the benchmark scripts
@@ -204,15 +211,16 @@ esac
 build="$(cd "$build" && pwd)"
 cd "$build" || { verdict "$out"; exit 1; }  # ctest runs here
 { timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1
+  echo "nproc $cpus; cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2> /dev/null || echo none); kernel $(uname -r)"
   timeout 30 "$build/src/bnn" version 2>&1; } | tee "$out/version.txt"
 
 step gpu_tests 2 "${BNN_CUDA_TESTS_TIMEOUT:-120}" "$out/ctest.log" \
-  "${tests_env[@]}" ctest -j"$(nproc)" --output-on-failure -R "$gpu_tests"
+  "${tests_env[@]}" ctest -j"$test_jobs" --output-on-failure -R "$gpu_tests"
 step bench 1 "${BNN_BENCH_TIMEOUT:-120}" "$out/bench_sampling.txt" \
   "$build/bench/bnn_bench_sampling" --device cuda --repeats 3
 tail -20 "$out/bench_sampling.txt"
 step ctest 0 "${BNN_CTEST_TIMEOUT:-300}" "$out/ctest.log" \
-  "${tests_env[@]}" ctest -j"$(nproc)" --output-on-failure -E "$gpu_tests"
+  "${tests_env[@]}" ctest -j"$test_jobs" --output-on-failure -E "$gpu_tests"
 grep -E "tests passed|tests failed|\*\*\*(Failed|Exception)|Not Run|Timeout" "$out/ctest.log" | tail -20
 
 # Measurements: their exit codes are in summary.txt, outside the verdict.
