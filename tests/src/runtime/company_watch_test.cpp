@@ -2,6 +2,7 @@
 // throttle, and that throttling changes no result.
 #include "src/runtime/company_watch.h"
 
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,7 +57,11 @@ int threads_of_this_process() {
 }
 
 TEST(SpinThrottle, ParksEnoughSpareOpenMpThreadsWhileItLives) {
-  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  // libgomp's count, as SpinThrottle's: the CPUs of the affinity mask (a
+  // container's cpuset may hold fewer than the machine's).
+  int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof(set), &set) == 0) cpus = CPU_COUNT(&set);
   const int before = threads_of_this_process();
   ASSERT_GT(before, 0);
   {
