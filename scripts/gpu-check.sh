@@ -184,42 +184,64 @@ build_with() {
 # again without them in the same folder (only fused_step.cpp and
 # process_group.cpp compile again), so that the tests and benchmarks still
 # run on a bnn this check built. The verdict fails on the first build all
-# the same. A build stopped at its limit leaves no time for another, but
-# build-pip-torch.sh builds bnn (and its kit) before the tests: where it got
-# that far, the steps below run on that bnn (the tests it did not build
-# fail, and the verdict with them).
+# the same. But build-pip-torch.sh builds bnn and writes its kit before the
+# tests and benchmarks: where the first build got that far (the kit is in
+# OUT_DIR, removed above and written whole), the steps run on that bnn,
+# with its kernels, and those whose programs were not built say so. A build
+# stopped at its limit leaves no time for another.
 started="$(mktemp)" || exit 2
 trap 'rm -f "$started"' EXIT
 no_bnn() { tail -30 "$out/build.log"; verdict "$out"; exit 1; }
+has_kit() { [[ -x "$build/src/bnn" && -s "$out/bnn-kit.tar.gz" ]]; }
+tests_built=1
 build_with build ON
 case $? in
   0) ;;
   124 | 137)  # stopped at its limit
-    [[ -x "$build/src/bnn" && "$build/src/bnn" -nt "$started" ]] || no_bnn
-    echo "gpu-check: the build was stopped after it built bnn: the steps below run on that bnn" |
+    has_kit || no_bnn
+    tests_built=0
+    echo "gpu-check: the build was stopped after it built bnn and its kit: the steps below run on that bnn" |
       tee -a "$out/summary.txt"
     ;;
   *)
-    what="building"
-    grep -q "Configuring incomplete" "$out/build.log" && what="configuring"
-    echo "gpu-check: $what failed (build.log); building again without bnn's CUDA kernels and torch.distributed" |
-      tee -a "$out/summary.txt"
-    build_with build_reduced OFF
-    [[ "$build/src/bnn" -nt "$started" ]] || no_bnn
+    if has_kit; then
+      [[ -x "$build/tests/bnn_tests" ]] || tests_built=0
+      echo "gpu-check: building failed after bnn and its kit were built (build.log): the steps below run on what" \
+        "was built" | tee -a "$out/summary.txt"
+    else
+      what="building"
+      grep -q "Configuring incomplete" "$out/build.log" && what="configuring"
+      echo "gpu-check: $what failed (build.log); building again without bnn's CUDA kernels and torch.distributed" |
+        tee -a "$out/summary.txt"
+      build_with build_reduced OFF
+      [[ "$build/src/bnn" -nt "$started" ]] || no_bnn
+    fi
     ;;
 esac
+# step_if_built NAME PROGRAM STEP-ARGUMENTS...: the step, where PROGRAM (a
+# test binary, a benchmark) was built; else a line that says it was not.
+step_if_built() {
+  local name="$1" program="$2"
+  shift 2
+  if [[ -x "$program" && ( $tests_built == 1 || "$program" != */tests/* ) ]]; then
+    step "$name" "$@"
+  else
+    echo "gpu-check: $name not run: $(basename "$program") was not built" | tee -a "$out/summary.txt"
+  fi
+}
 build="$(cd "$build" && pwd)"
 cd "$build" || { verdict "$out"; exit 1; }  # ctest runs here
 { timeout 30 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv 2>&1
-  echo "nproc $cpus; cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2> /dev/null || echo none); kernel $(uname -r)"
+  echo "nproc $cpus; cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2> /dev/null || echo none); kernel $(uname -r);" \
+    "cgroup $(head -3 /proc/self/cgroup 2> /dev/null | tr '\n' ' ')"
   timeout 30 "$build/src/bnn" version 2>&1; } | tee "$out/version.txt"
 
-step gpu_tests 2 "${BNN_CUDA_TESTS_TIMEOUT:-120}" "$out/ctest.log" \
+step_if_built gpu_tests "$build/tests/bnn_tests" 2 "${BNN_CUDA_TESTS_TIMEOUT:-120}" "$out/ctest.log" \
   "${tests_env[@]}" ctest -j"$test_jobs" --output-on-failure -R "$gpu_tests"
-step bench 1 "${BNN_BENCH_TIMEOUT:-120}" "$out/bench_sampling.txt" \
+step_if_built bench "$build/bench/bnn_bench_sampling" 1 "${BNN_BENCH_TIMEOUT:-120}" "$out/bench_sampling.txt" \
   "$build/bench/bnn_bench_sampling" --device cuda --repeats 3
-tail -20 "$out/bench_sampling.txt"
-step ctest 0 "${BNN_CTEST_TIMEOUT:-300}" "$out/ctest.log" \
+tail -20 "$out/bench_sampling.txt" 2> /dev/null
+step_if_built ctest "$build/tests/bnn_tests" 0 "${BNN_CTEST_TIMEOUT:-300}" "$out/ctest.log" \
   "${tests_env[@]}" ctest -j"$test_jobs" --output-on-failure -E "$gpu_tests"
 grep -E "tests passed|tests failed|\*\*\*(Failed|Exception)|Not Run|Timeout" "$out/ctest.log" | tail -20
 
@@ -235,9 +257,10 @@ if [[ ${#members[@]} -gt 0 ]]; then
 fi
 # The designs (bench/member_designs.cpp); fmnist_cnn once more with
 # channels-last. A design that fails is a row that says why (exit 1).
-step members 0 "${BNN_MEMBERS_TIMEOUT:-120}" "$out/bench_members.txt" \
+step_if_built members "$build/bench/bnn_bench_members" 0 "${BNN_MEMBERS_TIMEOUT:-120}" "$out/bench_members.txt" \
   "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark
-step members_channels_last 0 "${BNN_MEMBERS_TIMEOUT:-120}" "$out/bench_members.txt" \
+step_if_built members_channels_last "$build/bench/bnn_bench_members" 0 "${BNN_MEMBERS_TIMEOUT:-120}" \
+  "$out/bench_members.txt" \
   "$build/bench/bnn_bench_members" --device cuda --cudnn-benchmark --channels-last --models fmnist_cnn
 cat "$out/bench_members.txt" 2> /dev/null
 verdict "$out"

@@ -13,6 +13,7 @@ each logging how it was called and sleeping as long as a test asks.
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -69,6 +70,10 @@ if [[ "$1" == --build ]]; then
   if [[ "$(cat "$2/configured_with")" == *-DBNN_CUDA_KERNELS=OFF* ]]; then echo "# reduced" >> "$2/src/bnn"; fi
   [[ "$*" != *"--target bnn"* ]] || exit 0
   sleep "${FAKE_TESTS_BUILD_SECONDS:-0}"
+  # FAKE_TESTS_COMPILE_FAILS: bnn builds, a test's source does not.
+  [[ -z "${FAKE_TESTS_COMPILE_FAILS:-}" ]] || { echo "tests/src/some_test.cpp:1: error: ..."; exit 1; }
+  mkdir -p "$2/tests"
+  cp "$FAKE_ROOT/programs/bench" "$2/tests/bnn_tests"
   cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_sampling"
   cp "$FAKE_ROOT/programs/bench" "$2/bench/bnn_bench_members"
 fi
@@ -186,14 +191,16 @@ class GpuCheckScript(unittest.TestCase):
         ctests = [line for line in self.call_lines if line.startswith("ctest ")]
         gpu_regex = r"^Cuda(Samplers|Sync|Run)\."
         self.assertEqual(len(ctests), 2)
-        jobs = f"-j{min(len(os.sched_getaffinity(0)), 16)} --output-on-failure"  # nproc's CPUs, at most 16
+        # nproc's count (which OMP_NUM_THREADS also sets), at most 16.
+        cpus = int(subprocess.run(["nproc"], capture_output=True, text=True, check=True).stdout)
+        jobs = f"-j{min(cpus, 16)} --output-on-failure"
         self.assertEqual(ctests, [f"ctest {jobs} -R {gpu_regex} in {self.build}",
                                   f"ctest {jobs} -E {gpu_regex} in {self.build}"])
         self.assertIn("bnn_bench_sampling --device cuda --repeats 3", self.call_lines)
         self.assertIn("-DBNN_CUDA_KERNELS=ON", next(line for line in self.call_lines if " -S " in line))
         version = self.read("version.txt")
         self.assertIn("NVIDIA H100 80GB HBM3, 81559 MiB", version)
-        self.assertRegex(version, rf"\nnproc {len(os.sched_getaffinity(0))}; cgroup cpu.max .+; kernel .+\n")
+        self.assertRegex(version, rf"\nnproc {cpus}; cgroup cpu.max .+; kernel .+\n")
         self.assertIn("std::filesystem from: /lib/x86_64-linux-gnu/libstdc++.so.6", version)
         self.assertEqual(self.gpu_test_lines(), [f"{i}/3 Test #{i}: {name}" for i, name in enumerate(GPU_TESTS, 1)])
         # The member table's rows (each K a run the stand-in could not train)
@@ -248,18 +255,36 @@ class GpuCheckScript(unittest.TestCase):
                          "bench did not run; ctest did not run; no GPU test in ctest.log")
         self.assertLess(self.seconds, 10)
 
-    def test_a_build_stopped_after_it_built_bnn_leaves_bnn_and_its_kit_to_the_steps(self):
-        # bnn and its kit come first; the tests' build is stopped at its limit.
-        r = self.run_check(BNN_GPU_DEADLINE="12", BNN_GPU_STEP_MINIMUM="2", FAKE_TESTS_BUILD_SECONDS="600",
-                           BNN_GPU_MEMBERS="")
+    def test_a_build_stopped_after_it_built_bnn_leaves_bnn_and_its_kit_to_the_measurements(self):
+        # bnn and its kit come first; the tests' build is stopped at its
+        # limit: the tests (not built) do not run, the member table does.
+        r = self.run_check(BNN_GPU_DEADLINE="30", BNN_GPU_STEP_MINIMUM="5", FAKE_TESTS_BUILD_SECONDS="600",
+                           BNN_GPU_MEMBERS="1", BNN_MEMBERS_TABLE_TIMEOUT="5")
         self.assertEqual(r.returncode, 1)
         self.assertRegex(self.summary, r"gpu-check: build exit 124, \d+ s \(stopped at its limit of \d+ s\)\n"
-                                       r"gpu-check: the build was stopped after it built bnn: the steps below run "
-                                       r"on that bnn\n")
-        self.assertEqual([step for step, _ in self.steps()][:4], ["build_exit", "gpu_tests_exit", "bench_exit",
-                                                                 "ctest_exit"])
+                                       r"gpu-check: the build was stopped after it built bnn and its kit: the steps "
+                                       r"below run on that bnn\n")
+        for line in ("gpu_tests not run: bnn_tests was not built", "bench not run: bnn_bench_sampling was not built",
+                     "ctest not run: bnn_tests was not built", "members not run: bnn_bench_members was not built"):
+            self.assertIn(f"gpu-check: {line}\n", self.summary)
+        self.assertEqual([step for step, _ in self.steps()], ["build_exit", "members_table_exit"])
         self.assertEqual(self.kit_bnn(), self.read_program("bnn"))
-        self.assertTrue(r.stdout.splitlines()[-1].startswith("gpu-check: FAIL: build ran out of time (exit 124)"),
+        self.assertEqual(r.stdout.splitlines()[-1], "gpu-check: FAIL: build ran out of time (exit 124); gpu_tests did "
+                                                    "not run; bench did not run; ctest did not run; no GPU test in "
+                                                    "ctest.log")
+
+    def test_a_build_that_fails_after_it_built_bnn_goes_on_with_that_bnn(self):
+        # The kit has bnn with its kernels: no build without them, whose bnn
+        # would replace it; the tests that were not built do not run.
+        r = self.run_check(FAKE_TESTS_COMPILE_FAILS="1", BNN_GPU_MEMBERS="")
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(len(self.configures()), 1)
+        self.assertIn("gpu-check: building failed after bnn and its kit were built (build.log): the steps below run "
+                      "on what was built\n", self.summary)
+        self.assertEqual([step for step, _ in self.steps()], ["build_exit"])
+        self.assertEqual(self.kit_bnn(), self.read_program("bnn"))
+        self.assertIn("tests/src/some_test.cpp:1: error", self.read("build.log"))
+        self.assertTrue(r.stdout.splitlines()[-1].startswith("gpu-check: FAIL: build exited 1; gpu_tests did not run"),
                         r.stdout)
 
     def test_a_bound_of_its_own_stops_a_step_and_the_others_go_on(self):
