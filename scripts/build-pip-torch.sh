@@ -17,8 +17,8 @@
 #   --build DIR   build folder (default build-torch)
 #   --no-tests    skip GoogleTest and the benchmarks (no googletest .debs needed)
 #   --target T    build only target T (e.g. bnn)
-#   --jobs N      parallel compile jobs (default: all cores, at most one
-#                 per 2 GiB of available memory)
+#   --jobs N      parallel compile jobs (default: all cores, within the
+#                 cgroup's CPU quota, at most one per 2 GiB of available memory)
 #   --keep-going  build all that does not depend on a source that failed
 #                 (the log then names every error, not only the first)
 #   --with-data   also unpack dataset-fashion-mnist from --debs into / (needs
@@ -56,11 +56,16 @@ debs=""
 build="$root/build-torch"
 tests=ON
 target=""
-# All cores, but no more jobs than memory holds at 2 GiB each (a compile
-# against LibTorch 2.x takes one to two): a sandbox such as gVisor may
-# report the host's CPUs rather than its own.
+# All cores, but no more than the cgroup's CPU quota grants, nor more jobs
+# than memory holds at 2 GiB each (a compile against LibTorch 2.x takes one
+# to two): a sandbox such as gVisor may report the host's CPUs.
 jobs="$(nproc)"
-available_kib="$(sed -n 's/^MemAvailable: *\([0-9]*\) kB$/\1/p' /proc/meminfo 2> /dev/null | head -1)"
+read -r quota period 2> /dev/null < /sys/fs/cgroup/cpu.max || true
+if [[ "${quota:-}" =~ ^[0-9]+$ && "${period:-}" =~ ^[1-9][0-9]*$ ]] &&
+  (( jobs > (quota + period - 1) / period )); then
+  jobs=$(( (quota + period - 1) / period ))
+fi
+available_kib="$(sed -n 's/^MemAvailable: *\([0-9]*\) kB$/\1/p' /proc/meminfo 2> /dev/null | head -1 || true)"
 if [[ -n "$available_kib" ]] && (( jobs > available_kib / 2097152 )); then
   jobs=$(( available_kib / 2097152 > 0 ? available_kib / 2097152 : 1 ))
 fi
