@@ -290,32 +290,23 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
             std::string::npos)
       << r.output;
   fs::remove(c / "member_001" / "chains.json");
-  saved = nlohmann::json::parse(kept);
-  saved["chains"][1]["window_loss"].erase(0);
-  bnn::io::write_file_atomically(c / "member_000" / "chains.json", saved.dump());
-  r = bnn_on(s, rhat + " --out " + c.string());
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("member_000/chains.json: holds a chain of 9 windows, not the 10 of --loss-every 4; "
-                          "remove it to run repeat 0 again"),
-            std::string::npos)
-      << r.output;
-  saved = nlohmann::json::parse(kept);
-  saved["steps_per_epoch"] = 7;
-  bnn::io::write_file_atomically(c / "member_000" / "chains.json", saved.dump());
-  r = bnn_on(s, rhat + " --out " + c.string());
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("member_000/chains.json: holds chains of 7 steps an epoch, not the data's 6"),
-            std::string::npos)
-      << r.output;
-  saved = nlohmann::json::parse(kept);
-  saved["chains"][0]["epoch_loss"].erase(0);
-  bnn::io::write_file_atomically(c / "member_000" / "chains.json", saved.dump());
-  r = bnn_on(s, rhat + " --out " + c.string());
-  EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("member_000/chains.json: holds a chain of 6 epochs, not sampler.epochs 7; "
-                          "remove it to run repeat 0 again"),
-            std::string::npos)
-      << r.output;
+  // Repeat 0's saved file, edited by `edit`: the command refuses it with `message`.
+  const auto refuses_edited = [&](auto edit, const std::string& message) {
+    nlohmann::json edited = nlohmann::json::parse(kept);
+    edit(edited);
+    bnn::io::write_file_atomically(c / "member_000" / "chains.json", edited.dump());
+    const CommandResult refused = bnn_on(s, rhat + " --out " + c.string());
+    EXPECT_EQ(refused.code, 2) << refused.output;
+    EXPECT_NE(refused.output.find(message), std::string::npos) << refused.output;
+  };
+  refuses_edited([](nlohmann::json& j) { j["chains"][1]["window_loss"].erase(0); },
+                 "member_000/chains.json: holds a chain of 9 windows, not the 10 of --loss-every 4; "
+                 "remove it to run repeat 0 again");
+  refuses_edited([](nlohmann::json& j) { j["steps_per_epoch"] = 7; },
+                 "member_000/chains.json: holds chains of 7 steps an epoch, not the data's 6");
+  refuses_edited([](nlohmann::json& j) { j["chains"][0]["epoch_loss"].erase(0); },
+                 "member_000/chains.json: holds a chain of 6 epochs, not sampler.epochs 7; "
+                 "remove it to run repeat 0 again");
   // Repeat 0's file moved into repeat 1's folder.
   bnn::io::write_file_atomically(c / "member_000" / "chains.json", kept);
   bnn::io::write_file_atomically(c / "member_001" / "chains.json", kept);
