@@ -67,7 +67,6 @@ set -uo pipefail
 
 usage="usage: scripts/paper-slice.sh NAME MEMBERS OUT_DIR [bnn run OPTION...]"
 slice_script=paper-slice
-bad() { echo "$slice_script: $*" >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/scripts/slice-common.sh" || exit 1
 name="${1:-}"
@@ -89,8 +88,7 @@ for ((i = 0; i < ${#options[@]}; ++i)); do
 done
 
 start=$(date +%s)
-config="${BNN_SLICE_CONFIG:-$root/configs/fashion_mnist_paper.yaml}"
-[[ -f "$config" ]] || bad "no config file $config"
+slice_config
 work="${BNN_SLICE_WORK:-/tmp/bnn-slice}/$name"
 # What the run folder was started with: a folder of other settings is not resumed.
 identity="members $members; config $(sha256sum < "$config" | cut -c1-16); options $*"

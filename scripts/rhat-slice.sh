@@ -60,7 +60,6 @@ set -uo pipefail
 
 usage="usage: scripts/rhat-slice.sh NAME OUT_DIR [bnn rhat OPTION...]"
 slice_script=rhat-slice
-bad() { echo "$slice_script: $*" >&2; exit 2; }
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/scripts/slice-common.sh" || exit 1
 name="${1:-}"
@@ -71,8 +70,7 @@ slice_name_and_deadline "$name" 60
 slice_options --repeats-at-once "repeats at once" "$@"
 
 start=$(date +%s)
-config="${BNN_SLICE_CONFIG:-$root/configs/fashion_mnist_paper.yaml}"
-[[ -f "$config" ]] || bad "no config file $config"
+slice_config
 saved="${BNN_SLICE_SAVED:-$root/gpu-kit}"
 work="${BNN_SLICE_WORK:-/tmp/bnn-slice}/rhat_$name"
 [[ -e "$work" ]] || ! compgen -G "$out/rhat_$name.*" > /dev/null ||

@@ -1,10 +1,14 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154,SC2034  # the caller's variables, read and set here
 # What scripts/paper-slice.sh and scripts/rhat-slice.sh share, sourced by
-# both: a slice's name and deadline, bnn from the kit (or built), and the
-# throughput table's check. They set, before calling these: root (the
-# checkout), out (OUT_DIR), start (the slice's start, date +%s), and, from
-# slice_log on, log (the slice's log file); bad() ends the script with exit 2.
+# both: a slice's name, deadline, options and config, bnn from the kit (or
+# built), and the throughput table's check. They set slice_script (the
+# name their lines begin with) and root (the checkout) before sourcing it,
+# and before calling these: out (OUT_DIR), start (the slice's start, date
+# +%s), and log (the slice's log file) for say.
+
+# Ends the script with exit 2: a bad argument, before anything runs.
+bad() { echo "$slice_script: $*" >&2; exit 2; }
 
 # slice_name_and_deadline NAME MINIMUM: checks NAME (it names the files that
 # come back) and sets deadline_s from BNN_SLICE_DEADLINE (default 530, at
@@ -36,6 +40,13 @@ slice_options() {
     [[ -z "${BNN_SLICE_THROUGHPUT:-}" || "$k" == auto ]] ||
       bad "BNN_SLICE_THROUGHPUT chooses the $noun: drop $at_once $k"
   done
+}
+
+# slice_config: sets config from BNN_SLICE_CONFIG (default
+# configs/fashion_mnist_paper.yaml), which must be a file.
+slice_config() {
+  config="${BNN_SLICE_CONFIG:-$root/configs/fashion_mnist_paper.yaml}"
+  [[ -f "$config" ]] || bad "no config file $config"
 }
 
 # The script's line, on its output and in the log.
