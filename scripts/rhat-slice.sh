@@ -50,7 +50,8 @@
 # the same machine goes on in it.
 #
 # Exit: 0 when every repeat is saved (bnn wrote the tables in its folder,
-# which stays on the machine: the gathering writes them again); 75 when
+# which stays on the machine, or was stopped after the last repeat: the
+# gathering writes them again); 75 when
 # some may not be (rhat_NAME.log names them, or says the deadline stopped
 # bnn: run a later slice); 2 for bad arguments, before anything runs; 1 for
 # anything else (an archive that does not unpack, no bnn, no time left,
@@ -134,4 +135,18 @@ if ! { tar -cf "$out/rhat_$name.tar.tmp" -C "$work/rhat" bnn.json "${repeats[@]}
 fi
 say "rhat_$name.tar: ${#repeats[@]} saved repeat(s); done in $(elapsed) s"
 [[ $code -eq 0 || $code -eq 75 ]] || exit 1
+# Stopped at the deadline after the last repeat was saved (writing the
+# tables, or in a repeat --only did not ask for): every repeat the folder's
+# bnn.json names is in the archive, and no later slice is needed.
+if [[ $code -eq 75 ]]; then
+  wanted=$(sed -n 's/^ *"rhat\.repeats": *"\([0-9][0-9]*\)",\{0,1\}$/\1/p' "$work/rhat/bnn.json")
+  have=0
+  for r in $(seq 0 $((${wanted:-0} - 1))); do
+    [[ -f "$work/rhat/$(printf 'member_%03d' "$r")/chains.json" ]] && have=$((have + 1))
+  done
+  if [[ -n "$wanted" && $have -eq $wanted ]]; then
+    say "all $wanted repeats are saved: the archive holds the experiment"
+    code=0
+  fi
+fi
 exit "$code"

@@ -4,7 +4,8 @@
 Repeats run in slices on machines that keep nothing must come back as
 archives from which, gathered, bnn rhat writes the tables of one command,
 byte for byte; each slice runs only the repeats the earlier archives lack;
-repeats saved before the deadline stops bnn are archived; the throughput
+repeats saved before the deadline stops bnn are archived, and a slice
+stopped after the last one is done; the throughput
 table reaches bnn; bad arguments and archives are named.
 
     python3 tests/scripts/rhat_slice_test.py   (ctest: RhatSliceScript.Script; BNN_BINARY: the bnn)
@@ -120,6 +121,19 @@ class RhatSliceScript(unittest.TestCase):
         done = re.search(r"done in (\d+) s", r.stdout)
         self.assertTrue(done and 45 <= int(done.group(1)) <= 60, r.stdout)
         self.assertEqual(self.archived("a"), ["bnn.json", "member_000/chains.json", "member_001/chains.json"])
+        self.assertNotIn("repeats are saved", r.stdout)
+
+        # Carrying a's archive, a slice saves the last repeat before the
+        # stop: every repeat is in its archive, so it ends as done (0).
+        shutil.copy(self.path("out", "rhat_a.tar"), self.saved)
+        last = self.bnn_wrapper("bnn-saves-the-last", f"""if [[ "$1" == rhat ]]; then {BNN} "$@" --only 2
+  exec sleep 600; fi""")
+        r = self.slice("c", BNN_SLICE_BNN=last, BNN_SLICE_DEADLINE="60", BNN_SLICE_WORK=self.path("work3"))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("rhat-slice: bnn rhat was stopped at the deadline (exit 124)", r.stdout)
+        self.assertIn("rhat-slice: all 3 repeats are saved: the archive holds the experiment\n", r.stdout)
+        self.assertEqual(self.archived("c"), ["bnn.json"] + [f"member_00{r}/chains.json" for r in range(3)])
+        os.remove(os.path.join(self.saved, "rhat_a.tar"))
 
         # bnn saves a repeat, then fails (a repeat out of memory): the slice
         # fails, and the saved repeat comes back all the same.
