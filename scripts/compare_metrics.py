@@ -10,8 +10,9 @@ evaluate`) and prints a Markdown table with, for each method, ensemble size
 and metric in both, the two means, their difference, and the two-sided
 p-value of Welch's t-test that the two means are equal. Each mean is over
 the n disjoint groups of members of that size, and its standard error is
-std / sqrt(n - 1), std being the table's standard deviation across the
-groups (divided by n, as bnn writes it); the degrees of freedom are
+std / sqrt(n), std being the standard deviation across the groups (over
+n - 1; from the groups' values where metrics.json has them, as
+paper_comparison.ensembles_in reads it); the degrees of freedom are
 Welch-Satterthwaite's, so that a size with few groups, whose spread is
 itself uncertain, is not over-read. The two runs' members are treated as
 independent. Where the runs share seeds (the same x*, or chains whose bits
@@ -77,7 +78,7 @@ def welch_p(a, b, n_a, n_b):
     (mean_a, std_a), (mean_b, std_b) = a, b
     if n_a < 2 or n_b < 2:
         return None
-    var_a, var_b = std_a ** 2 / (n_a - 1), std_b ** 2 / (n_b - 1)  # squared standard errors
+    var_a, var_b = std_a ** 2 / n_a, std_b ** 2 / n_b  # squared standard errors (std over n - 1)
     diff = mean_a - mean_b
     tolerance = 1e-9 * max(abs(mean_a), abs(mean_b))
     if max(std_a, std_b) <= tolerance:

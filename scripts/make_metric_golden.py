@@ -41,6 +41,12 @@ ECE_BINS = 15
 # --- metric definitions (docs/design.md section 5) ---------------------------------
 
 
+
+def sample_std(values):
+    # The spread across groups as the reference code reports it (torch's
+    # Tensor.std(): ddof 1); none (JSON null) for a single group.
+    return float(np.std(values, ddof=1)) if len(values) > 1 else None
+
 def accuracy(p, y):
     return float(np.mean(np.argmax(p, axis=1) == y))
 
@@ -180,7 +186,7 @@ def ensemble_case(rng, members=5, n=50, k=4):
         row = {"method": "bayes", "size": size, "groups": groups}
         for name in per_group[0]:
             values = np.array([m[name] for m in per_group])
-            row[name] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=0)),
+            row[name] = {"mean": float(np.mean(values)), "std": sample_std(values),
                          "values": [float(v) for v in values]}
         rows.append(row)
         size *= 2
@@ -215,7 +221,7 @@ def reference_case(rng, members=4, n=60, k=4):
         row = {"size": size, "groups": groups}
         for name, fn in (("agreement", top1_agreement), ("total_variation", total_variation)):
             values = np.array([fn(m, reference) for m in means])
-            row[name] = {"mean": float(np.mean(values)), "std": float(np.std(values, ddof=0)),
+            row[name] = {"mean": float(np.mean(values)), "std": sample_std(values),
                          "values": [float(v) for v in values]}
         rows.append(row)
         size *= 2

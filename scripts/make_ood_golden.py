@@ -26,7 +26,7 @@ Cases (scores, higher = more likely OOD):
 Ensembles: M = 4 members, K = 3 classes, 40 test and 30 OOD examples; "bayes" has
 3 draws per member (mutual information at every size), "point" one draw (mutual
 information from size 2); rows for sizes 1, 2, 4, summarised over groups (mean and
-population std).
+sample std, ddof 1, none for one group).
 """
 
 import json
@@ -114,7 +114,7 @@ def ensemble_case(rng, draws, members=4, n_in=40, n_out=30, k=3):
             row = {"size": size, "groups": groups, "score": name}
             for metric in ["auroc", "aupr", "fpr95"]:
                 values = np.array([d[metric] for d in per_score[name]])
-                row[metric] = {"mean": float(values.mean()), "std": float(values.std()),
+                row[metric] = {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else None,
                                "values": [float(v) for v in values]}
             rows.append(row)
         size *= 2

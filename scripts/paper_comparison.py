@@ -101,19 +101,41 @@ def read_metrics_json(path):
         raise BadMetrics(f"{path}: cannot read it as JSON ({e})")
 
 
+def sample_std(values):
+    """The standard deviation over n - 1 (ddof 1), as bnn and the reference code report it; None for one."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+
+
 def ensembles_in(data, path, metrics):
     """(method, size) -> (groups, {metric: (mean, std)}, {metric: [each group's value]}) from a bnn run's
     metrics.json, parsed (read_metrics_json); BadMetrics names what is wrong, with `path`
     (scripts/compare_metrics.py reads tables with it too). The groups' values are there in files bnn wrote
     since they carry them ("values", group g of size es being members [g es, (g + 1) es) for every method);
-    the third dict is empty for an older file."""
+    the third dict is empty for an older file.
+
+    std is the sample standard deviation across the groups (ddof 1), None for a single group, whichever bnn
+    wrote the file: taken from the values where the file has them, and otherwise from its "std", which
+    bnn wrote over n (ddof 0) before it wrote the values."""
     rows = {}
     for row in data.get("ensembles", []) if isinstance(data, dict) else []:
         try:
             key = (row["method"], int(row["size"]))
-            summaries = {m: (float(row[m]["mean"]), float(row[m]["std"])) for m in metrics}
+            means = {m: float(row[m]["mean"]) for m in metrics}
             groups = int(row["groups"])
             values = {m: [float(v) for v in row[m]["values"]] for m in metrics if "values" in row[m]}
+            summaries = {}
+            for m in metrics:
+                if m in values:
+                    std = sample_std(values[m])
+                elif groups < 2:
+                    std = None
+                else:
+                    std = float(row[m]["std"]) * math.sqrt(groups / (groups - 1))
+                summaries[m] = (means[m], std)
         except (KeyError, TypeError, ValueError) as e:
             raise BadMetrics(f"{path}: an ensemble row lacks or garbles {e}: {row}")
         for m, group_values in values.items():
@@ -212,11 +234,14 @@ def size_one_table(rows, differences):
             mean, std = rows[(method, 1)][metric]
             published = PUBLISHED[method][metric]
             diff = mean - published
-            ratio = abs(diff) / std if std > 0 else math.inf if diff != 0 else 0.0
-            flag = "explain" if ratio > 1 and comparable else ""
+            if std is None:  # one member: no spread to measure the difference by
+                ratio, ratio_text, std_text = None, "-", "-"
+            else:
+                ratio = abs(diff) / std if std > 0 else math.inf if diff != 0 else 0.0
+                ratio_text, std_text = "inf" if math.isinf(ratio) else f"{ratio:.1f}", f"{std:.4f}"
+            flag = "explain" if ratio is not None and ratio > 1 and comparable else ""
             to_explain += flag != ""
-            ratio_text = "inf" if math.isinf(ratio) else f"{ratio:.1f}"
-            lines.append(f"| {METHOD_NAMES[method]} | {metric} | {mean:.4f} ± {std:.4f} | {published:.4f} | "
+            lines.append(f"| {METHOD_NAMES[method]} | {metric} | {mean:.4f} ± {std_text} | {published:.4f} | "
                          f"{diff:+.4f} | {ratio_text} | {flag} |")
     if comparable:
         lines += ["", f"{to_explain} of {len(PUBLISHED) * len(METRICS)} differences are larger than our standard "

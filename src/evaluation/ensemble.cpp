@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -115,9 +116,18 @@ Summary summarize(const std::vector<double>& values) {
   s.mean /= n;
   double squares = 0.0;
   for (const double v : values) squares += (v - s.mean) * (v - s.mean);
-  s.std = std::sqrt(squares / n);
+  s.std = values.size() > 1 ? std::sqrt(squares / (n - 1)) : std::numeric_limits<double>::quiet_NaN();
   s.values = values;
   return s;
+}
+
+std::string mean_and_spread(const Summary& s, int decimals, const char* separator) {
+  return std::isnan(s.std) ? fmt::format("{:.{}f}{}-", s.mean, decimals, separator)
+                           : fmt::format("{:.{}f}{}{:.{}f}", s.mean, decimals, separator, s.std, decimals);
+}
+
+std::string csv_fields(const Summary& s) {
+  return std::isnan(s.std) ? fmt::format("{:.17g},", s.mean) : fmt::format("{:.17g},{:.17g}", s.mean, s.std);
 }
 
 std::vector<EnsembleRow> ensemble_table(const std::string& method,
@@ -146,7 +156,9 @@ std::vector<EnsembleRow> ensemble_table(const std::string& method,
 }
 
 nlohmann::json summary_json(const Summary& s) {
-  return {{"mean", s.mean}, {"std", s.std}, {"values", s.values}};
+  return {{"mean", s.mean},
+          {"std", std::isnan(s.std) ? nlohmann::json(nullptr) : nlohmann::json(s.std)},
+          {"values", s.values}};
 }
 
 nlohmann::json to_json(const std::vector<EnsembleRow>& rows) {
@@ -183,8 +195,7 @@ std::string to_csv(const std::vector<EnsembleRow>& rows) {
   for (const EnsembleRow& row : rows) {
     fmt::format_to(std::back_inserter(out), "{},{},{}", row.method, row.size, row.groups);
     for (const MetricField& field : kFields) {
-      const Summary& s = row.*field.summary;
-      fmt::format_to(std::back_inserter(out), ",{:.17g},{:.17g}", s.mean, s.std);
+      out += "," + csv_fields(row.*field.summary);
     }
     if (reference) {
       for (const ReferenceField& field : kReferenceFields) {
@@ -192,8 +203,7 @@ std::string to_csv(const std::vector<EnsembleRow>& rows) {
           out += ",,";
           continue;
         }
-        const Summary& s = row.*field.summary;
-        fmt::format_to(std::back_inserter(out), ",{:.17g},{:.17g}", s.mean, s.std);
+        out += "," + csv_fields(row.*field.summary);
       }
     }
     out += '\n';
@@ -223,15 +233,13 @@ std::string to_table(const std::vector<EnsembleRow>& rows) {
     if (r > 0 && ordered[r - 1]->size != row.size) out += '\n';
     fmt::format_to(std::back_inserter(out), "{:<{}}  {:<{}}", label(row), label_width,
                    row.method, method_width);
+    const auto cell = [](const Summary& s) { return mean_and_spread(s, 4, "±"); };
     for (const MetricField& field : kFields) {
-      const Summary& s = row.*field.summary;
-      fmt::format_to(std::back_inserter(out), "  {} {:.4f}±{:.4f}", field.short_name, s.mean,
-                     s.std);
+      fmt::format_to(std::back_inserter(out), "  {} {}", field.short_name, cell(row.*field.summary));
     }
     if (row.has_reference) {
       for (const ReferenceField& field : kReferenceFields) {
-        const Summary& s = row.*field.summary;
-        fmt::format_to(std::back_inserter(out), "  {} {:.4f}±{:.4f}", field.short_name, s.mean, s.std);
+        fmt::format_to(std::back_inserter(out), "  {} {}", field.short_name, cell(row.*field.summary));
       }
     }
     out += '\n';
@@ -262,14 +270,12 @@ std::string to_markdown(const std::vector<EnsembleRow>& rows) {
     const EnsembleRow& row = *r;
     fmt::format_to(std::back_inserter(out), "| {} | {} | {} |", row.size, row.groups, row.method);
     for (const MetricField& field : kFields) {
-      const Summary& s = row.*field.summary;
-      fmt::format_to(std::back_inserter(out), " {:.4f} ± {:.4f} |", s.mean, s.std);
+      fmt::format_to(std::back_inserter(out), " {} |", mean_and_spread(row.*field.summary));
     }
     if (reference) {
       for (const ReferenceField& field : kReferenceFields) {
-        const Summary& s = row.*field.summary;
         if (row.has_reference) {
-          fmt::format_to(std::back_inserter(out), " {:.4f} ± {:.4f} |", s.mean, s.std);
+          fmt::format_to(std::back_inserter(out), " {} |", mean_and_spread(row.*field.summary));
         } else {
           out += " |";
         }
@@ -294,8 +300,8 @@ PairedMargin paired_margin(const Summary& ours, const Summary& theirs, bool high
   const Summary d = summarize(differences);
   PairedMargin result;
   result.margin = d.mean;
-  // summarize's spread divides by n; the standard error sqrt(S / (n - 1) / n) is std / sqrt(n - 1).
-  if (differences.size() > 1) result.error = d.std / std::sqrt(static_cast<double>(differences.size() - 1));
+  // summarize's spread is the sample one (over n - 1): the standard error is std / sqrt(n).
+  if (differences.size() > 1) result.error = d.std / std::sqrt(static_cast<double>(differences.size()));
   result.p = paired_p_value(differences, scale);
   result.same = ours.values == theirs.values;
   return result;

@@ -16,10 +16,12 @@
 
 namespace bnn::evaluation {
 
-// Mean and population standard deviation (ddof = 0) of one metric across groups;
-// std is 0 when there is a single group. `values` holds the groups' own values in
-// group order, so that two tables over the same members (Adam and SMS-UBU of one
-// run, or two runs from the same seeds) can be compared group by group, paired.
+// Mean and sample standard deviation (ddof = 1, over n - 1, as the paper's
+// reference code reports it: torch's Tensor.std()) of one metric across groups;
+// std is NaN (no spread to estimate) when there is a single group. `values`
+// holds the groups' own values in group order, so that two tables over the
+// same members (Adam and SMS-UBU of one run, or two runs from the same seeds)
+// can be compared group by group, paired.
 struct Summary {
   double mean = 0, std = 0;
   std::vector<double> values;
@@ -28,8 +30,17 @@ struct Summary {
 // The Summary of `values` (at least one), which it keeps.
 Summary summarize(const std::vector<double>& values);
 
-// {"mean": .., "std": .., "values": [..]}: a Summary as metrics.json holds it.
+// {"mean": .., "std": .., "values": [..]}: a Summary as metrics.json holds it;
+// "std" is null for a single group.
 nlohmann::json summary_json(const Summary& s);
+
+// "m ± s" with `decimals` decimals, "m ± -" for a single group; `separator`
+// goes between (" ± " in Markdown, "±" in the terminal).
+std::string mean_and_spread(const Summary& s, int decimals = 4, const char* separator = " ± ");
+
+// The CSV fields "mean,std" with 17 significant digits (round trips); std
+// is empty for a single group.
+std::string csv_fields(const Summary& s);
 
 struct EnsembleRow {
   std::string method;  // "adam", "swa", "bayes"
@@ -64,7 +75,8 @@ std::vector<EnsembleRow> ensemble_table(const std::string& method,
 nlohmann::json to_json(const std::vector<EnsembleRow>& rows);
 
 // One header line (method,size,groups,accuracy_mean,accuracy_std,...,entropy_std)
-// and one line per row, numbers with 17 significant digits so they round-trip;
+// and one line per row, numbers with 17 significant digits so they round-trip
+// (a std field is empty where the size has one group);
 // agreement_mean,agreement_std,total_variation_mean,total_variation_std follow
 // when the rows have a reference.
 std::string to_csv(const std::vector<EnsembleRow>& rows);
@@ -98,7 +110,8 @@ std::string paired_margins_markdown(const std::vector<EnsembleRow>& rows, const 
                                     const std::vector<std::string>& against, double alpha = 0.01);
 
 // A table for the terminal: rows grouped by ensemble size (ascending), methods in
-// their order of appearance one under the other, metrics as mean±std with 4 decimals.
+// their order of appearance one under the other, metrics as mean±std with 4 decimals
+// (mean±- for one group).
 std::string to_table(const std::vector<EnsembleRow>& rows);
 
 // A GitHub-flavoured Markdown table: rows grouped by ensemble size (ascending),

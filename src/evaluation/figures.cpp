@@ -108,7 +108,10 @@ std::string method_words(const FigureInputs& in) {
 }
 
 void metrics_vs_size(const FigureInputs& in, const std::filesystem::path& dir, std::string& script) {
-  std::string data = "# one block per method: size, then mean and std of accuracy, nll, ace, rps\n";
+  std::string data =
+      "# one block per method: size, then mean and std of accuracy, nll, ace, rps (std 0 where a size has one "
+      "group: no spread, no bar)\n";
+  const auto bar = [](const Summary& s) { return std::isnan(s.std) ? 0.0 : s.std; };
   int64_t max_size = 1;
   for (const auto& [method, probs] : in.ensemble_probs) {
     fmt::format_to(std::back_inserter(data), "# {}\n", method);
@@ -116,8 +119,8 @@ void metrics_vs_size(const FigureInputs& in, const std::filesystem::path& dir, s
       if (r.method != method) continue;
       max_size = std::max(max_size, r.size);
       fmt::format_to(std::back_inserter(data), "{} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g} {:.10g}\n",
-                     r.size, r.accuracy.mean, r.accuracy.std, r.nll.mean, r.nll.std, r.ace.mean, r.ace.std,
-                     r.rps.mean, r.rps.std);
+                     r.size, r.accuracy.mean, bar(r.accuracy), r.nll.mean, bar(r.nll), r.ace.mean, bar(r.ace),
+                     r.rps.mean, bar(r.rps));
     }
     data += "\n\n";
   }

@@ -59,7 +59,7 @@ double fpr_at_95(std::vector<double> in, std::vector<double> out) {
   return static_cast<double>(accepted) / static_cast<double>(out.size());
 }
 
-std::string cell(const Summary& s) { return fmt::format("{:.4f} ± {:.4f}", s.mean, s.std); }
+std::string cell(const Summary& s) { return mean_and_spread(s); }
 
 // Rows of `set` grouped by (size, method) in order of appearance, scores in ood_score_names() order.
 std::vector<std::vector<const OodRow*>> lines_of(const std::vector<OodRow>& rows, const std::string& set) {
@@ -195,9 +195,8 @@ nlohmann::json to_json(const std::vector<OodRow>& rows) {
 std::string ood_csv(const std::vector<OodRow>& rows) {
   std::string out = "set,method,size,groups,score,auroc_mean,auroc_std,aupr_mean,aupr_std,fpr95_mean,fpr95_std\n";
   for (const OodRow& r : rows) {
-    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g}\n", r.set,
-                   r.method, r.size, r.groups, r.score, r.auroc.mean, r.auroc.std, r.aupr.mean, r.aupr.std,
-                   r.fpr95.mean, r.fpr95.std);
+    fmt::format_to(std::back_inserter(out), "{},{},{},{},{},{},{},{}\n", r.set, r.method, r.size, r.groups, r.score,
+                   csv_fields(r.auroc), csv_fields(r.aupr), csv_fields(r.fpr95));
   }
   return out;
 }

@@ -43,13 +43,15 @@ class StudentT(unittest.TestCase):
         self.assertEqual(compare_metrics.t_two_sided(0.0, 4), 1.0)
 
     def test_welch(self):
-        # n = 5 groups each, std (ddof 0) 0.02: standard errors 0.01, t = 0.05 / sqrt(2e-4), df = 8.
-        p = compare_metrics.welch_p((0.30, 0.02), (0.25, 0.02), 5, 5)
+        # n = 5 groups each, std (ddof 1) 0.01 sqrt(5): standard errors 0.01, t = 0.05 / sqrt(2e-4), df = 8.
+        s = 0.01 * math.sqrt(5)
+        p = compare_metrics.welch_p((0.30, s), (0.25, s), 5, 5)
         self.assertAlmostEqual(p, compare_metrics.t_two_sided(0.05 / math.sqrt(2e-4), 8.0), places=12)
         # Unequal spreads and counts: standard errors^2 0.03^2 / 3 and 0.01^2 / 8, t = 2.8284, Welch's
         # df = 3.2531; p from an independent computation (mpmath's incomplete beta).
-        self.assertAlmostEqual(compare_metrics.welch_p((0.30, 0.03), (0.25, 0.01), 4, 9), 0.0603041, places=7)
-        self.assertAlmostEqual(compare_metrics.welch_p((0.25, 0.01), (0.30, 0.03), 9, 4), 0.0603041, places=7)
+        s_a, s_b = 0.03 * math.sqrt(4 / 3), 0.01 * math.sqrt(9 / 8)
+        self.assertAlmostEqual(compare_metrics.welch_p((0.30, s_a), (0.25, s_b), 4, 9), 0.0603041, places=7)
+        self.assertAlmostEqual(compare_metrics.welch_p((0.25, s_b), (0.30, s_a), 9, 4), 0.0603041, places=7)
         self.assertIsNone(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.01), 1, 4))
         self.assertEqual(compare_metrics.welch_p((0.3, 0.0), (0.3, 0.0), 4, 4), 1.0)
         # Neither run with a spread: the exact rank test for two samples apart, 2 / C(n_a + n_b, n_a), not 0.
@@ -60,18 +62,19 @@ class StudentT(unittest.TestCase):
         self.assertEqual(compare_metrics.welch_p((0.9001, 1e-17), (0.9002, 0.0), 16, 16), 2.0 / math.comb(32, 16))
         self.assertEqual(compare_metrics.welch_p((0.9, 1e-17), (0.9 + 1e-16, 0.0), 3, 3), 1.0)
         # One run with a real spread: Welch's t, finite, on the other's zero spread.
-        self.assertAlmostEqual(compare_metrics.welch_p((0.30, 0.02), (0.25, 0.0), 5, 5),
+        self.assertAlmostEqual(compare_metrics.welch_p((0.30, s), (0.25, 0.0), 5, 5),
                                compare_metrics.t_two_sided(0.05 / 0.01, 4.0), places=12)
 
 
 def valued(method, size, values, **overrides):
     # Every metric with these per-group values but those overridden with their own, as bnn writes them
-    # (mean, std ddof 0, values).
+    # (mean, std ddof 1, values).
     out = {"method": method, "size": size, "groups": len(values), "entropy": {"mean": 0.2, "std": 0.0}}
     for m in METRICS:
         v = overrides.get(m, values)
         mean = sum(v) / len(v)
-        out[m] = {"mean": mean, "std": math.sqrt(sum((x - mean) ** 2 for x in v) / len(v)), "values": v}
+        std = math.sqrt(sum((x - mean) ** 2 for x in v) / (len(v) - 1)) if len(v) > 1 else None
+        out[m] = {"mean": mean, "std": std, "values": v}
     return out
 
 

@@ -18,7 +18,8 @@ import student_t  # noqa: E402
 
 
 def row(method, size, groups, acc, ace, nll, rps):
-    # Each metric as (mean, std).
+    # Each metric as (mean, std), as a bnn that did not keep each group's values wrote it: std over n
+    # (ddof 0), which the script reads as std sqrt(n / (n - 1)), over n - 1.
     metrics = {"accuracy": acc, "ace": ace, "nll": nll, "rps": rps}
     out = {"method": method, "size": size, "groups": groups}
     out.update({k: {"mean": v[0], "std": v[1]} for k, v in metrics.items()})
@@ -30,7 +31,8 @@ ROWS = [
     # Size 1: Adam and SWA equal to the published means.
     row("adam", 1, 64, (0.9306, 0.002), (0.0090, 0.001), (0.3271, 0.01), (0.0217, 0.001)),
     row("swa", 1, 64, (0.9352, 0.002), (0.0091, 0.001), (0.3412, 0.01), (0.0208, 0.001)),
-    # accuracy 0.4 std off; ACE 6.8 std off; NLL exact with std 0; RPS off with std 0.
+    # accuracy 0.4 std off; ACE 6.7 std off (0.0068 / (0.001 sqrt(64 / 63))); NLL exact with std 0; RPS off
+    # with std 0.
     row("bayes", 1, 64, (0.9380, 0.002), (0.0100, 0.001), (0.1980, 0.0), (0.0180, 0.0)),
     # Size 2: SMS-UBU better on all but ACE.
     row("adam", 2, 32, (0.9400, 0.001), (0.0080, 0.001), (0.2500, 0.01), (0.0190, 0.001)),
@@ -46,11 +48,12 @@ ROWS = [
 
 
 def valued(method, size, **values):
-    # A row as bnn writes it since it keeps each group's values: mean, std (ddof 0) and values per metric.
+    # A row as bnn writes it since it keeps each group's values: mean, std (ddof 1) and values per metric.
     out = {"method": method, "size": size, "groups": len(values["accuracy"])}
     for metric, v in values.items():
         mean = sum(v) / len(v)
-        out[metric] = {"mean": mean, "std": (sum((x - mean) ** 2 for x in v) / len(v)) ** 0.5, "values": v}
+        out[metric] = {"mean": mean, "std": (sum((x - mean) ** 2 for x in v) / (len(v) - 1)) ** 0.5 if len(v) > 1
+                       else None, "values": v}
     return out
 
 
@@ -144,7 +147,7 @@ class PaperComparison(unittest.TestCase):
         lines = self.lines_for_rows()
         self.assertIn("| Adam | accuracy | 0.9306 ± 0.0020 | 0.9306 | +0.0000 | 0.0 |  |", lines)
         self.assertIn("| SMS-UBU | accuracy | 0.9380 ± 0.0020 | 0.9372 | +0.0008 | 0.4 |  |", lines)
-        self.assertIn("| SMS-UBU | ace | 0.0100 ± 0.0010 | 0.0032 | +0.0068 | 6.8 | explain |", lines)
+        self.assertIn("| SMS-UBU | ace | 0.0100 ± 0.0010 | 0.0032 | +0.0068 | 6.7 | explain |", lines)
         self.assertIn("| SMS-UBU | nll | 0.1980 ± 0.0000 | 0.1980 | +0.0000 | 0.0 |  |", lines)
         self.assertIn("| SMS-UBU | rps | 0.0180 ± 0.0000 | 0.0177 | +0.0003 | inf | explain |", lines)
         self.assertIn("2 of 12 differences are larger than our standard deviation.", lines)
@@ -165,7 +168,7 @@ class PaperComparison(unittest.TestCase):
                       "64 runs, means only. This run is not in the paper's setting, so its differences are not "
                       "marked: it differs in model.name mlp (the paper's fmnist_cnn); adam.lr 0.002 (the paper's "
                       "0.01); sampler.burn_in (absent) (the paper's 10).", lines)
-        self.assertIn("| SMS-UBU | ace | 0.0100 ± 0.0010 | 0.0032 | +0.0068 | 6.8 |  |", lines)
+        self.assertIn("| SMS-UBU | ace | 0.0100 ± 0.0010 | 0.0032 | +0.0068 | 6.7 |  |", lines)
         self.assertIn("| SMS-UBU | rps | 0.0180 ± 0.0000 | 0.0177 | +0.0003 | inf |  |", lines)
         self.assertFalse([l for l in lines if "explain" in l or "differences are larger" in l], lines)
         self.assertIn("Not in the paper's setting: the differences measure the settings as much as bnn.", lines)
@@ -200,6 +203,25 @@ class PaperComparison(unittest.TestCase):
         self.assertEqual(paper_comparison.setting_differences(os.path.join(configs, "fashion_mnist_mlp.yaml")),
                          ["model.name mlp (the paper's fmnist_cnn)", "adam.lr 0.002 (the paper's 0.01)",
                           "swa.lr 0.0005 (the paper's 0.001)"])
+
+    def test_the_spread_is_over_n_minus_1_whichever_bnn_wrote_the_file(self):
+        # The reference code's Tensor.std() divides by n - 1: with the values, from them (a file's "std"
+        # is not read); without them (an older bnn's "std", over n), rescaled; none for one group.
+        import paper_comparison
+        new = valued("bayes", 1, accuracy=[0.90, 0.92, 0.97], nll=[0.3, 0.3, 0.3])
+        new["accuracy"]["std"] = 123.0
+        new_one = valued("bayes", 64, accuracy=[0.93], nll=[0.3])  # "std": null, as bnn writes one group's
+        old = row("adam", 4, 3, (0.93, 0.02), (0.01, 0.0), (0.3, 0.01), (0.02, 0.001))
+        old_one = row("swa", 64, 1, (0.93, 0.0), (0.01, 0.0), (0.3, 0.0), (0.02, 0.0))
+        rows = paper_comparison.ensembles_in({"ensembles": [new, new_one, old, old_one]}, "m.json",
+                                             ["accuracy", "nll"])
+        # 0.90, 0.92, 0.97: mean 0.93, squares 0.0009 + 0.0001 + 0.0016 over 2.
+        self.assertAlmostEqual(rows[("bayes", 1)][1]["accuracy"][1], math.sqrt(0.0026 / 2), places=15)
+        self.assertEqual(rows[("bayes", 1)][1]["nll"][1], 0.0)
+        self.assertIsNone(rows[("bayes", 64)][1]["accuracy"][1])
+        self.assertAlmostEqual(rows[("adam", 4)][1]["accuracy"][1], 0.02 * math.sqrt(1.5), places=15)
+        self.assertIsNone(rows[("swa", 64)][1]["accuracy"][1])
+        self.assertEqual(rows[("swa", 64)][1]["accuracy"][0], 0.93)
 
     def test_claims_size_by_size(self):
         lines = self.lines_for_rows()

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fstream>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +38,12 @@ inline torch::Tensor probs_from_json(const nlohmann::json& rows) {
     for (int64_t c = 0; c < k; ++c) acc[i][c] = rows.at(i).at(c).get<double>();
   }
   return p;
+}
+
+// A golden summary's "std": NaN where it is null (a single group has no spread).
+inline double golden_std(const nlohmann::json& summary) {
+  const auto& s = summary.at("std");
+  return s.is_null() ? std::numeric_limits<double>::quiet_NaN() : s.get<double>();
 }
 
 inline torch::Tensor labels_from_json(const nlohmann::json& labels) {

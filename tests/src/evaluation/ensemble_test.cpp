@@ -79,10 +79,14 @@ TEST(EnsembleGolden, RowsMatchNumpy) {
     for (const std::string name : kMetricNames) {
       const Summary& s = summary_of(rows[r], name);
       const double mean = e.at(name).at("mean");
-      const double std = e.at(name).at("std");
+      const double std = testing::golden_std(e.at(name));
       const std::string where = "size " + std::to_string(rows[r].size) + " " + name;
       EXPECT_NEAR(s.mean, mean, 1e-12 * std::max(1.0, std::abs(mean))) << where;
-      EXPECT_NEAR(s.std, std, 1e-12 * std::max(1.0, std::abs(std))) << where;
+      if (std::isnan(std)) {
+        EXPECT_TRUE(std::isnan(s.std)) << where << ": " << s.std;
+      } else {
+        EXPECT_NEAR(s.std, std, 1e-12 * std::max(1.0, std::abs(std))) << where;
+      }
       // Each group's own value, in group order: group g is members [g size, (g + 1) size).
       const auto values = e.at(name).at("values").get<std::vector<double>>();
       ASSERT_EQ(s.values.size(), values.size()) << where;
@@ -113,9 +117,13 @@ TEST(EnsembleGolden, ReferenceAgreementMatchesNumpy) {
     for (const auto& [name, s] : {std::pair<std::string, Summary>{"agreement", rows[r].agreement},
                                   std::pair<std::string, Summary>{"total_variation", rows[r].total_variation}}) {
       const double mean = e.at(name).at("mean");
-      const double std = e.at(name).at("std");
+      const double std = testing::golden_std(e.at(name));
       EXPECT_NEAR(s.mean, mean, 1e-12) << "size " << rows[r].size << " " << name;
-      EXPECT_NEAR(s.std, std, 1e-12) << "size " << rows[r].size << " " << name;
+      if (std::isnan(std)) {
+        EXPECT_TRUE(std::isnan(s.std)) << "size " << rows[r].size << " " << name;
+      } else {
+        EXPECT_NEAR(s.std, std, 1e-12) << "size " << rows[r].size << " " << name;
+      }
       const auto values = e.at(name).at("values").get<std::vector<double>>();
       ASSERT_EQ(s.values.size(), values.size()) << "size " << rows[r].size << " " << name;
       for (size_t g = 0; g < values.size(); ++g) EXPECT_NEAR(s.values[g], values[g], 1e-12) << name << " group " << g;
@@ -155,7 +163,7 @@ TEST(Ensemble, SixMembersGiveSizesOneTwoFour) {
   EXPECT_EQ(rows[2].size, 4);
   EXPECT_EQ(rows[2].groups, 1);
   for (const std::string name : kMetricNames) {
-    EXPECT_EQ(summary_of(rows[2], name).std, 0.0) << name;
+    EXPECT_TRUE(std::isnan(summary_of(rows[2], name).std)) << name << ": one group has no spread";
   }
   EXPECT_GT(rows[0].nll.std, 0.0);
 
@@ -167,13 +175,37 @@ TEST(Ensemble, SixMembersGiveSizesOneTwoFour) {
   EXPECT_NEAR(rows[2].ace.mean, ace(first_four, labels), 1e-12);
 }
 
-TEST(Ensemble, SingleMemberGivesOneRowWithZeroStd) {
+// The spread across groups is the sample standard deviation (over n - 1), as
+// the reference code's Tensor.std() reports it: 1, 2, 3, 6 have mean 3 and
+// squares 4 + 1 + 0 + 9 = 14, so sqrt(14 / 3), not sqrt(14 / 4).
+TEST(Ensemble, SpreadIsOverGroupsLessOne) {
+  const Summary s = summarize({1.0, 2.0, 3.0, 6.0});
+  EXPECT_EQ(s.mean, 3.0);
+  EXPECT_DOUBLE_EQ(s.std, std::sqrt(14.0 / 3.0));
+  EXPECT_EQ(s.values, (std::vector<double>{1.0, 2.0, 3.0, 6.0}));
+  EXPECT_DOUBLE_EQ(summarize({0.5, 0.75}).std, std::sqrt(0.03125));
+  EXPECT_TRUE(std::isnan(summarize({0.25}).std));
+}
+
+// One group: no spread, said as such in every format (null, an empty CSV
+// field, "-"), not as a spread of 0.
+TEST(Ensemble, SingleMemberGivesOneRowWithNoStd) {
   const auto members = synthetic_members(/*members=*/1, /*n=*/10, /*k=*/4);
   const std::vector<EnsembleRow> rows =
       ensemble_table("swa", members, synthetic_labels(10, 4));
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].groups, 1);
-  EXPECT_EQ(rows[0].brier.std, 0.0);
+  EXPECT_TRUE(std::isnan(rows[0].brier.std));
+  const nlohmann::json j = to_json(rows);
+  EXPECT_TRUE(j.at("ensembles").at(0).at("brier").at("std").is_null()) << j.dump();
+  EXPECT_EQ(j.at("ensembles").at(0).at("brier").at("mean").get<double>(), rows[0].brier.mean);
+  const std::vector<std::string> csv = split(to_csv(rows), '\n');
+  EXPECT_NE(csv.at(1).find(fmt::format(",{:.17g},,", rows[0].accuracy.mean)), std::string::npos) << csv.at(1);
+  EXPECT_EQ(csv.at(1).find("nan"), std::string::npos) << csv.at(1);
+  EXPECT_NE(to_markdown(rows).find(fmt::format("| {:.4f} ± - |", rows[0].nll.mean)), std::string::npos)
+      << to_markdown(rows);
+  EXPECT_NE(to_table(rows).find(fmt::format("nll {:.4f}±- ", rows[0].nll.mean)), std::string::npos)
+      << to_table(rows);
 }
 
 TEST(Ensemble, RejectsBadMembers) {
@@ -208,7 +240,11 @@ TEST(Ensemble, ToJsonHasOneEntryPerRowWithMeanStdAndGroupValues) {
       ASSERT_TRUE(entry.contains(name)) << name;
       EXPECT_EQ(entry.at(name).size(), 3u) << name;
       EXPECT_EQ(entry.at(name).at("mean").get<double>(), summary_of(rows[r], name).mean);
-      EXPECT_EQ(entry.at(name).at("std").get<double>(), summary_of(rows[r], name).std);
+      if (rows[r].groups == 1) {
+        EXPECT_TRUE(entry.at(name).at("std").is_null()) << name;
+      } else {
+        EXPECT_EQ(entry.at(name).at("std").get<double>(), summary_of(rows[r], name).std);
+      }
       // The groups' values round-trip exactly and give back the mean.
       const auto values = entry.at(name).at("values").get<std::vector<double>>();
       EXPECT_EQ(values, summary_of(rows[r], name).values) << name;
@@ -231,14 +267,19 @@ TEST(Ensemble, ToCsvHasHeaderAndRoundTrippingRows) {
             "method,size,groups,accuracy_mean,accuracy_std,nll_mean,nll_std,ace_mean,ace_std,"
             "rps_mean,rps_std,ece_mean,ece_std,brier_mean,brier_std,entropy_mean,entropy_std");
   for (size_t r = 0; r < rows.size(); ++r) {
-    const std::vector<std::string> fields = split(lines[r + 1], ',');
-    ASSERT_EQ(fields.size(), 17u) << lines[r + 1];
+    // A closing mark, so that an empty last field (one group's std) is a field.
+    const std::vector<std::string> fields = split(lines[r + 1] + ",$", ',');
+    ASSERT_EQ(fields.size(), 18u) << lines[r + 1];
     EXPECT_EQ(fields[0], rows[r].method);
     EXPECT_EQ(std::stoll(fields[1]), rows[r].size);
     EXPECT_EQ(std::stoll(fields[2]), rows[r].groups);
     // 17 significant digits: every double reads back exactly.
     EXPECT_EQ(std::stod(fields[5]), rows[r].nll.mean);
-    EXPECT_EQ(std::stod(fields[16]), rows[r].entropy.std);
+    if (rows[r].groups == 1) {
+      EXPECT_EQ(fields[16], "") << "one group: no spread";
+    } else {
+      EXPECT_EQ(std::stod(fields[16]), rows[r].entropy.std);
+    }
   }
 }
 
