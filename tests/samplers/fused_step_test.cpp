@@ -3,7 +3,9 @@
 // forming the force, with bounces, across generator chunks, whatever the
 // thread count; and the generator jumps they rely on (Note [Lane jumps]).
 // Note [Buffered passes]: the GPU's passes, run on the host, give the same
-// bits too, bounce included.
+// bits too, bounce included. And UBU's step without a force is the exact
+// Ornstein-Uhlenbeck flow on every path.
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -294,6 +296,59 @@ TEST(FusedSteps, TheEnvironmentChoosesThePathAndBadValuesAreNamed) {
   }
   EXPECT_EQ(fused_choice_from_environment(), FusedChoice::kAuto);
   EXPECT_EQ(fused_step_description().find("CUDA: buffered passes built") != std::string::npos, cuda_kernels_built());
+}
+
+// UBU with no force: U(h/2), a kick by zero, U(h/2) is the exact flow of
+// dx = v dt, dv = -gamma v dt + sqrt(2 gamma) dW over h. From fixed x0, v0,
+//   x ~ x0 + (1 - e^{-gamma h})/gamma v0 + N(0, Vx),
+//   Vx = (2 gamma h - 3 + 4 e^{-gamma h} - e^{-2 gamma h}) / gamma^2,
+//   v ~ e^{-gamma h} v0 + N(0, 1 - e^{-2 gamma h}),   Cov(x, v) = (1 - e^{-gamma h})^2 / gamma,
+// computed here from the formulas, not from samplers/ubu_constants.h. One
+// step over 10^6 coordinates on each path (the bits-equality tests above
+// cannot see a change made to every path alike, and
+// CoupledBias.ForceFreeCoupledChainsCoincide checks only the tensor path's
+// U(h/2) U(h/2) = U(h), not the law of U). Standard errors from the
+// exact moments: sd/1000 for a mean, sqrt(2) var/1000 for a variance,
+// sqrt(Var x Var v + Cov^2)/1000 for the covariance; tolerances 5 of them
+// (0.71% on a variance). A doubled Var Zx in each U(h/2) makes Var x 50% too
+// large here (measured), but moves the stationary Var x by under 2%, inside
+// the moment tests' bounds.
+TEST(FusedSteps, UbuStepWithoutForceIsTheExactFlowOnEveryPath) {
+  constexpr int64_t n = 1000000;
+  const double gamma = 2.0, h = 0.5, x0 = 0.3, v0 = 1.5;
+  const double e1 = std::exp(-gamma * h), e2 = std::exp(-2 * gamma * h);
+  const double mean_x = x0 + (1 - e1) / gamma * v0, mean_v = e1 * v0;
+  const double var_x = (2 * gamma * h - 3 + 4 * e1 - e2) / (gamma * gamma), var_v = 1 - e2;
+  const double cov = (1 - e1) * (1 - e1) / gamma;
+  const double root_n = std::sqrt(static_cast<double>(n));
+  enum class Path { kTensor, kCpu, kBuffered };
+  for (const Path path : {Path::kTensor, Path::kCpu, Path::kBuffered}) {
+    std::unique_ptr<ScopedFusedSteps> env;
+    if (path == Path::kBuffered) env = std::make_unique<ScopedFusedSteps>("buffered");
+    // A flat target: one batch of precision 0, no prior, no localization, so G = 0.
+    testing::QuadraticOracle oracle(n, {0.0}, {0.0}, torch::zeros({n}, torch::kDouble), x0, torch::kCPU,
+                                    torch::kFloat);
+    auto sampler = make_sampler("sms_ubu", oracle, torch::full({n}, x0, torch::kFloat),
+                                LangevinOptions(h).friction(gamma).prior_precision(0.0), 13);
+    auto& kinetic = dynamic_cast<KineticLangevin&>(*sampler);
+    kinetic.set_fused_steps(path != Path::kTensor);
+    const std::string name = kinetic.fused_steps() ? kinetic.fused_path() : "tensor operations";
+    SCOPED_TRACE(name);
+    ASSERT_EQ(name, path == Path::kTensor ? "tensor operations"
+                    : path == Path::kCpu  ? "cpu passes"
+                                          : "buffered passes on cpu");
+    torch::Tensor v = sampler->velocity();
+    v.fill_(v0);
+    sampler->step();
+    const torch::Tensor x = oracle.parameters().to(torch::kDouble), w = sampler->velocity().to(torch::kDouble);
+    const double mx = x.mean().item<double>(), mv = w.mean().item<double>();
+    const torch::Tensor dx = x - mx, dv = w - mv;
+    EXPECT_NEAR(mx, mean_x, 5 * std::sqrt(var_x) / root_n);
+    EXPECT_NEAR(mv, mean_v, 5 * std::sqrt(var_v) / root_n);
+    EXPECT_NEAR(dx.pow(2).mean().item<double>() / var_x, 1.0, 5 * std::sqrt(2.0) / root_n);
+    EXPECT_NEAR(dv.pow(2).mean().item<double>() / var_v, 1.0, 5 * std::sqrt(2.0) / root_n);
+    EXPECT_NEAR((dx * dv).mean().item<double>(), cov, 5 * std::sqrt(var_x * var_v + cov * cov) / root_n);
+  }
 }
 
 }  // namespace

@@ -124,6 +124,26 @@ TEST(Nogin, KeepsUnitVarianceUnderGaussianGradientNoise) {
   }
 }
 
+// Note [Temperature]: at T = 2 the target is N(0, 2) and G = (x + N_m e) / T,
+// whose noise covariance is the rows' estimate over T^2 (nogin.h). NOGIN
+// stays exact: Var(x) = T, and Var(v) = 1 / (1 - h^2 / (4 T)) = 1.032 at step
+// ends (Lemma 4.2 with the force's precision 1/T). The pattern is twice as
+// wide as above, so that (h^2/4) Sigma_jj is again about 0.54 after the 1/T^2;
+// scaling the estimate by 1/T instead doubles it and over-damps v: Var(x)
+// 1.23, Var(v) 0.63 (measured; 2.002 and 1.034 as written). 2000 coordinates
+// x 500 retained states, correlated over a few states: standard errors near
+// 0.006 on Var(x) and 0.002 on Var(v); tolerances 0.05 (2.5%) and 0.02.
+TEST(Nogin, KeepsTheTemperedVarianceAtTemperatureTwo) {
+  const double h = 0.5, temperature = 2.0;
+  NoisyRowsOracle oracle(2000, /*batches=*/4, /*n=*/8, /*pattern_sd=*/0.6, NoiseCovariance::kDiagonal);
+  const double noise = oracle.noise_variance().mean().item<double>() / (temperature * temperature);
+  EXPECT_GT(h * h / 4 * noise, 0.4);
+  const NoginMoments nogin =
+      run("nogin", oracle, nogin_options(h, NoiseCovariance::kDiagonal).temperature(temperature), 200, 1000);
+  EXPECT_NEAR(nogin.var_x, temperature, 0.05);
+  EXPECT_NEAR(nogin.var_v, 1.0 / (1.0 - h * h / (4 * temperature)), 0.02);
+}
+
 // The O part against dense d x d matrices: Gamma = (I - S)(I + S)^{-1}.
 TEST(Nogin, DampingMatchesTheDenseFormula) {
   torch::manual_seed(3);

@@ -98,29 +98,40 @@ TEST(SamplerFamily, StationaryMeanAndVarianceOnAGaussianTarget) {
 }
 
 struct ObaboRun {
-  double variance;
+  double mean, variance;
   int64_t accepted, blocks;
   std::string diagnostics;
 };
 
-// One chain on N(0, 1) (a single batch, exact gradients); Var(x) after 1000
-// steps of burn-in, over the states at block ends (the states inside a block
-// are proposals, not samples).
-ObaboRun run_obabo(double h, int64_t mh_block, int64_t steps) {
-  testing::QuadraticOracle oracle(1, {1.0}, {0.0}, torch::zeros({1}, torch::kDouble), 0.0);
-  auto sampler = make_sampler("obabo", oracle, torch::zeros({1}, torch::kDouble),
-                              LangevinOptions(h).friction(1.0).prior_precision(0.0).mh_block(mh_block), 5);
+// One chain (a single coordinate: the acceptance is one test for the whole
+// vector) with options `o`, anchor x*; mean and Var(x) after 1000 steps of
+// burn-in, over the states at block ends (the states inside a block are
+// proposals, not samples).
+ObaboRun run_obabo(testing::QuadraticOracle& oracle, const LangevinOptions& o, double anchor, int64_t steps) {
+  auto sampler = make_sampler("obabo", oracle, torch::full({1}, anchor, torch::kDouble), o, 5);
+  const int64_t block = o.mh_block();
   double s = 0, s2 = 0, n = 0;
   for (int64_t i = 0; i < steps; ++i) {
     sampler->step();
-    if (i < 1000 || (mh_block > 0 && (i + 1) % mh_block != 0)) continue;
+    if (i < 1000 || (block > 0 && (i + 1) % block != 0)) continue;
     const double x = oracle.parameters().item<double>();
     s += x;
     s2 += x * x;
     n += 1;
   }
   const auto* obabo = dynamic_cast<const Obabo*>(sampler.get());
-  return {s2 / n - (s / n) * (s / n), obabo->accepted_blocks(), obabo->completed_blocks(), obabo->diagnostics()};
+  return {s / n, s2 / n - (s / n) * (s / n), obabo->accepted_blocks(), obabo->completed_blocks(),
+          obabo->diagnostics()};
+}
+
+LangevinOptions obabo_options(double h, int64_t mh_block) {
+  return LangevinOptions(h).friction(1.0).prior_precision(0.0).mh_block(mh_block);
+}
+
+// On N(0, 1) (a single batch, exact gradients), tempered to N(0, T).
+ObaboRun run_obabo(double h, int64_t mh_block, int64_t steps, double temperature = 1.0) {
+  testing::QuadraticOracle oracle(1, {1.0}, {0.0}, torch::zeros({1}, torch::kDouble), 0.0);
+  return run_obabo(oracle, obabo_options(h, mh_block).temperature(temperature), 0.0, steps);
 }
 
 // Plain OBABO on a harmonic target samples Var(x) = 1/(1 - h^2/4) (2.29 at
@@ -140,6 +151,47 @@ TEST(Obabo, MetropolisHastingsRemovesTheStepSizeBias) {
   EXPECT_GT(rate, 0.2);
   EXPECT_LT(rate, 0.95);
   EXPECT_NE(mh.diagnostics.find("accept="), std::string::npos) << mh.diagnostics;
+}
+
+// Note [Temperature]: at T = 2 the target is N(0, 2). The force and the
+// potential are divided by T, the velocity stays N(0, 1), so a block is
+// accepted with probability min(1, exp(-dU - dK)), U = f/T. Dividing the
+// kinetic change by T as well makes the correction target another
+// distribution: Var(x) 1.46 at this step (measured; 1.96 as written). Plain
+// OBABO gives T / (1 - h^2 / (4T)) = 2.78. As above, 15,000 block-end states
+// with a correlation time of a few blocks: standard error near 0.06 on
+// Var(x) = 2; tolerance 0.14, the same 7% as at T = 1.
+TEST(Obabo, MetropolisHastingsAtTemperatureTwoTargetsTheTemperedDistribution) {
+  const double temperature = 2.0;
+  const ObaboRun mh = run_obabo(/*h=*/1.5, /*mh_block=*/4, 60000, temperature);
+  EXPECT_NEAR(mh.variance, temperature, 0.14);
+  const double rate = static_cast<double>(mh.accepted) / mh.blocks;
+  EXPECT_GT(rate, 0.2);
+  EXPECT_LT(rate, 0.95);
+}
+
+// The acceptance makes exp(-U - K) invariant whatever force drives the
+// proposals (a reversible, volume-preserving map within a block), so OBABO
+// with Metropolis-Hastings samples exactly the law of
+// StochasticGradient::potential(), here with every term of it on: one
+// coordinate under the prior, f = (x - 0.5)^2 / 2 + (lambda/2) x^2 +
+// (x - x*)^2 / (2 rho^2) with lambda = 0.5, rho = 1, x* = 0.3, at T = 2, i.e.
+// N(0.8 / P, T / P) with P = 2.5: mean 0.32, Var 0.8 (measured 0.315,
+// 0.787). Doubling the prior or the localization term of the potential gives
+// Var 0.67 or 0.57, leaving out the division by T 0.4 (measured 0.66, 0.57,
+// 0.40). At h = 1 (h sqrt(P/T) = 1.1, where plain OBABO runs 45% hot) 15,000
+// block-end states give standard errors near 0.015 on the mean and 0.025 on
+// Var(x); tolerances 0.05 and 7% (0.056).
+TEST(Obabo, MetropolisHastingsSamplesThePotentialWithPriorLocalizationAndTemperature) {
+  testing::QuadraticOracle oracle(1, {1.0}, {0.5}, torch::ones({1}, torch::kDouble), 0.3);
+  const auto o = obabo_options(/*h=*/1.0, /*mh_block=*/4).prior_precision(0.5).rho(1.0).temperature(2.0);
+  const ObaboRun mh = run_obabo(oracle, o, /*anchor=*/0.3, 60000);
+  const double precision = 1.0 + 0.5 + 1.0;
+  EXPECT_NEAR(mh.mean, (0.5 + 0.3) / precision, 0.05);
+  EXPECT_NEAR(mh.variance / (2.0 / precision), 1.0, 0.07) << mh.variance;
+  const double rate = static_cast<double>(mh.accepted) / mh.blocks;
+  EXPECT_GT(rate, 0.2);
+  EXPECT_LT(rate, 0.95);
 }
 
 TEST(Obabo, SmallStepsAreAlmostAlwaysAccepted) {
