@@ -579,22 +579,19 @@ void validate_and_resolve(Config& c) {
   auto& s = c.sampler;
   // A chain whose step moves a weight of size 1 by less than float32 can
   // resolve stays where it started: samples that are all x*, reported as a
-  // posterior. A kinetic sampler moves about h sqrt(T) per step (velocity
-  // of size sqrt(T)), an overdamped one (no friction) about sqrt(2 h T);
-  // below T = 1 the gradient's drift may still move it, so T counts only
-  // above 1 (T' = max(T, 1)).
+  // posterior. A kinetic sampler moves about h per step, an overdamped one
+  // (no friction) about sqrt(2 h), whatever the temperature: the force is
+  // divided by T and the velocity stays N(0, I) (Note [Temperature]).
   const bool kinetic = samplers::reads_option(s.name, samplers::SamplerOption::kFriction);
-  const double t = std::max(1.0, s.temperature);
-  const double move = kinetic ? s.step_size * std::sqrt(t) : std::sqrt(2 * s.step_size * t);
+  const double move = kinetic ? s.step_size : std::sqrt(2 * s.step_size);
   constexpr double kFloatResolution = std::numeric_limits<float>::epsilon();
   if (move < kFloatResolution) {
     throw ConfigError(
         fmt::format("config key 'sampler.step_size': invalid value '{}': a step moves a weight by about "
-                    "{} = {:.3g} (T' = max(T, 1)), below float32's resolution at 1 ({:.3g}), so the chain "
-                    "cannot move; "
+                    "{} = {:.3g}, below float32's resolution at 1 ({:.3g}), so the chain cannot move; "
                     "use a step size of at least {:.3g}",
-                    s.step_size, kinetic ? "h sqrt(T')" : "sqrt(2 h T')", move, kFloatResolution,
-                    kinetic ? kFloatResolution / std::sqrt(t) : kFloatResolution * kFloatResolution / (2 * t)));
+                    s.step_size, kinetic ? "h" : "sqrt(2 h)", move, kFloatResolution,
+                    kinetic ? kFloatResolution : kFloatResolution * kFloatResolution / 2));
   }
   if (s.burn_in >= s.epochs) {
     throw ConfigError(fmt::format("config key 'sampler.burn_in': invalid value '{}': must be less than "

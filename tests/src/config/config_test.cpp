@@ -130,20 +130,24 @@ TEST(Config, NumbersMustFitInFloat) {
                "config key 'sampler.friction': invalid value '1e300': beyond the float32 range");
 }
 
-// A kinetic chain moves about h sqrt(T) per step, an overdamped one sqrt(2 h T);
-// below float32's epsilon at 1 (2^-23) it cannot move.
+// A kinetic chain moves about h per step, an overdamped one sqrt(2 h), at any
+// temperature (the velocity stays N(0, I): Note [Temperature]); below
+// float32's epsilon at 1 (2^-23) it cannot move.
 TEST(Config, StepSizesTooSmallToMoveAreRefused) {
   const double eps = std::ldexp(1.0, -23);
   EXPECT_NO_THROW(load_config("", {fmt::format("sampler.step_size={}", eps)}));
   expect_error([&] { load_config("", {fmt::format("sampler.step_size={}", eps * 0.99)}); },
-               "so the chain cannot move; use a step size of at least 1.19e-07");
-  // T = 4 doubles the velocity: half the step size moves as far.
-  EXPECT_NO_THROW(load_config("", {fmt::format("sampler.step_size={}", eps / 2), "sampler.temperature=4"}));
+               "a step moves a weight by about h = 1.18e-07, below float32's resolution at 1 (1.19e-07), so "
+               "the chain cannot move; use a step size of at least 1.19e-07");
+  // A hotter target does not move the velocity further: the same bound at T = 4, and at T = 1e-6.
+  expect_error([&] { load_config("", {fmt::format("sampler.step_size={}", eps / 2), "sampler.temperature=4"}); },
+               "use a step size of at least 1.19e-07");
+  EXPECT_NO_THROW(load_config("", {fmt::format("sampler.step_size={}", eps), "sampler.temperature=4"}));
+  EXPECT_NO_THROW(load_config("", {"sampler.step_size=1e-4", "sampler.temperature=1e-6"}));
   // sgld: sqrt(2 h) >= 2^-23 needs h >= 2^-47.
   EXPECT_NO_THROW(load_config("", {"sampler.name=sgld", fmt::format("sampler.step_size={}", std::ldexp(1.0, -47))}));
-  expect_error([] { load_config("", {"sampler.name=sgld", "sampler.step_size=1e-15"}); }, "sqrt(2 h T')");
-  // A cold posterior keeps the bound of T = 1: the gradient still moves it.
-  EXPECT_NO_THROW(load_config("", {"sampler.step_size=1e-4", "sampler.temperature=1e-6"}));
+  expect_error([] { load_config("", {"sampler.name=sgld", "sampler.step_size=1e-15", "sampler.temperature=9"}); },
+               "about sqrt(2 h) = 4.47e-08");
 }
 
 TEST(Config, FilesThatSayNothingOrTwiceAreRefused) {
