@@ -41,11 +41,11 @@ ECE_BINS = 15
 # --- metric definitions (docs/design.md section 5) ---------------------------------
 
 
-
 def sample_std(values):
     # The spread across groups as the reference code reports it (torch's
     # Tensor.std(): ddof 1); none (JSON null) for a single group.
     return float(np.std(values, ddof=1)) if len(values) > 1 else None
+
 
 def accuracy(p, y):
     return float(np.mean(np.argmax(p, axis=1) == y))

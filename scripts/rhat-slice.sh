@@ -109,11 +109,14 @@ t0=$(date +%s)
 timeout -k 5 $((left + 20)) "$bnn" rhat "$@" "${throughput[@]}" --no-figures --time-limit "${left}s" \
   --config "$config" --out "$work/rhat" >> "$log" 2>&1
 code=$?
+stopped=0
 if [[ $code -eq 124 || ($code -eq 137 && $(($(date +%s) - t0)) -ge $((left + 20))) ]]; then
-  say "bnn rhat was stopped at the deadline (exit $code): a repeat it was running is lost"
+  say "bnn rhat was stopped at the deadline (exit $code)"
+  stopped=1
   code=75
+else
+  say "bnn rhat exited $code"
 fi
-say "bnn rhat exited $code"
 
 # Every saved repeat is archived, also where bnn failed (a repeat that ran
 # out of memory does not take those that ended before it).
@@ -135,10 +138,11 @@ if ! { tar -cf "$out/rhat_$name.tar.tmp" -C "$work/rhat" bnn.json "${repeats[@]}
 fi
 say "rhat_$name.tar: ${#repeats[@]} saved repeat(s); done in $(elapsed) s"
 [[ $code -eq 0 || $code -eq 75 ]] || exit 1
-# Stopped at the deadline after the last repeat was saved (writing the
-# tables, or in a repeat --only did not ask for): every repeat the folder's
-# bnn.json names is in the archive, and no later slice is needed.
-if [[ $code -eq 75 ]]; then
+# A stop at the deadline loses the repeat bnn was running, if it was running
+# one: stopped after the last was saved (writing its tables), it lost
+# nothing, every repeat the folder's bnn.json names is in the archive, and
+# no later slice is needed.
+if [[ $stopped -eq 1 ]]; then
   wanted=$(sed -n 's/^ *"rhat\.repeats": *"\([0-9][0-9]*\)",\{0,1\}$/\1/p' "$work/rhat/bnn.json")
   have=0
   for r in $(seq 0 $((${wanted:-0} - 1))); do
@@ -146,7 +150,8 @@ if [[ $code -eq 75 ]]; then
   done
   if [[ -n "$wanted" && $have -eq $wanted ]]; then
     say "all $wanted repeats are saved: the archive holds the experiment"
-    code=0
+    exit 0
   fi
+  say "$have of ${wanted:-the} repeats saved: the one bnn was running is lost; run a later slice"
 fi
 exit "$code"

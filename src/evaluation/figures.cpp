@@ -110,7 +110,7 @@ std::string method_words(const FigureInputs& in) {
 void metrics_vs_size(const FigureInputs& in, const std::filesystem::path& dir, std::string& script) {
   std::string data =
       "# one block per method: size, then mean and std of accuracy, nll, ace, rps (std 0 where a size has one "
-      "group: no spread, no bar)\n";
+      "group: no spread to draw)\n";
   const auto bar = [](const Summary& s) { return std::isnan(s.std) ? 0.0 : s.std; };
   int64_t max_size = 1;
   for (const auto& [method, probs] : in.ensemble_probs) {

@@ -84,9 +84,11 @@ std::vector<OodRow> ood_table(const std::string& set, const std::string& method,
                               const std::vector<MemberMixtures>& members);
 
 // {"set", "method", "size", "groups", "score", "auroc": {"mean", "std", "values"}, "aupr": {..}, "fpr95": {..}}
-// per row (summary_json: "values" are the groups' own, in group order).
+// per row (summary_json: "values" are the groups' own, in group order; "std"
+// is over n - 1, null for one group).
 nlohmann::json to_json(const std::vector<OodRow>& rows);
-// set,method,size,groups,score,auroc_mean,auroc_std,aupr_mean,aupr_std,fpr95_mean,fpr95_std (17 digits).
+// set,method,size,groups,score,auroc_mean,auroc_std,aupr_mean,aupr_std,fpr95_mean,fpr95_std (17 digits; a
+// std field is empty for one group, and the Markdown table's spread "-").
 std::string ood_csv(const std::vector<OodRow>& rows);
 // Per set, a terminal table: one line per size and method, AUROC / AUPR / FPR95 of every score.
 std::string ood_text_table(const std::vector<OodRow>& rows);

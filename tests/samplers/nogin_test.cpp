@@ -132,7 +132,7 @@ TEST(Nogin, KeepsUnitVarianceUnderGaussianGradientNoise) {
 // scaling the estimate by 1/T instead doubles it and over-damps v: Var(x)
 // 1.23, Var(v) 0.63 (measured; 2.002 and 1.034 as written). 2000 coordinates
 // x 500 retained states, correlated over a few states: standard errors near
-// 0.006 on Var(x) and 0.002 on Var(v); tolerances 0.05 (2.5%) and 0.02.
+// 0.006 on Var(x) and 0.003 on Var(v); tolerances 0.05 (2.5%) and 0.02.
 TEST(Nogin, KeepsTheTemperedVarianceAtTemperatureTwo) {
   const double h = 0.5, temperature = 2.0;
   NoisyRowsOracle oracle(2000, /*batches=*/4, /*n=*/8, /*pattern_sd=*/0.6, NoiseCovariance::kDiagonal);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "tests/support/golden_json.h"
@@ -137,6 +138,18 @@ TEST(OodTable, SingleNetworksHaveNoMutualInformation) {
   EXPECT_NE(table.find("mi -"), std::string::npos) << table;  // size 1: no mutual information
   const std::string md = ood_markdown(rows, "x");
   EXPECT_EQ(std::count(md.begin(), md.end(), '\n'), static_cast<long>(rows.size()) + 2);
+  // The last size is one group: no spread, in every format.
+  const OodRow& one = rows.back();
+  ASSERT_EQ(one.groups, 1);
+  EXPECT_TRUE(json.back().at("auroc").at("std").is_null());
+  EXPECT_NE(csv.find(fmt::format(",{:.17g},,{:.17g},,{:.17g},\n", one.auroc.mean, one.aupr.mean, one.fpr95.mean)),
+            std::string::npos)
+      << csv;
+  EXPECT_EQ(csv.find("nan"), std::string::npos) << csv;
+  EXPECT_NE(md.find(fmt::format("| {:.4f} ± - | {:.4f} ± - | {:.4f} ± - |", one.auroc.mean, one.aupr.mean,
+                                one.fpr95.mean)),
+            std::string::npos)
+      << md;
 }
 
 }  // namespace
