@@ -38,7 +38,7 @@ import os
 import re
 import sys
 
-from student_t import paired_p, paired_standard_error
+from student_t import paired_p, paired_standard_error, sample_std
 
 # Ensemble size 1, the paper's reference code, 64 runs (mean over the runs).
 PUBLISHED = {
@@ -99,15 +99,6 @@ def read_metrics_json(path):
             return json.load(f)
     except (OSError, ValueError) as e:
         raise BadMetrics(f"{path}: cannot read it as JSON ({e})")
-
-
-def sample_std(values):
-    """The standard deviation over n - 1 (ddof 1), as bnn and the reference code report it; None for one."""
-    n = len(values)
-    if n < 2:
-        return None
-    mean = sum(values) / n
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
 
 
 def ensembles_in(data, path, metrics):

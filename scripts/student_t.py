@@ -41,13 +41,25 @@ def t_two_sided(t, df):
     return incomplete_beta(df / 2.0, 0.5, df / (df + t * t))
 
 
-def paired_standard_error(differences):
-    """The standard error of the mean of paired differences (ddof 1); None for fewer than two."""
-    n = len(differences)
+def sample_variance(values):
+    """The variance over n - 1 (ddof 1); None for fewer than two values."""
+    n = len(values)
     if n < 2:
         return None
-    mean = sum(differences) / n
-    return math.sqrt(sum((d - mean) ** 2 for d in differences) / (n - 1) / n)
+    mean = sum(values) / n
+    return sum((v - mean) ** 2 for v in values) / (n - 1)
+
+
+def sample_std(values):
+    """The standard deviation over n - 1 (ddof 1), as bnn and the reference code report it; None for one."""
+    variance = sample_variance(values)
+    return None if variance is None else math.sqrt(variance)
+
+
+def paired_standard_error(differences):
+    """The standard error of the mean of paired differences (ddof 1); None for fewer than two."""
+    variance = sample_variance(differences)
+    return None if variance is None else math.sqrt(variance / len(differences))
 
 
 def paired_p_value(differences, scale):
