@@ -59,8 +59,6 @@ double fpr_at_95(std::vector<double> in, std::vector<double> out) {
   return static_cast<double>(accepted) / static_cast<double>(out.size());
 }
 
-std::string cell(const Summary& s) { return mean_and_spread(s); }
-
 // Rows of `set` grouped by (size, method) in order of appearance, scores in ood_score_names() order.
 std::vector<std::vector<const OodRow*>> lines_of(const std::vector<OodRow>& rows, const std::string& set) {
   std::vector<std::vector<const OodRow*>> lines;
@@ -234,7 +232,8 @@ std::string ood_markdown(const std::vector<OodRow>& rows, const std::string& set
   for (const auto& line : lines_of(rows, set)) {
     for (const OodRow* r : line) {
       fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} | {} | {} | {} |\n", r->size, r->groups, r->method,
-                     r->score, cell(r->auroc), cell(r->aupr), cell(r->fpr95));
+                     r->score, mean_and_spread(r->auroc), mean_and_spread(r->aupr),
+                     mean_and_spread(r->fpr95));
     }
   }
   return out;
