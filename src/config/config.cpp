@@ -362,7 +362,12 @@ std::vector<Field> fields(Config& c) {
       integer("evaluation.bn_batches", c.evaluation.bn_batches, "20", 1, kBig,
               "K: training batches used for the BatchNorm recalibration pass before each prediction."),
       boolean("evaluation.save_sample_probs", c.evaluation.save_sample_probs, "true",
-              "Write every retained sample's test probabilities (float16 .npy)."),
+              "Write every retained sample's test probabilities (member_NNN/samples/step_XXXXXXXX.npy), from "
+              "which `bnn evaluate --burn-in/--thin` recomputes the Bayesian ensemble."),
+      text("evaluation.sample_probs_dtype", c.evaluation.sample_probs_dtype, "float32", {"float16", "float32"},
+           "With save_sample_probs: dtype of the stored probabilities. float16 halves the disk space but reads "
+           "a probability below 3e-8 as 0, which raises the NLL that `bnn evaluate --burn-in/--thin` recomputes "
+           "(Note [Stored sample probabilities] in src/pipeline/sampling_phase.h)."),
       boolean("evaluation.save_sample_weights", c.evaluation.save_sample_weights, "false",
               "Keep retained posterior samples on disk (member_NNN/samples/weights_XXXXXXXX.npy and the "
               "recalibrated BatchNorm statistics buffers_XXXXXXXX.npy), so that `bnn predict` scores new images "

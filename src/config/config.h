@@ -109,6 +109,7 @@ struct OodSetConfig {
 struct EvaluationConfig {
   int64_t bn_batches = 0;
   bool save_sample_probs = true;
+  std::string sample_probs_dtype;    // float32 | float16 (Note [Stored sample probabilities])
   bool save_sample_weights = false;  // Note [Stored samples] in src/pipeline/stored_weights.h
   int64_t sample_weights_every = 0;  // keep the k-th, 2k-th, ... retained sample
   std::string sample_weights_dtype;  // float16 | float32

@@ -135,9 +135,14 @@ std::string render_report(const ReportInputs& in) {
                  fmt::join(in.members, ", "), in.test_examples);
   if (in.recomputed) {
     fmt::format_to(std::back_inserter(out),
-                   "- Bayesian ensemble: recomputed from the stored float16 samples after a burn-in of {} "
-                   "epoch(s), every {} stored sample(s): {} samples in all\n",
-                   in.burn_in, in.thin, in.samples);
+                   "- Bayesian ensemble: recomputed from the stored samples after a burn-in of {} "
+                   "epoch(s), every {} stored sample(s): {} samples in all{}\n",
+                   in.burn_in, in.thin, in.samples,
+                   in.float16_samples == 0
+                       ? std::string()
+                       : fmt::format("; {} of them stored as float16, which reads a probability below 3e-8 as 0 and "
+                                     "so can raise the NLL (evaluation.sample_probs_dtype)",
+                                     in.float16_samples));
   } else {
     fmt::format_to(std::back_inserter(out),
                    "- Bayesian ensemble: each member's bayes_probs.npy (samples after the run's burn-in of {} "

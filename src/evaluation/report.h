@@ -38,6 +38,7 @@ struct ReportInputs {
   int64_t test_examples = 0;
   int64_t samples = 0;         // retained samples used, all members together
   bool recomputed = false;     // Bayesian ensemble recomputed from stored samples
+  int64_t float16_samples = 0; // of those, stored as float16 (Note [Stored sample probabilities])
   int64_t burn_in = 0;         // epochs, as evaluated
   int64_t run_burn_in = 0;     // epochs, as the run used (sampler.burn_in)
   int64_t thin = 1;

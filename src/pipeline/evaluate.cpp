@@ -147,6 +147,7 @@ struct MemberData {
   std::map<std::string, std::map<std::string, torch::Tensor>> ood_point;
   std::map<std::string, evaluation::MixtureAccumulator> ood_bayes;
   int64_t samples = 0;
+  int64_t float16_samples = 0;  // of bayes_draws (Note [Stored sample probabilities])
   evaluation::LossTrace trace;
   std::string diverged;  // status.json's reason, if the chain diverged
   std::vector<std::string> arithmetic;  // status.json's (Note [Member checkpoints]); empty from an older bnn
@@ -216,7 +217,9 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   size_t next = 0;
   for (const auto& [step, file] : stored) {
     if (next == keep.size() || step != keep[next]) continue;
-    m.bayes_draws.add(read_probabilities(file, rows, classes));
+    const torch::Tensor p = read_probabilities(file, rows, classes);
+    if (p.scalar_type() == torch::kHalf) ++m.float16_samples;
+    m.bayes_draws.add(p);
     ++next;
   }
   for (const config::OodSetConfig& set : config.evaluation.ood) {
@@ -561,6 +564,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   for (const MemberData& m : members) {
     report.traces.push_back(m.trace);
     report.samples += m.samples;
+    if (selection.recompute) report.float16_samples += m.float16_samples;
     for (const std::string& a : std::set<std::string>(m.arithmetic.begin(), m.arithmetic.end())) {
       const auto seen = std::find_if(report.arithmetic.begin(), report.arithmetic.end(),
                                      [&](const auto& entry) { return entry.first == a; });
@@ -578,6 +582,11 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   }
   report.test_examples = members.front().bayes.size(0);
   report.recomputed = selection.recompute;
+  if (report.float16_samples > 0) {
+    spdlog::warn("{} of the {} samples read are float16 (evaluation.sample_probs_dtype float16, or a bnn older "
+                 "than that option): a probability below 3e-8 reads as 0, which can raise the recomputed NLL",
+                 report.float16_samples, report.samples);
+  }
   report.burn_in = selection.burn_in.value_or(config.sampler.burn_in);
   report.run_burn_in = config.sampler.burn_in;
   report.thin = selection.thin;

@@ -26,12 +26,13 @@
 // Bayesian ensemble is bayes_probs.npy, the running mean the member kept in
 // float32 over exactly those samples. With --burn-in B (epochs, as
 // sampler.burn_in) or --thin K (a multiple of the run's thinning) it is
-// recomputed from the stored float16 samples: those with s > B * N_m are kept,
+// recomputed from the stored samples: those with s > B * N_m are kept,
 // and of them the K-th, 2K-th, ... So evaluation can only discard more samples
 // than the run did (B >= sampler.burn_in, K >= 1), and the result is exactly
 // the sample set a run with sampler.burn_in = B and sampler.thin = K t would
 // have averaged whenever t divides N_m (always so for the default t = N_m), up
-// to float16 rounding of each sample's probabilities.
+// to float32 rounding (samples stored as float16 round further: Note [Stored
+// sample probabilities] in src/pipeline/sampling_phase.h).
 #pragma once
 
 #include <cstdint>

@@ -15,7 +15,7 @@
 // recalibration) at each point estimate and at every retained sample, and
 // writes, mirroring its own files,
 //   <member>/ood/<name>/<point>_probs.npy            float32, N_ood x K
-//   <member>/ood/<name>/samples/step_XXXXXXXX.npy    float16, as samples/
+//   <member>/ood/<name>/samples/step_XXXXXXXX.npy    as samples/ (evaluation.sample_probs_dtype)
 // No running mean is kept for them (the member checkpoint is unchanged):
 // `bnn evaluate` averages the stored samples it selects, for the test set and
 // the OOD sets alike, and scores detection (src/evaluation/ood.h).

@@ -50,7 +50,8 @@ using Settings = std::map<std::string, std::string>;
 bool operational_key(const std::string& key) {
   static const std::set<std::string> keys = {
       "run.device", "run.threads", "run.checkpoint", "evaluation.save_sample_weights",
-      "evaluation.sample_weights_every", "evaluation.sample_weights_dtype", "sampler.max_loss_increase",
+      "evaluation.sample_weights_every", "evaluation.sample_weights_dtype", "evaluation.sample_probs_dtype",
+      "sampler.max_loss_increase",
       "sampler.max_accuracy_drop"};
   return keys.count(key) > 0;
 }

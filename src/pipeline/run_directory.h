@@ -23,7 +23,7 @@
 //                              probabilities (float32 N x K)
 //     <x*>_buffers.npy         BatchNorm statistics at x* (Note [Stored samples])
 //     bayes_probs.npy          mean test probabilities of the retained samples
-//     samples/step_XXXXXXXX.npy   float16 test probabilities of the sample
+//     samples/step_XXXXXXXX.npy   test probabilities of the sample (evaluation.sample_probs_dtype)
 //                              retained after sampler step XXXXXXXX
 //     samples/{weights,buffers}_XXXXXXXX.npy   with evaluation.save_sample_weights
 //                              (Note [Stored samples] in src/pipeline/stored_weights.h)

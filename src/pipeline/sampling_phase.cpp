@@ -45,6 +45,8 @@ void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int
   }
   samplers::Sampler& sampler = *state.sampler;
   spdlog::info("member {}: {}", member_, sampler.pretty_string());
+  const torch::ScalarType sample_probs_dtype =
+      cfg_.evaluation.sample_probs_dtype == "float16" ? torch::kHalf : torch::kFloat;
   for (int64_t e = first_epoch; e < s.epochs; ++e) {
     const auto start = Clock::now();
     torch::Tensor last_probs;
@@ -57,10 +59,10 @@ void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int
                          last_probs = hooks_.predict();
                          state.prob_sum += last_probs;
                          ++state.samples;
-                         if (cfg_.evaluation.save_sample_probs) {
+                         if (cfg_.evaluation.save_sample_probs) {  // Note [Stored sample probabilities]
                            hooks_.write_npy(sample_probs_path(std::filesystem::path(), done),
-                                            last_probs.to(torch::kHalf));
-                           hooks_.write_ood(sample_probs_path(std::filesystem::path(), done), torch::kHalf);
+                                            last_probs.to(sample_probs_dtype));
+                           hooks_.write_ood(sample_probs_path(std::filesystem::path(), done), sample_probs_dtype);
                          }
                          // Note [Stored samples]: the k-th, 2k-th, ... retained sample.
                          if (cfg_.evaluation.save_sample_weights &&

@@ -123,15 +123,52 @@ TEST(Evaluate, WritesReportUncertaintyAndFigures) {
 TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  // --thin 1 keeps every stored sample: the run's own ensemble up to float16.
+  // --thin 1 keeps every stored sample: the run's own ensemble, to float32
+  // rounding (the samples are float32: Note [Stored sample probabilities]).
   const auto all = evaluate_work() / "thin1";
   std::filesystem::remove_all(all);
-  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + all.string() + " --thin 1 --no-figures").code, 0);
-  EXPECT_NEAR(bayes_size1(all)["nll"]["mean"].get<double>(), bayes_size1(run)["nll"]["mean"].get<double>(), 2e-3);
+  EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + all.string() + " --thin 1 --no-figures");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("float16"), std::string::npos) << r.output;
+  EXPECT_EQ(bnn::data_loaders::read_npy(run / "member_000" / "samples" / "step_00000020.npy").scalar_type(),
+            torch::kFloat);
+  for (const char* metric : {"accuracy", "nll", "ace", "rps", "brier"}) {
+    for (size_t g = 0; g < 2; ++g) {
+      EXPECT_NEAR(bayes_size1(all)[metric]["values"].at(g).get<double>(),
+                  bayes_size1(run)[metric]["values"].at(g).get<double>(), 1e-6)
+          << metric << " group " << g;
+    }
+  }
   EXPECT_EQ(read_json(all / "uncertainty.json")["selection"]["bayes_probabilities"], "stored samples");
+  EXPECT_NE(bnn::io::read_file(all / "report.md").find("every 1 stored sample(s): 4 samples in all\n"),
+            std::string::npos);
+
+  // evaluation.sample_probs_dtype float16 halves the files, and the
+  // evaluation that reads them says so: its NLL can be higher (a
+  // probability below 3e-8 reads as 0), the rest moves by float16 rounding.
+  const auto half = evaluate_work() / "half";
+  std::filesystem::remove_all(half);
+  r = evaluate_cli("run --config " + kTinyConfig + " --out " + half.string() +
+                   " --members 0 --threads 1 --set evaluation.sample_probs_dtype=float16");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(bnn::data_loaders::read_npy(half / "member_000" / "samples" / "step_00000020.npy").scalar_type(),
+            torch::kHalf);
+  const auto half_thin1 = evaluate_work() / "half_thin1";
+  std::filesystem::remove_all(half_thin1);
+  r = evaluate_cli("evaluate " + half.string() + " --out " + half_thin1.string() + " --thin 1 --no-figures");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("2 of the 2 samples read are float16"), std::string::npos) << r.output;
+  EXPECT_NE(bnn::io::read_file(half_thin1 / "report.md")
+                .find("2 samples in all; 2 of them stored as float16, which reads a probability below 3e-8 as 0"),
+            std::string::npos);
+  EXPECT_NEAR(bayes_size1(half_thin1)["accuracy"]["mean"].get<double>(),
+              bayes_size1(run)["accuracy"]["values"].at(0).get<double>(), 2e-3);
+  EXPECT_GE(bayes_size1(half_thin1)["nll"]["mean"].get<double>(),
+            bayes_size1(run)["nll"]["values"].at(0).get<double>() - 1e-3);
+  std::filesystem::remove_all(half);
 
   // --burn-in 2 on a run with burn-in 1 equals a run made with burn-in 2 (the
-  // trajectory does not depend on burn-in), up to float16 rounding.
+  // trajectory does not depend on burn-in), to float32 rounding.
   const auto late = evaluate_work() / "burn2";
   std::filesystem::remove_all(late);
   ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + late.string() + " --burn-in 2 --members 0 --no-figures")
@@ -143,9 +180,9 @@ TEST(Evaluate, BurnInAndThinRecomputeFromStoredSamples) {
                     " --members 0 --threads 1 --set sampler.burn_in=2")
                 .code,
             0);
-  for (const char* metric : {"accuracy", "nll", "rps"}) {
+  for (const char* metric : {"accuracy", "nll", "ace", "rps"}) {
     EXPECT_NEAR(bayes_size1(late)[metric]["mean"].get<double>(), bayes_size1(direct)[metric]["mean"].get<double>(),
-                2e-3)
+                1e-6)
         << metric;
   }
   const auto u = read_json(late / "uncertainty.json");
