@@ -168,7 +168,7 @@ Dataset load_celeba(const LoadOptions& options, torch::Device device) {
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", "the CelebA test partition",
                                     decode);
 
-  return uint8_dataset("celeba", train, test, {"blond", "brown"}, options.stats, device);
+  return uint8_dataset("celeba", train, test, {"blond", "brown"}, options.stats, options.standardize, device);
 }
 
 }  // namespace bnn::data_loaders

@@ -19,7 +19,8 @@
 // resized to side x side with INTER_AREA. No augmentation (the paper used
 // none). Both splits are stored as uint8 on the device (Note [Pixel storage]
 // in data_loaders/dataset.h), standardized per batch with the per-channel
-// mean and standard deviation of the training pixels.
+// mean and standard deviation of the training pixels (data.standardize
+// false: p / 255, as the reference notebook).
 //
 // Errors (std::runtime_error) name the file and, for the text files, the
 // 1-based line:

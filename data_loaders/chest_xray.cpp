@@ -52,7 +52,7 @@ Dataset load_chest_xray(const LoadOptions& options, torch::Device device) {
   decode.label = "chest_xray test";
   DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", (dir / "test").string(), decode);
 
-  return uint8_dataset("chest_xray", train, test, class_names(), options.stats, device);
+  return uint8_dataset("chest_xray", train, test, class_names(), options.stats, options.standardize, device);
 }
 
 }  // namespace bnn::data_loaders

@@ -23,7 +23,8 @@
 //
 // Both splits are stored as uint8 on the device (Note [Pixel storage] in
 // data_loaders/dataset.h), standardized per batch with the mean and standard
-// deviation of the augmented training pixels.
+// deviation of the augmented training pixels (data.standardize false: p / 255,
+// as the reference notebook).
 //
 // Errors (std::runtime_error) name the file or folder:
 //   "<dir>: chest X-ray directory does not exist"

@@ -119,7 +119,8 @@ Dataset load_cifar10(const LoadOptions& options, torch::Device device) {
   require_directory(dir, "CIFAR-10");
   if (!options.test_only) check_batches_present(dir, train_files());
   check_batches_present(dir, test_files());
-  const ChannelStats stats = options.stats.value_or(cifar_pixel_stats());
+  const ChannelStats stats =
+      options.stats.value_or(options.standardize ? cifar_pixel_stats() : unit_pixel_stats(kCifar10Channels));
   Dataset dataset;
   dataset.name = "cifar10";
   if (!options.test_only) {

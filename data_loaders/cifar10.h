@@ -1,6 +1,8 @@
 // Loads CIFAR-10 (Krizhevsky 2009) from its binary version into a
 // device-resident, standardized Dataset: 50000 training and 10000 test images,
-// 3 x 32 x 32, ten classes.
+// 3 x 32 x 32, ten classes. Pixels become (p / 255 - kCifar10Mean[c]) /
+// kCifar10Std[c], or p / 255 with data.standardize false (as the reference
+// notebook, which applies torchvision's ToTensor alone).
 //
 // Expected files in options.dir (the contents of cifar-10-binary.tar.gz's
 // cifar-10-batches-bin folder):

@@ -85,6 +85,11 @@ Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats
   return Split{images.to(device), labels.to(device), scale.to(device), shift.to(device)};
 }
 
+ChannelStats unit_pixel_stats(int64_t channels) {
+  return ChannelStats{std::vector<double>(static_cast<size_t>(channels), 0.0),
+                      std::vector<double>(static_cast<size_t>(channels), 1.0)};
+}
+
 torch::Tensor standardize_pixels(const torch::Tensor& pixels, const ChannelStats& stats) {
   TORCH_CHECK(pixels.dim() == 4 && pixels.scalar_type() == torch::kByte && pixels.device().is_cpu(),
               "standardize_pixels needs N x C x H x W uint8 CPU pixels, got ", pixels.sizes(), " ",

@@ -57,6 +57,11 @@ struct ChannelStats {
 // they do not depend on the thread count. A constant channel gets std 1.
 ChannelStats channel_stats(const torch::Tensor& images);
 
+// Mean 0 and std 1 for each of `channels` channels: pixels standardized with
+// them are p / 255, in [0, 1] (data.standardize false, as torchvision's
+// ToTensor, which is all the reference notebooks apply).
+ChannelStats unit_pixel_stats(int64_t channels);
+
 // A split of uint8 `images` standardized with `stats`: channel c maps to
 // (p / 255 - mean[c]) / std[c]. Moves images and labels to `device`.
 Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats& stats, torch::Device device);

@@ -42,7 +42,7 @@ void check_labels(const torch::Tensor& labels, const fs::path& path) {
 // [0, 1]) with standardize false.
 const ChannelStats& pixel_stats(bool standardize) {
   static const ChannelStats standardized{{kFashionMnistMean}, {kFashionMnistStd}};
-  static const ChannelStats unit{{0.0}, {1.0}};
+  static const ChannelStats unit = unit_pixel_stats(1);
   return standardize ? standardized : unit;
 }
 

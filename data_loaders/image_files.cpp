@@ -388,8 +388,10 @@ DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, c
 
 Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
                       const std::vector<std::string>& class_names, const std::optional<ChannelStats>& stats,
-                      torch::Device device) {
-  const ChannelStats s = stats ? *stats : channel_stats(train.images);
+                      bool standardize, torch::Device device) {
+  const ChannelStats s = stats         ? *stats
+                         : standardize ? channel_stats(train.images)
+                                       : unit_pixel_stats(test.images.size(1));
   Dataset dataset;
   dataset.name = name;
   if (train.images.defined()) dataset.train = uint8_split(train.images, train.labels, s, device);

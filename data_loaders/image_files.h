@@ -115,11 +115,12 @@ DecodedImages decode_split(const std::vector<ImageFile>& files, int64_t limit, c
 
 // The Dataset `name` of decoded splits, kept as uint8 on `device` and
 // standardized with `stats`, or without them the training split's per-channel
-// statistics (Note [Pixel storage] in dataset.h); input shape C x H x W of the
+// statistics (standardize false: unit_pixel_stats, pixels p / 255) (Note
+// [Pixel storage] in dataset.h); input shape C x H x W of the
 // test images; label k is class_names[k]. A `train` without images (a
 // test_only load, LoadOptions) leaves the training split empty.
 Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const DecodedImages& test,
                       const std::vector<std::string>& class_names, const std::optional<ChannelStats>& stats,
-                      torch::Device device);
+                      bool standardize, torch::Device device);
 
 }  // namespace bnn::data_loaders

@@ -98,7 +98,7 @@ Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
   DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, "test_limit",
                                            "the test split of " + options.dir.string(), decode);
 
-  return uint8_dataset("image_folder", train_images, test_images, classes, options.stats, device);
+  return uint8_dataset("image_folder", train_images, test_images, classes, options.stats, options.standardize, device);
 }
 
 }  // namespace bnn::data_loaders

@@ -12,7 +12,8 @@
 // (INTER_AREA; the aspect ratio is not kept). No augmentation. Both splits
 // are stored as uint8 on the device (Note [Pixel storage] in
 // data_loaders/dataset.h), standardized per batch with the per-channel mean
-// and standard deviation of the training pixels.
+// and standard deviation of the training pixels (data.standardize false:
+// p / 255).
 //
 // Errors (std::runtime_error) name the folder or file:
 //   "<dir>: image folder directory does not exist"

@@ -17,7 +17,6 @@ const std::vector<DatasetEntry>& dataset_entries() {
     t[0].name = "fashion_mnist";
     t[0].default_dir = kFashionMnistDefaultDir;
     t[0].layout = "the four IDX files, plain or .gz";
-    t[0].optional_standardization = true;
     t[0].load = load_fashion_mnist;
     t[1].name = "cifar10";
     t[1].default_dir = kCifar10DefaultDir;
@@ -46,7 +45,6 @@ const std::vector<DatasetEntry>& dataset_entries() {
     t[5].name = "arrays";
     t[5].layout = "train_x.npy, train_y.npy, test_x.npy, test_y.npy (uint8 images or float32 features; int labels), "
                   "optionally class_names.txt";
-    t[5].optional_standardization = true;
     t[5].load = load_arrays;
     return t;
   }();

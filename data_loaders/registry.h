@@ -34,7 +34,6 @@ struct DatasetEntry {
   // `bnn predict` crops new images to their centre square before resizing,
   // as the loader does.
   bool center_square = false;
-  bool optional_standardization = false;  // data.standardize may be false
   bool augments = false;                  // reads data.augment_copies
   bool chooses_channels = false;          // reads data.channels
   Dataset (*load)(const LoadOptions& options, torch::Device device) = nullptr;

@@ -66,6 +66,15 @@ TEST_F(ChestXray, ShapesDtypesAndAugmentedClassCounts) {
   EXPECT_EQ(x.scalar_type(), torch::kFloat);
   EXPECT_NEAR(x.mean().item<double>(), 0.0, 1e-4);
   EXPECT_NEAR(x.std(/*unbiased=*/false).item<double>(), 1.0, 1e-4);
+
+  // standardize false: the same pixels as p / 255, as the reference's ToTensor.
+  LoadOptions unit = options_;
+  unit.standardize = false;
+  const Dataset raw = load_chest_xray(unit, torch::kCPU);
+  EXPECT_TRUE(raw.train.images.equal(d.train.images));
+  EXPECT_TRUE(torch::allclose(raw.train.inputs(), raw.train.images.to(torch::kFloat) / 255.0f, 0.0, 1e-7));
+  EXPECT_EQ(raw.pixel_stats.mean, std::vector<double>{0.0});
+  EXPECT_EQ(raw.pixel_stats.std, std::vector<double>{1.0});
 }
 
 TEST_F(ChestXray, ImagesAreTheFilesDecodedAtReducedScaleAndResized) {

@@ -103,6 +103,16 @@ TEST_F(Cifar10Test, StandardizesEachPlaneWithItsChannelsStatistics) {
   }
   EXPECT_FLOAT_EQ(data.test.images[0][0][0][0].item<float>(), -0.4914f / 0.2470f);
   EXPECT_FLOAT_EQ(data.test.images[0][2][31][31].item<float>(), (1.0f - 0.4465f) / 0.2616f);
+
+  // standardize false: p / 255 in every channel, and statistics to match.
+  LoadOptions unit = options();
+  unit.standardize = false;
+  const Dataset raw = load_cifar10(unit, torch::kCPU);
+  for (int64_t c = 0; c < 3; ++c) {
+    EXPECT_TRUE(raw.test.images[0][c].eq(static_cast<float>(values[c] / 255.0)).all().item<bool>()) << c;
+  }
+  EXPECT_EQ(raw.pixel_stats.mean, (std::vector<double>{0, 0, 0}));
+  EXPECT_EQ(raw.pixel_stats.std, (std::vector<double>{1, 1, 1}));
 }
 
 TEST_F(Cifar10Test, LimitsKeepTheFirstExamplesAcrossFiles) {

@@ -216,12 +216,15 @@ TEST(Config, KeysTheSamplerDoesNotReadAreRefused) {
                "auto means 1/rho, which needs a finite sampler.rho");
 }
 
-TEST(Config, OnlyFashionMnistKeepsUnstandardizedPixels) {
+TEST(Config, StandardizeIsTheDefaultAndThePaperConfigsKeepPixelsAsTheReference) {
   EXPECT_TRUE(load_config("", {}).data.standardize);
   EXPECT_FALSE(load_config("", {"data.standardize=false"}).data.standardize);
-  expect_error([] { load_config("", {"data.dataset=cifar10", "data.standardize=false"}); },
-               "config key 'data.standardize': invalid value 'false': only fashion_mnist can keep pixels in [0, 1]; "
-               "cifar10 is always standardized");
+  EXPECT_FALSE(load_config("", {"data.dataset=cifar10", "data.standardize=false"}).data.standardize);
+  // The reference notebooks feed p / 255 (torchvision's ToTensor alone).
+  const std::string dir = std::string(BNN_SOURCE_DIR) + "/configs/";
+  for (const char* paper : {"fashion_mnist_paper", "cifar10_paper", "chest_xray_paper", "celeba_paper"}) {
+    EXPECT_FALSE(load_config(dir + paper + ".yaml", {}).data.standardize) << paper;
+  }
 }
 
 TEST(Config, PaperConfigsStateTheStepActuallyRun) {
