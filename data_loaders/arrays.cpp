@@ -167,6 +167,24 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
     if (data.num_classes < 2 && !options.test_only) {
       throw error(train->y_path, "every label is 0; a classifier needs at least 2 classes");
     }
+    // K is the largest label + 1: a class no training example has is most
+    // likely a stray label, which would make K too large (class_names.txt
+    // states K, empty classes included, where that is meant).
+    if (train) {
+      const torch::Tensor counts = torch::bincount(train->y, {}, data.num_classes);
+      std::vector<int64_t> empty;
+      for (int64_t k = 0; k < data.num_classes; ++k) {
+        if (counts[k].item<int64_t>() == 0) empty.push_back(k);
+      }
+      if (!empty.empty()) {
+        const bool in_test = test.y.max().item<int64_t>() + 1 == data.num_classes;
+        throw error(train->y_path,
+                    fmt::format("no training example has label {} of the {} classes that the largest label, {} "
+                                "(in {}), implies; fix the labels, or list every class in class_names.txt",
+                                fmt::join(empty, ", "), data.num_classes, data.num_classes - 1,
+                                (in_test ? test.y_path : train->y_path).filename().string()));
+      }
+    }
     for (int64_t k = 0; k < data.num_classes; ++k) data.class_names.push_back(std::to_string(k));
   }
 
@@ -174,8 +192,7 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
     if (options.stats) return *options.stats;
     if (images) {
       const auto channels = static_cast<size_t>(x.size(1));
-      return options.standardize ? channel_stats(x)
-                                 : ChannelStats{std::vector<double>(channels, 0.0), std::vector<double>(channels, 1.0)};
+      return options.standardize ? channel_stats(x) : unit_pixel_stats(static_cast<int64_t>(channels));
     }
     return feature_stats(x, options.standardize);
   };

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -74,14 +75,24 @@ TorchScriptClassifier::TorchScriptClassifier(const TorchScriptOptions& options) 
                      names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
   int64_t count = 0;
+  std::set<const c10::TensorImpl*> seen;
   for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
     if (p.value.scalar_type() != torch::kFloat) {
       fail(fmt::format("parameter {} is {}; bnn computes in float32 (call .float() on the model before saving it)",
                        p.name, c10::toString(p.value.scalar_type())));
     }
-    ++count;
+    if (!seen.insert(p.value.unsafeGetTensorImpl()).second) {
+      ++tied_;
+    } else if (!p.value.requires_grad()) {
+      ++frozen_;
+    } else {
+      ++count;
+    }
   }
-  if (count == 0) fail("the module has no parameters to train");
+  if (count == 0) {
+    fail(frozen_ > 0 ? "every parameter of the module is frozen (requires_grad False): nothing to train"
+                     : "the module has no parameters to train");
+  }
 
   find_batch_norms();
   std::vector<torch::Tensor> saved;
@@ -107,6 +118,11 @@ TorchScriptClassifier::TorchScriptClassifier(const TorchScriptOptions& options) 
       fail(fmt::format("forward returns shape [{}] for a batch of shape [{}]; bnn needs [2, {}], a logit per class "
                        "of the data set",
                        fmt::join(logits.sizes(), ", "), fmt::join(probe.sizes(), ", "), options_.num_classes));
+    }
+    if (!torch::isfinite(logits).all().item<bool>()) {
+      fail(fmt::format("forward returns NaN or infinite logits for a batch of shape [{}] with values in [-1, 1] "
+                       "(inputs are standardized, so they can be negative: log or sqrt of them is NaN)",
+                       fmt::join(probe.sizes(), ", ")));
     }
   }
   measure_momenta(probe);
@@ -229,18 +245,19 @@ void TorchScriptClassifier::redraw_weights() {
   torch::NoGradGuard no_grad;
   std::map<std::string, torch::Tensor> by_name;
   std::vector<std::string> order;
+  std::set<const c10::TensorImpl*> seen;
   for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
     by_name[p.name] = p.value;
-    order.push_back(p.name);
+    if (seen.insert(p.value.unsafeGetTensorImpl()).second) order.push_back(p.name);  // a tied one once
   }
   for (const auto& name : order) {
     torch::Tensor w = by_name[name];
-    if (w.dim() < 2 || !is_weight_name(name)) continue;
+    if (w.dim() < 2 || !is_weight_name(name) || !w.requires_grad()) continue;  // frozen ones as saved
     const double fan_in = static_cast<double>(w.numel() / w.size(0));
     const double bound = 1.0 / std::sqrt(fan_in);
     w.uniform_(-bound, bound);
     const auto bias = by_name.find(name.substr(0, name.size() - 6) + "bias");
-    if (bias != by_name.end()) bias->second.uniform_(-bound, bound);
+    if (bias != by_name.end() && bias->second.requires_grad()) bias->second.uniform_(-bound, bound);
   }
 }
 
@@ -262,9 +279,16 @@ void TorchScriptClassifier::mirror_tensors() {
     return dot == std::string::npos ? std::pair<std::string, std::string>{"", name}
                                     : std::pair<std::string, std::string>{name.substr(0, dot), name.substr(dot + 1)};
   };
+  // Note [Tied and frozen parameters]
+  std::set<const c10::TensorImpl*> seen;
   for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
+    if (!seen.insert(p.value.unsafeGetTensorImpl()).second) continue;
     const auto [path, leaf] = split(p.name);
-    node(path).register_parameter(leaf, p.value, /*requires_grad=*/true);
+    if (p.value.requires_grad()) {
+      node(path).register_parameter(leaf, p.value, /*requires_grad=*/true);
+    } else {
+      node(path).register_buffer(leaf, p.value);
+    }
   }
   for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
     const auto [path, leaf] = split(b.name);
@@ -272,8 +296,19 @@ void TorchScriptClassifier::mirror_tensors() {
   }
 }
 
-torch::Tensor TorchScriptClassifier::forward(const torch::Tensor& images) {
-  return module_.forward({images}).toTensor();
+torch::Tensor TorchScriptClassifier::forward(const torch::Tensor& images) { return call_forward(images).toTensor(); }
+
+c10::IValue TorchScriptClassifier::call_forward(const torch::Tensor& images) {
+  try {
+    return module_.forward({images});
+  } catch (const c10::Error&) {
+    throw;  // LibTorch's own (out of memory among them): handled as any model's
+  } catch (const std::exception& e) {
+    // An error the module's code raises (TorchScript's JITException) becomes
+    // a c10::Error, so that it fails the member as any other model's would.
+    TORCH_CHECK(false, "model file ", options_.path, ": forward fails on a batch of shape [",
+                fmt::format("{}", fmt::join(images.sizes(), ", ")), "]: ", brief(e));
+  }
 }
 
 std::string TorchScriptClassifier::pretty_string() const {
@@ -287,6 +322,8 @@ std::string TorchScriptClassifier::pretty_string() const {
   if (!batch_norms_.empty()) {
     text += fmt::format(", {} BatchNorm layer{}", batch_norms_.size(), batch_norms_.size() == 1 ? "" : "s");
   }
+  if (tied_ > 0) text += fmt::format(", {} tied parameter name{} (trained once)", tied_, tied_ == 1 ? "" : "s");
+  if (frozen_ > 0) text += fmt::format(", {} frozen parameter{} (kept as saved)", frozen_, frozen_ == 1 ? "" : "s");
   return text;
 }
 
@@ -299,7 +336,7 @@ void TorchScriptClassifier::recalibrate(const torch::Tensor& images) {
       if (layer.num_batches_tracked.defined()) layer.num_batches_tracked.zero_();
     }
     train(true);
-    module_.forward({images});
+    call_forward(images);
     for (auto& layer : batch_norms_) {
       if (layer.momentum != 1.0) {
         layer.running_mean.div_(layer.momentum);

@@ -33,6 +33,15 @@
 //   every BatchNorm layer updates its statistics in train mode and uses
 //   (without changing) them in eval mode. A module traced with BatchNorm fails
 //   the last check, since tracing fixes the mode it was traced in: script it.
+//
+// Note [Tied and frozen parameters]: a tensor the module holds under two
+// names (a layer assigned to two attributes, tied weights) is one parameter,
+// under its first name in named_parameters order, as PyTorch's own
+// parameters() counts it. A parameter saved with requires_grad False (a
+// frozen, say pre-trained, layer) is not trained, sampled, redrawn or under
+// the prior: the mirror holds it as a buffer, at the file's value.
+// An error raised by the module's own code while training or predicting
+// fails the member (a c10::Error, as any model's), naming the file.
 // Inputs are N x C x H x W (N x D x 1 x 1 for feature arrays), as for every
 // bnn model; dropout and other train-mode behaviour of the module's own code
 // apply while training and sampling.
@@ -88,11 +97,15 @@ class TorchScriptClassifier : public Classifier {
   void check_eval_mode(const torch::Tensor& probe);
   void mirror_tensors();
   void redraw_weights();
+  // module_.forward, an error of the module's own code made a c10::Error.
+  c10::IValue call_forward(const torch::Tensor& images);
   [[noreturn]] void fail(const std::string& why) const;
 
   TorchScriptOptions options_;
   torch::jit::Module module_;
   std::vector<BatchNormLayer> batch_norms_;
+  int64_t tied_ = 0;    // parameter names of a tensor already named (Note [Tied and frozen parameters])
+  int64_t frozen_ = 0;  // parameters saved with requires_grad False
   std::vector<std::shared_ptr<torch::nn::Module>> mirror_;  // the plain modules of the mirror tree
 };
 

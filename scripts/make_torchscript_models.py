@@ -7,6 +7,11 @@ Writes into OUTDIR (the build runs this; tests read BNN_TORCHSCRIPT_DIR):
   cnn_bn_scripted.pt    Conv2d(1, 4, 3, padding=1), BatchNorm2d(4), ReLU, Flatten,
                         Linear(144, 2), scripted (BatchNorm momentum 0.1)
   cnn_bn_cumulative.pt  the same with BatchNorm2d(momentum=None) (cumulative average)
+  tied.pt               Flatten, Linear(36, 36) applied twice (held as `a` and `c`),
+                        ReLU, Linear(36, 2): 1406 parameters, not 2738
+  frozen.pt             the mlp with its first weight saved with requires_grad False
+  fails_on_batches.pt   the mlp, whose forward raises on more than 2 inputs (it passes
+                        bnn's checks at load and fails in training)
 and modules bnn must refuse, each with one clear error:
   bn_traced_eval.pt     the BatchNorm CNN traced in eval mode (fixed to running statistics)
   bn_traced_train.pt    the same traced in train mode (fixed to batch statistics)
@@ -15,6 +20,7 @@ and modules bnn must refuse, each with one clear error:
   tuple_output.pt       returns a tuple of tensors
   no_forward.pt         has an exported method but no forward
   double_params.pt      float64 parameters
+  nan_logits.pt         the mlp on log(x), NaN for negative inputs
 All take N x 1 x 6 x 6 inputs (2 classes), the image layout of the tests' array
 data sets. Weights come from torch.manual_seed(0), so reruns give the same modules.
 
@@ -57,6 +63,38 @@ class TupleOutput(nn.Module):
         return y, y
 
 
+class Tied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(36, 36)
+        self.c = self.a
+        self.b = nn.Linear(36, 2)
+
+    def forward(self, x):
+        x = torch.flatten(x, 1)
+        return self.b(torch.relu(self.c(torch.relu(self.a(x)))))
+
+
+class FailsOnBatches(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        if x.size(0) > 2:
+            raise RuntimeError("this test module takes at most 2 inputs")
+        return self.net(x)
+
+
+class NanLogits(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return self.net(torch.log(x))
+
+
 class NoForward(nn.Module):
     def __init__(self):
         super().__init__()
@@ -93,6 +131,12 @@ def main():
     save(torch.jit.script(TupleOutput()), outdir, "tuple_output.pt")
     save(torch.jit.script(NoForward()), outdir, "no_forward.pt")
     save(torch.jit.script(mlp().double()), outdir, "double_params.pt")
+    save(torch.jit.script(Tied()), outdir, "tied.pt")
+    frozen = mlp()
+    frozen[1].weight.requires_grad_(False)
+    save(torch.jit.script(frozen), outdir, "frozen.pt")
+    save(torch.jit.script(FailsOnBatches()), outdir, "fails_on_batches.pt")
+    save(torch.jit.script(NanLogits()), outdir, "nan_logits.pt")
 
 
 if __name__ == "__main__":

@@ -508,6 +508,16 @@ bool resolve_auto_dir(const data_loaders::DatasetEntry& entry, std::string& dir)
   return true;
 }
 
+}  // namespace
+
+std::string absolute_dir(const std::string& dir) {
+  std::filesystem::path p = std::filesystem::absolute(dir).lexically_normal();
+  if (p.filename().empty() && p.has_relative_path()) p = p.parent_path();
+  return p.string();
+}
+
+namespace {
+
 void validate_data(DataConfig& d) {
   const data_loaders::DatasetEntry& entry = data_loaders::dataset_entry(d.dataset);
   if (!resolve_auto_dir(entry, d.dir)) {
@@ -515,6 +525,7 @@ void validate_data(DataConfig& d) {
                                   "set data.dir to the folder holding your images",
                                   d.dataset));
   }
+  d.dir = absolute_dir(d.dir);
   if (d.image_size != 0 && !entry.resizable) {
     throw ConfigError(fmt::format("config key 'data.image_size': invalid value '{}': {} images have a fixed size; "
                                   "leave it at 0",
@@ -650,7 +661,7 @@ void validate_and_resolve(Config& c) {
       throw ConfigError(fmt::format("config key 'evaluation.ood': set '{}': {} has no default directory; give dir",
                                     set.name, set.dataset));
     }
-    set.dir = std::filesystem::absolute(set.dir).lexically_normal().string();
+    set.dir = absolute_dir(set.dir);
   }
   if (!c.evaluation.ood.empty() && !c.evaluation.save_sample_probs) {
     throw ConfigError("config key 'evaluation.ood': needs evaluation.save_sample_probs true (the Bayesian "

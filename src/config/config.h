@@ -156,7 +156,14 @@ void apply_override(Config& config, const std::string& assignment);
 
 // Checks relations between fields (burn_in < epochs, rho_max >= rho, ...) and
 // replaces "auto" values (rho_max = 6 rho, friction = 1/rho). Throws ConfigError.
+// data.dir, model.path and the OOD sets' dirs become absolute.
 void validate_and_resolve(Config& config);
+
+// `dir` from the working directory, normalised and without a trailing
+// separator (data.dir and evaluation.ood dirs): a run folder's manifest then
+// names one folder of data whichever directory the commands that share it
+// start in, and "./d", "d" and "d/" are the same folder.
+std::string absolute_dir(const std::string& dir);
 
 // The config as YAML text (all keys, resolved values).
 std::string to_yaml(const Config& config);

@@ -173,7 +173,15 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
   o.channels = d.channels;
   o.seed = config.run.seed;
   o.threads = static_cast<int>(config.run.threads);
-  return data_loaders::load_dataset(d.dataset, o, device);
+  data_loaders::Dataset data = data_loaders::load_dataset(d.dataset, o, device);
+  // Before any run folder exists (a member would otherwise fail on it, after
+  // the folder had recorded the batch size as its experiment's).
+  if (data.train.size() > 0 && d.batch_size > data.train.size()) {
+    throw config::ConfigError(fmt::format("config key 'data.batch_size': invalid value '{}': larger than the {} "
+                                          "training examples of {} in {}",
+                                          d.batch_size, data.train.size(), d.dataset, d.dir));
+  }
+  return data;
 }
 
 

@@ -115,12 +115,21 @@ nlohmann::json manifest_json(const std::string& kind, const config::Config& conf
 // "key: A there, B now". A key the manifest lacks (added by a later bnn)
 // differs only if `config` gives it another value than its default; a key
 // only the manifest has (since removed) is ignored.
+// A data.dir that a bnn before absolute data.dir recorded relative is the same
+// folder where it names it from this command's working directory.
+bool same_setting(const std::string& key, const std::string& there, const std::string& now) {
+  if (there == now) return true;
+  return key == "data.dir" && std::filesystem::path(there).is_relative() && config::absolute_dir(there) == now;
+}
+
 std::string differences_from(const Settings& stored, const config::Config& config) {
   std::vector<std::string> lines;
   for (const auto& [key, value] : experiment_keys(config)) {
     const auto it = stored.find(key);
     if (it != stored.end()) {
-      if (it->second != value) lines.push_back(fmt::format("{}: {} there, {} now", key, it->second, value));
+      if (!same_setting(key, it->second, value)) {
+        lines.push_back(fmt::format("{}: {} there, {} now", key, it->second, value));
+      }
     } else if (const auto d = resolved_defaults().find(key); d != resolved_defaults().end() && d->second != value) {
       lines.push_back(fmt::format("{}: the default {} there, {} now", key, d->second, value));
     }

@@ -142,6 +142,12 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
       {"label beyond the class names",
        [&] { io::write_file_atomically(dir / "class_names.txt", "a\nb\n"); },
        d + "train_y.npy: label 2 at index 2 is out of range for the 2 classes named in class_names.txt"},
+      {"stray test label", [&] { io::write_npy(dir / "test_y.npy", torch::tensor({0, 6}, torch::kLong)); },
+       d + "train_y.npy: no training example has label 3, 4, 5, 6 of the 7 classes that the largest label, 6 (in "
+           "test_y.npy), implies; fix the labels, or list every class in class_names.txt"},
+      {"stray training label", [&] { io::write_npy(dir / "train_y.npy", torch::tensor({0, 1, 2, 0, 1, 4})); },
+       d + "train_y.npy: no training example has label 3 of the 5 classes that the largest label, 4 (in "
+           "train_y.npy), implies"},
       {"one class", [&] {
          io::write_npy(dir / "train_y.npy", torch::zeros({6}, torch::kLong));
          io::write_npy(dir / "test_y.npy", torch::zeros({2}, torch::kLong));

@@ -158,6 +158,72 @@ TEST(TorchScript, RecalibrationGivesTheStatisticsOfTheImages) {
   }
 }
 
+// Note [Tied and frozen parameters]: a layer held twice is one parameter, a
+// frozen weight is no parameter; the module computes with exactly those.
+TEST(TorchScript, TiedParametersCountOnceAndFrozenOnesStayAsSaved) {
+  auto tied = make_model(spec_of(module_file("tied.pt")), 3);
+  EXPECT_EQ(parameter_names(*tied), (std::vector<std::string>{"a.weight", "a.bias", "b.weight", "b.bias"}));
+  FlatParameters flat(*tied);
+  ASSERT_EQ(flat.numel(), 36 * 36 + 36 + 36 * 2 + 2);
+  EXPECT_NE(tied->pretty_string().find(", 2 tied parameter names (trained once)"), std::string::npos)
+      << tied->pretty_string();
+  torch::manual_seed(2);
+  {
+    torch::NoGradGuard no_grad;
+    flat.values().copy_(torch::randn({flat.numel()}) * 0.2);
+  }
+  const torch::Tensor x = torch::randn({4, 1, 6, 6});
+  const torch::Tensor v = flat.values().detach();
+  const torch::Tensor wa = v.narrow(0, 0, 1296).view({36, 36}), ba = v.narrow(0, 1296, 36);
+  const torch::Tensor wb = v.narrow(0, 1332, 72).view({2, 36}), bb = v.narrow(0, 1404, 2);
+  const torch::Tensor h = torch::relu(x.view({4, 36}).matmul(wa.t()) + ba);
+  const torch::Tensor expected = torch::relu(h.matmul(wa.t()) + ba).matmul(wb.t()) + bb;
+  tied->eval();
+  EXPECT_TRUE(torch::allclose(tied->forward(x), expected, 1e-5, 1e-6));
+
+  const fs::path frozen_file = module_file("frozen.pt");
+  auto frozen = make_model(spec_of(frozen_file), 3);  // weights redrawn from the seed, but not the frozen one
+  EXPECT_EQ(parameter_names(*frozen), (std::vector<std::string>{"1.bias", "3.weight", "3.bias"}));
+  EXPECT_EQ(count_parameters(*frozen), 8 + 16 + 2);
+  EXPECT_NE(frozen->pretty_string().find(", 1 frozen parameter (kept as saved)"), std::string::npos)
+      << frozen->pretty_string();
+  torch::Tensor saved;
+  for (const auto& p : torch::jit::load(frozen_file.string()).named_parameters()) {
+    if (p.name == "1.weight") saved = p.value;
+  }
+  ASSERT_TRUE(saved.defined());
+  torch::Tensor held;
+  for (const auto& b : frozen->named_buffers()) {
+    if (b.key() == "1.weight") held = b.value();
+  }
+  ASSERT_TRUE(held.defined());
+  EXPECT_TRUE(held.equal(saved));
+  FlatParameters rest(*frozen);
+  const torch::Tensor r = rest.values().detach();
+  const torch::Tensor out = torch::relu(x.view({4, 36}).matmul(saved.t()) + r.narrow(0, 0, 8))
+                                .matmul(r.narrow(0, 8, 16).view({2, 8}).t()) +
+                            r.narrow(0, 24, 2);
+  frozen->eval();
+  EXPECT_TRUE(torch::allclose(frozen->forward(x), out, 1e-5, 1e-6));
+}
+
+// An error the module's own code raises after the checks at load (here on
+// more than two inputs) is a c10::Error naming the file, as LibTorch's are.
+TEST(TorchScript, ErrorsOfTheModulesCodeNameTheFile) {
+  const fs::path file = module_file("fails_on_batches.pt");
+  auto model = make_model(spec_of(file), 0);
+  std::string message;
+  try {
+    model->forward(torch::zeros({5, 1, 6, 6}));
+  } catch (const c10::Error& e) {
+    message = e.what_without_backtrace();
+  }
+  EXPECT_EQ(message.rfind("model file " + file.string() + ": forward fails on a batch of shape [5, 1, 6, 6]: ", 0),
+            0u)
+      << message;
+  EXPECT_NE(message.find("this test module takes at most 2 inputs"), std::string::npos) << message;
+}
+
 TEST(TorchScript, BadModulesAreOneLineNamingTheFile) {
   const fs::path dir = bnn::testing::unique_temp_dir("bnn_torchscript_bad");
   std::ofstream(dir / "notes.pt") << "not a zip archive\n";
@@ -174,6 +240,7 @@ TEST(TorchScript, BadModulesAreOneLineNamingTheFile) {
       {module_file("tuple_output.pt"), "forward returns a Tuple, not a tensor of logits"},
       {module_file("bn_traced_eval.pt"), "BatchNorm layer 1 does not update its running statistics in train mode"},
       {module_file("bn_traced_train.pt"), "BatchNorm layer 1 changes its running statistics in eval mode"},
+      {module_file("nan_logits.pt"), "forward returns NaN or infinite logits for a batch of shape [2, 1, 6, 6]"},
   };
   for (const auto& [path, expected] : cases) {
     std::string message;

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
 #include "tests/support/array_files.h"
@@ -81,6 +83,27 @@ TEST(TorchScriptEndToEnd, ScriptedAndTracedModulesRunPredictAndResume) {
   fs::remove_all(work);
 }
 
+// A module that passes the checks at load and raises in training fails each
+// member (status.json says why), not the run: every member is tried.
+TEST(TorchScriptEndToEnd, ErrorsOfTheModulesCodeFailTheMembers) {
+  const auto work = bnn::testing::unique_temp_dir("bnn_torchscript_fails");
+  const auto data = work / "data";
+  bnn::testing::write_dark_and_bright(data, 11);
+  const auto module = scripted_module("fails_on_batches.pt");
+  const auto out = work / "out";
+  const auto run = bnn::testing::run_bnn(run_args(data, module, out) + " --set run.members=2", work / "run.txt");
+  EXPECT_EQ(run.code, 3) << run.output;
+  const std::string why = "model file " + module.string() +
+                          ": forward fails on a batch of shape [50, 1, 6, 6]: this test module takes at most 2 inputs";
+  for (const char* member : {"member_000", "member_001"}) {
+    const auto status = nlohmann::json::parse(io::read_file(out / member / "status.json"));
+    EXPECT_EQ(status["status"], "failed") << member;
+    EXPECT_EQ(status["error"], why) << member;
+  }
+  EXPECT_NE(run.output.find("member 1 failed: " + why), std::string::npos) << run.output;
+  fs::remove_all(work);
+}
+
 TEST(TorchScriptEndToEnd, MistakesAreRefusedBeforeTheRunDirectoryIsMade) {
   const auto work = bnn::testing::unique_temp_dir("bnn_torchscript_refused");
   const auto data = work / "data";
@@ -101,6 +124,7 @@ TEST(TorchScriptEndToEnd, MistakesAreRefusedBeforeTheRunDirectoryIsMade) {
       {base + " --set model.name=mlp", "config key 'model.path': invalid value '" +
                                            scripted_module("mlp_scripted.pt").string() +
                                            "': only model.name torchscript reads it (model.name is mlp)"},
+      {base + " --set data.batch_size=5000", "config key 'data.batch_size': invalid value '5000': larger than the "},
       {base + " --member-design stacked --members-per-device 2",
        "bnn: error: --member-design stacked: model.name torchscript cannot be stacked (only bnn's own models can); "
        "use --member-design streams"},

@@ -171,6 +171,12 @@ TEST(Config, DataDirAutoIsTheDatasetsDefault) {
   EXPECT_EQ(load_config("", {"data.dataset=chest_xray"}).data.dir, "/usr/share/datasets/chest_xray");
   EXPECT_EQ(load_config("", {"data.dataset=celeba"}).data.dir, "/usr/share/datasets/celeba");
   EXPECT_EQ(load_config("", {"data.dataset=celeba", "data.dir=/data/c"}).data.dir, "/data/c");
+  // A given folder becomes absolute, one spelling per folder.
+  const std::string rel = (std::filesystem::current_path() / "rel" / "d").string();
+  for (const char* spelling : {"rel/d", "./rel/d", "rel/d/", "rel/./d//", "rel/x/../d"}) {
+    EXPECT_EQ(load_config("", {std::string("data.dir=") + spelling}).data.dir, rel) << spelling;
+  }
+  EXPECT_EQ(load_config("", {"data.dir=/data/c/"}).data.dir, "/data/c");
   expect_error([] { load_config("", {"data.dataset=image_folder"}); },
                "config key 'data.dir': invalid value 'auto': image_folder has no default directory");
 }

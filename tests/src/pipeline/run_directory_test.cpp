@@ -82,6 +82,28 @@ TEST(RunOwnership, KeysAManifestLacksAgreeAtTheirDefault) {
                       "sampler.temperature: the default 1 there, 2 now");
 }
 
+// data.dir is absolute, so runs started in different working directories
+// with one relative data.dir are different experiments; a manifest of an
+// older bnn that kept data.dir relative still matches the folder it names
+// from here.
+TEST(RunOwnership, DataDirsAreFoldersNotSpellings) {
+  const auto dir = testing::unique_temp_dir("bnn_own");
+  const config::Config here = tiny({"data.dir=data"});
+  EXPECT_EQ(here.data.dir, (fs::current_path() / "data").string());
+  claim_run_directory(dir, here, false);
+  fs::create_directories(dir / "member_000");
+  EXPECT_NO_THROW(check_run_directory(dir, tiny({"data.dir=./data/"}), true));
+  expect_config_error([&] { check_run_directory(dir, tiny({"data.dir=other/data"}), true); },
+                      "data.dir: " + here.data.dir + " there, " + (fs::current_path() / "other" / "data").string() +
+                          " now");
+  auto m = manifest(dir);
+  m["settings"]["data.dir"] = "data";  // as an older bnn wrote it
+  io::write_file_atomically(dir / kManifestFile, m.dump());
+  EXPECT_NO_THROW(check_run_directory(dir, here, true));
+  expect_config_error([&] { check_run_directory(dir, tiny({"data.dir=other/data"}), true); },
+                      "data.dir: data there, ");
+}
+
 TEST(RunOwnership, ForeignFoldersAreRefusedAndOldRunsAdopted) {
   const auto user = testing::unique_temp_dir("bnn_own");
   std::ofstream(user / "report.md") << "mine\n";
