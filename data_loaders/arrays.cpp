@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include "data_loaders/npy.h"
 
@@ -178,11 +179,17 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
       }
       if (!empty.empty()) {
         const bool in_test = test.y.max().item<int64_t>() + 1 == data.num_classes;
-        throw error(train->y_path,
-                    fmt::format("no training example has label {} of the {} classes that the largest label, {} "
-                                "(in {}), implies; fix the labels, or list every class in class_names.txt",
-                                fmt::join(empty, ", "), data.num_classes, data.num_classes - 1,
-                                (in_test ? test.y_path : train->y_path).filename().string()));
+        const std::string what = fmt::format(
+            "no training example{} has label {} of the {} classes that the largest label, {} (in {}), implies",
+            options.train_limit > 0 ? fmt::format(" of the first {} (data.train_limit)", options.train_limit) : "",
+            fmt::join(empty, ", "), data.num_classes, data.num_classes - 1,
+            (in_test ? test.y_path : train->y_path).filename().string());
+        // Under a limit the file's other rows may hold them: said, not refused.
+        if (options.train_limit > 0) {
+          spdlog::warn("{}: {}: those classes are trained without examples", train->y_path.string(), what);
+        } else {
+          throw error(train->y_path, what + "; fix the labels, or list every class in class_names.txt");
+        }
       }
     }
     for (int64_t k = 0; k < data.num_classes; ++k) data.class_names.push_back(std::to_string(k));

@@ -83,7 +83,7 @@ struct LoadOptions {
   int64_t train_limit = 0;
   int64_t test_limit = 0;
   int64_t side = 0;          // resizable data sets: the image side; 0 = the data set's default
-  bool standardize = true;   // fashion_mnist, arrays: false = pixels p / 255 (features as they are)
+  bool standardize = true;   // false = pixels p / 255 (arrays: features as they are)
   bool skip_bad_images = false;
   std::array<int64_t, 2> augment_copies = {1, 1};  // chest_xray: examples per NORMAL, PNEUMONIA image
   double split_ratio = 0.8;  // image_folder without train/ and test/

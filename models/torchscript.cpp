@@ -121,7 +121,8 @@ TorchScriptClassifier::TorchScriptClassifier(const TorchScriptOptions& options) 
     }
     if (!torch::isfinite(logits).all().item<bool>()) {
       fail(fmt::format("forward returns NaN or infinite logits for a batch of shape [{}] with values in [-1, 1] "
-                       "(inputs are standardized, so they can be negative: log or sqrt of them is NaN)",
+                       "(bnn's inputs are standardized unless data.standardize is false, and so negative in places: "
+                       "a log or sqrt of them is NaN)",
                        fmt::join(probe.sizes(), ", ")));
     }
   }
@@ -147,12 +148,14 @@ void TorchScriptClassifier::fail(const std::string& why) const {
 }
 
 void TorchScriptClassifier::find_batch_norms() {
+  std::set<const c10::TensorImpl*> seen;  // a layer held under two names is one layer
   for (const auto& item : module_.named_modules()) {
     const torch::jit::Module& sub = item.value;
     if (!sub.hasattr("running_mean") || !sub.hasattr("running_var")) continue;
     const c10::IValue mean = sub.attr("running_mean");
     const c10::IValue var = sub.attr("running_var");
     if (!mean.isTensor() || !var.isTensor()) continue;  // track_running_stats=False: None
+    if (!seen.insert(mean.toTensor().unsafeGetTensorImpl()).second) continue;
     BatchNormLayer layer;
     layer.name = item.name.empty() ? "(the module itself)" : item.name;
     layer.running_mean = mean.toTensor();
@@ -250,12 +253,13 @@ void TorchScriptClassifier::redraw_weights() {
     by_name[p.name] = p.value;
     if (seen.insert(p.value.unsafeGetTensorImpl()).second) order.push_back(p.name);  // a tied one once
   }
+  // Frozen ones stay as saved; a layer's trainable bias is redrawn with its weight's fan-in either way.
   for (const auto& name : order) {
     torch::Tensor w = by_name[name];
-    if (w.dim() < 2 || !is_weight_name(name) || !w.requires_grad()) continue;  // frozen ones as saved
+    if (w.dim() < 2 || !is_weight_name(name)) continue;
     const double fan_in = static_cast<double>(w.numel() / w.size(0));
     const double bound = 1.0 / std::sqrt(fan_in);
-    w.uniform_(-bound, bound);
+    if (w.requires_grad()) w.uniform_(-bound, bound);
     const auto bias = by_name.find(name.substr(0, name.size() - 6) + "bias");
     if (bias != by_name.end() && bias->second.requires_grad()) bias->second.uniform_(-bound, bound);
   }
@@ -283,14 +287,12 @@ void TorchScriptClassifier::mirror_tensors() {
   std::set<const c10::TensorImpl*> seen;
   for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
     if (!seen.insert(p.value.unsafeGetTensorImpl()).second) continue;
+    if (!p.value.requires_grad()) continue;  // frozen: the script module's alone
     const auto [path, leaf] = split(p.name);
-    if (p.value.requires_grad()) {
-      node(path).register_parameter(leaf, p.value, /*requires_grad=*/true);
-    } else {
-      node(path).register_buffer(leaf, p.value);
-    }
+    node(path).register_parameter(leaf, p.value, /*requires_grad=*/true);
   }
   for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
+    if (!seen.insert(b.value.unsafeGetTensorImpl()).second) continue;  // a layer held twice: once
     const auto [path, leaf] = split(b.name);
     node(path).register_buffer(leaf, b.value);
   }

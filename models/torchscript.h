@@ -39,7 +39,10 @@
 // under its first name in named_parameters order, as PyTorch's own
 // parameters() counts it. A parameter saved with requires_grad False (a
 // frozen, say pre-trained, layer) is not trained, sampled, redrawn or under
-// the prior: the mirror holds it as a buffer, at the file's value.
+// the prior: the mirror leaves it out, so only the script module holds it, at
+// the file's value (the run's copy, model.pt, restores it wherever the run is
+// read again), and no checkpoint or stored sample repeats it. A BatchNorm
+// layer held under two names is one layer.
 // An error raised by the module's own code while training or predicting
 // fails the member (a c10::Error, as any model's), naming the file.
 // Inputs are N x C x H x W (N x D x 1 x 1 for feature arrays), as for every

@@ -10,6 +10,8 @@ Writes into OUTDIR (the build runs this; tests read BNN_TORCHSCRIPT_DIR):
   tied.pt               Flatten, Linear(36, 36) applied twice (held as `a` and `c`),
                         ReLU, Linear(36, 2): 1406 parameters, not 2738
   frozen.pt             the mlp with its first weight saved with requires_grad False
+  bn_tied.pt            Conv2d(1, 4, 3, padding=1) `conv`, BatchNorm2d(4) held as `bn`
+                        and `bn2` (applied once), ReLU, Linear(144, 2) `head`
   fails_on_batches.pt   the mlp, whose forward raises on more than 2 inputs (it passes
                         bnn's checks at load and fails in training)
 and modules bnn must refuse, each with one clear error:
@@ -75,6 +77,18 @@ class Tied(nn.Module):
         return self.b(torch.relu(self.c(torch.relu(self.a(x)))))
 
 
+class BnTied(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.bn2 = self.bn
+        self.head = nn.Linear(4 * 6 * 6, 2)
+
+    def forward(self, x):
+        return self.head(torch.flatten(torch.relu(self.bn2(self.conv(x))), 1))
+
+
 class FailsOnBatches(nn.Module):
     def __init__(self):
         super().__init__()
@@ -136,6 +150,7 @@ def main():
     frozen[1].weight.requires_grad_(False)
     save(torch.jit.script(frozen), outdir, "frozen.pt")
     save(torch.jit.script(FailsOnBatches()), outdir, "fails_on_batches.pt")
+    save(torch.jit.script(BnTied()), outdir, "bn_tied.pt")
     save(torch.jit.script(NanLogits()), outdir, "nan_logits.pt")
 
 

@@ -39,6 +39,11 @@ std::string show(const YAML::Node& node) {
 }
 
 [[noreturn]] void bad_value(const std::string& key, const YAML::Node& node, const std::string& why) {
+  if (node.IsNull()) {  // `key:` or `--set key=` with nothing after it
+    throw ConfigError(fmt::format("config key '{}': no value given ({}; an empty value is YAML's null, '' is the "
+                                  "empty string)",
+                                  key, why));
+  }
   throw ConfigError(fmt::format("config key '{}': invalid value '{}': {}", key, show(node), why));
 }
 
@@ -404,7 +409,17 @@ Field* find_field(std::vector<Field>& all, const std::string& key) {
 
 void set_key(std::vector<Field>& all, const std::string& key, const YAML::Node& value) {
   Field* f = find_field(all, key);
-  if (f == nullptr) throw ConfigError(fmt::format("unknown config key '{}' (see `bnn run --help` for keys)", key));
+  if (f == nullptr) {
+    const std::string prefix = key + ".";
+    for (const Field& g : all) {
+      if (g.key.rfind(prefix, 0) == 0) {
+        throw ConfigError(fmt::format("config key '{}' is a section, not a key: give one of its keys, e.g. {}: "
+                                      "VALUE, or {}: followed by indented KEY: VALUE lines",
+                                      key, g.key, key));
+      }
+    }
+    throw ConfigError(fmt::format("unknown config key '{}' (see `bnn run --help` for keys)", key));
+  }
   f->set(value);
 }
 

@@ -34,7 +34,7 @@ struct DataConfig {
   std::vector<int64_t> augment_copies;  // chest_xray: per class NORMAL, PNEUMONIA
   double split_ratio = 0;               // image_folder without split folders
   int64_t channels = 0;                 // image_folder: 1 or 3
-  bool standardize = true;              // fashion_mnist: false = pixels in [0, 1]
+  bool standardize = true;              // false = pixels p / 255 in [0, 1] (arrays: features as they are)
 };
 
 struct ModelConfig {

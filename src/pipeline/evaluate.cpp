@@ -104,7 +104,8 @@ evaluation::LossTrace read_trace(const std::filesystem::path& member) {
 }
 
 // Test probabilities from `file`: rows x classes (classes < 0: any, set from
-// the file), finite, in [0, 1], rows summing to 1 (to float16 precision).
+// the file), finite, in [0, 1], rows summing to 1 (to 1e-2, float16 files
+// included).
 // `of_test` false: probabilities of an OOD set, whose row count is not in
 // labels.npy (rows < 0: any).
 torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows, int64_t& classes,

@@ -111,6 +111,18 @@ TEST(Arrays, FeaturesAreStandardizedPerColumnWithTheTrainingRows) {
   fs::remove_all(dir);
 }
 
+// A class no training example has is a stray label (an error, above), but
+// under data.train_limit the rest of the file may hold it: loaded, with a
+// warning.
+TEST(Arrays, AClassBeyondTheTrainLimitIsLoaded) {
+  const auto dir = bnn::testing::unique_temp_dir("bnn_arrays_limit");
+  write_npy_split(dir, "train", torch::rand({6, 3}), torch::tensor({0, 0, 1, 1, 2, 2}));
+  write_npy_split(dir, "test", torch::rand({3, 3}), cycling(3, 3));
+  EXPECT_EQ(load(dir, true, 4).num_classes, 3);  // the first 4 rows lack class 2
+  EXPECT_EQ(load(dir, true, 0).num_classes, 3);
+  fs::remove_all(dir);
+}
+
 TEST(Arrays, BadInputIsOneLineNamingTheFile) {
   const auto dir = bnn::testing::unique_temp_dir("bnn_arrays_bad");
   const auto good = [&] {

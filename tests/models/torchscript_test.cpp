@@ -158,6 +158,25 @@ TEST(TorchScript, RecalibrationGivesTheStatisticsOfTheImages) {
   }
 }
 
+// A BatchNorm layer held under two names is one layer: recalibrated once, to
+// the statistics of the images (not divided by its momentum twice).
+TEST(TorchScript, ABatchNormLayerHeldTwiceIsOneLayer) {
+  auto model = std::dynamic_pointer_cast<TorchScriptClassifier>(make_model(spec_of(module_file("bn_tied.pt")), 3));
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->batch_norm_momenta(), std::vector<double>{0.1});
+  EXPECT_NE(model->pretty_string().find(", 1 BatchNorm layer,"), std::string::npos) << model->pretty_string();
+  torch::manual_seed(4);
+  const torch::Tensor images = torch::randn({40, 1, 6, 6}) * 2 + 0.5;
+  recalibrate_batch_norm(*model, images);
+  torch::NoGradGuard no_grad;
+  const torch::Tensor conv = model->script_module().attr("conv").toModule().forward({images}).toTensor();
+  const auto buffers = model->named_buffers();
+  EXPECT_EQ(buffers.size(), 3u);  // bn's running_mean, running_var, num_batches_tracked; no bn2
+  EXPECT_TRUE(torch::allclose(buffers["bn.running_mean"], conv.mean({0, 2, 3}), 1e-5, 1e-6))
+      << buffers["bn.running_mean"] << conv.mean({0, 2, 3});
+  EXPECT_TRUE(torch::allclose(buffers["bn.running_var"], conv.var({0, 2, 3}, /*unbiased=*/true), 1e-5, 1e-6));
+}
+
 // Note [Tied and frozen parameters]: a layer held twice is one parameter, a
 // frozen weight is no parameter; the module computes with exactly those.
 TEST(TorchScript, TiedParametersCountOnceAndFrozenOnesStayAsSaved) {
@@ -192,9 +211,10 @@ TEST(TorchScript, TiedParametersCountOnceAndFrozenOnesStayAsSaved) {
     if (p.name == "1.weight") saved = p.value;
   }
   ASSERT_TRUE(saved.defined());
+  EXPECT_TRUE(frozen->named_buffers().is_empty());  // in no checkpoint or stored sample
   torch::Tensor held;
-  for (const auto& b : frozen->named_buffers()) {
-    if (b.key() == "1.weight") held = b.value();
+  for (const auto& p : dynamic_cast<TorchScriptClassifier&>(*frozen).script_module().named_parameters()) {
+    if (p.name == "1.weight") held = p.value;
   }
   ASSERT_TRUE(held.defined());
   EXPECT_TRUE(held.equal(saved));

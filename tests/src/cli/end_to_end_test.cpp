@@ -65,7 +65,7 @@ TEST(EndToEnd, TinyRunOnFashionMnistSlice) {
   // Retained samples: epochs 2 and 3 after one burn-in epoch.
   int samples = 0;
   for (const auto& e : std::filesystem::directory_iterator(out / "member_000" / "samples")) {
-    EXPECT_EQ(bnn::data_loaders::read_npy(e.path()).scalar_type(), torch::kHalf);
+    EXPECT_EQ(bnn::data_loaders::read_npy(e.path()).scalar_type(), torch::kFloat);  // Note [Stored sample probabilities]
     ++samples;
   }
   EXPECT_EQ(samples, 2);

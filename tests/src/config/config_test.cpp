@@ -59,6 +59,12 @@ TEST(Config, ResolvedYamlRoundTrips) {
 
 TEST(Config, ErrorsNameTheKeyAndValue) {
   expect_error([] { load_config("", {"sampler.hh=1"}); }, "unknown config key 'sampler.hh'");
+  expect_error([] { load_config("", {"model.path="}); },
+               "config key 'model.path': no value given (expected a string; an empty value is YAML's null, '' is the "
+               "empty string)");
+  expect_error([] { load_config(write_temp("section_value", "data: arrays\n"), {}); },
+               "config key 'data' is a section, not a key: give one of its keys, e.g. data.dataset: VALUE, or data: "
+               "followed by indented KEY: VALUE lines");
   expect_error([] { load_config("", {"sampler.step_size=-1"}); },
                "config key 'sampler.step_size': invalid value '-1': must be > 0");
   expect_error([] { load_config("", {"data.batch_size=abc"}); },

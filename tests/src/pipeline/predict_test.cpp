@@ -158,7 +158,7 @@ run:
 
 // float32 weights: the evaluator's probabilities to float32 rounding.
 constexpr double kFloat32Tolerance = 1e-5;
-// float16 weights (relative rounding 2^-11) and float16 probability files.
+// float16 weights (relative rounding 2^-11).
 constexpr double kFloat16Tolerance = 5e-3;
 
 TEST_F(Predict, PngImagesReproduceTheEvaluatorsProbabilities) {
