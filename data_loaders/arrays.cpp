@@ -51,6 +51,13 @@ Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, 
                                       c10::toString(a.x.scalar_type()), shape_text(a.x)));
   }
   if (a.x.size(0) == 0) throw error(a.x_path, fmt::format("holds no examples (shape {})", shape_text(a.x)));
+  // NumPy's and PIL's layout is channels last; bnn reads channels first. At
+  // most 4 trailing "columns" behind more than 4 "channels" is that mix-up.
+  if (images && a.x.dim() == 4 && a.x.size(3) <= 4 && a.x.size(1) > 4) {
+    throw error(a.x_path, fmt::format("uint8 images of shape {} look channels-last (N x H x W x C); bnn reads N x C "
+                                      "x H x W: save np.transpose(x, (0, 3, 1, 2)) instead",
+                                      shape_text(a.x)));
+  }
   for (int64_t k = 1; k < a.x.dim(); ++k) {
     if (a.x.size(k) == 0) throw error(a.x_path, fmt::format("examples of shape {} hold no values", shape_text(a.x)));
   }

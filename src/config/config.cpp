@@ -384,7 +384,7 @@ std::vector<Field> fields(Config& c) {
            "statistics stay float32)."),
       ood_sets("evaluation.ood", c.evaluation.ood,
                "Out-of-distribution sets: a list of {dataset, dir, name, limit}, each the test split of a data set "
-               "bnn can load (dir auto = its default; limit = its first N examples, 0 = all), prepared as the "
+               "bnn can load (an image_folder without train/ and test/: all of it) (dir auto = its default; limit = its first N examples, 0 = all), prepared as the "
                "training images are. Every member predicts them at Adam, SWA and each retained sample; `bnn "
                "evaluate` scores how well entropy, max probability and mutual information tell them from the test "
                "set (AUROC, AUPR, FPR at 95% TPR). Needs save_sample_probs."),

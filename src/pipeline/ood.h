@@ -5,7 +5,9 @@
 // Note [Out-of-distribution sets]: evaluation.ood names sets of inputs unlike
 // the training data (Fashion-MNIST's test set against MNIST digits, say).
 // Each is the test split of a data set bnn can load (data_loaders/registry.h:
-// an IDX folder, CIFAR-10, an image folder, .npy arrays, ...), at most
+// an IDX folder, CIFAR-10, an image folder, .npy arrays, ...; an image folder
+// without train/ and test/ folders is used whole, every image a test
+// image), at most
 // `limit` examples, prepared exactly as the training images are: resizable
 // data sets are decoded at the training data's side (and, for image_folder,
 // channels), and pixels are standardized with the training data's

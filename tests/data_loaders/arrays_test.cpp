@@ -143,6 +143,9 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
       {"float64 features", [&] { io::write_npy(dir / "train_x.npy", torch::rand({6, 3}, torch::kDouble)); },
        d + "train_x.npy: Double array of shape (6, 3); expected uint8 images (N x H x W or N x C x H x W) or float32 "
            "features (N x D)"},
+      {"channels last", [&] { io::write_npy(dir / "train_x.npy", torch::zeros({6, 5, 5, 3}, torch::kByte)); },
+       d + "train_x.npy: uint8 images of shape (6, 5, 5, 3) look channels-last (N x H x W x C); bnn reads N x C x H x "
+           "W: save np.transpose(x, (0, 3, 1, 2)) instead"},
       {"uint8 rows", [&] { io::write_npy(dir / "train_x.npy", torch::zeros({6, 3}, torch::kByte)); },
        d + "train_x.npy: Byte array of shape (6, 3); expected uint8 images"},
       {"float labels", [&] { io::write_npy(dir / "train_y.npy", torch::zeros({6}, torch::kFloat)); },
