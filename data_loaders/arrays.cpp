@@ -38,6 +38,7 @@ torch::Tensor read_array(const fs::path& path) {
 struct Arrays {
   torch::Tensor x, y;
   fs::path x_path, y_path;
+  int64_t rows_in_file = 0;  // before the limit
 };
 
 Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, const char* limit_option) {
@@ -51,15 +52,16 @@ Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, 
                                       c10::toString(a.x.scalar_type()), shape_text(a.x)));
   }
   if (a.x.size(0) == 0) throw error(a.x_path, fmt::format("holds no examples (shape {})", shape_text(a.x)));
+  for (int64_t k = 1; k < a.x.dim(); ++k) {
+    if (a.x.size(k) == 0) throw error(a.x_path, fmt::format("examples of shape {} hold no values", shape_text(a.x)));
+  }
   // NumPy's and PIL's layout is channels last; bnn reads channels first. At
-  // most 4 trailing "columns" behind more than 4 "channels" is that mix-up.
-  if (images && a.x.dim() == 4 && a.x.size(3) <= 4 && a.x.size(1) > 4) {
+  // most 4 trailing "columns" of images over 4 high with more than 4
+  // "channels" is that mix-up (N x D x 1 x 1 features are not).
+  if (images && a.x.dim() == 4 && a.x.size(3) <= 4 && a.x.size(1) > 4 && a.x.size(2) > 4) {
     throw error(a.x_path, fmt::format("uint8 images of shape {} look channels-last (N x H x W x C); bnn reads N x C "
                                       "x H x W: save np.transpose(x, (0, 3, 1, 2)) instead",
                                       shape_text(a.x)));
-  }
-  for (int64_t k = 1; k < a.x.dim(); ++k) {
-    if (a.x.size(k) == 0) throw error(a.x_path, fmt::format("examples of shape {} hold no values", shape_text(a.x)));
   }
   if (a.y.dim() != 1 || (a.y.scalar_type() != torch::kLong && a.y.scalar_type() != torch::kInt)) {
     throw error(a.y_path, fmt::format("{} array of shape {}; expected int64 or int32 labels, one per example",
@@ -74,6 +76,7 @@ Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, 
     if (limit > a.x.size(0)) {
       throw error(a.x_path, fmt::format("{} = {} exceeds its {} examples", limit_option, limit, a.x.size(0)));
     }
+    a.rows_in_file = a.x.size(0);
     a.x = a.x.narrow(0, 0, limit);
     a.y = a.y.narrow(0, 0, limit);
   }
@@ -186,13 +189,14 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
       }
       if (!empty.empty()) {
         const bool in_test = test.y.max().item<int64_t>() + 1 == data.num_classes;
+        const bool limited = train->rows_in_file > train->y.size(0);
         const std::string what = fmt::format(
             "no training example{} has label {} of the {} classes that the largest label, {} (in {}), implies",
-            options.train_limit > 0 ? fmt::format(" of the first {} (data.train_limit)", options.train_limit) : "",
+            limited ? fmt::format(" of the first {} (data.train_limit)", options.train_limit) : "",
             fmt::join(empty, ", "), data.num_classes, data.num_classes - 1,
             (in_test ? test.y_path : train->y_path).filename().string());
         // Under a limit the file's other rows may hold them: said, not refused.
-        if (options.train_limit > 0) {
+        if (limited) {
           spdlog::warn("{}: {}: those classes are trained without examples", train->y_path.string(), what);
         } else {
           throw error(train->y_path, what + "; fix the labels, or list every class in class_names.txt");

@@ -26,7 +26,10 @@
 //   `momentum` attribute agrees, its exact value is used. Recalibration then
 //   zeroes the statistics and num_batches_tracked, runs one train-mode forward
 //   over the calibration images and divides by m: the statistics of those
-//   images, as for the built-in models, up to one rounding when m != 1.
+//   images, as for the built-in models, up to one rounding when m != 1. A
+//   layer the forward applies twice measures 1 - (1 - m)^2 and ends with a
+//   blend of its two inputs' statistics, which no single value describes:
+//   give each use a layer of its own.
 // - Checks at load, each failing with one line naming the file: it exists and
 //   is a script module with a forward method and float32 parameters; forward
 //   on two inputs of the data set's shape returns a 2 x num_classes tensor;

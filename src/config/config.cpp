@@ -39,11 +39,6 @@ std::string show(const YAML::Node& node) {
 }
 
 [[noreturn]] void bad_value(const std::string& key, const YAML::Node& node, const std::string& why) {
-  if (node.IsNull()) {  // `key:` or `--set key=` with nothing after it
-    throw ConfigError(fmt::format("config key '{}': no value given ({}; an empty value is YAML's null, '' is the "
-                                  "empty string)",
-                                  key, why));
-  }
   throw ConfigError(fmt::format("config key '{}': invalid value '{}': {}", key, show(node), why));
 }
 
@@ -308,7 +303,8 @@ std::vector<Field> fields(Config& c) {
       text("model.init", c.model.init, "seed", {"seed", "file"},
            "torchscript: seed = each member redraws the weights of every Linear/Conv-like layer (2-D or more, "
            "with its bias) from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with its own seed; file = every member starts "
-           "from the file's weights."),
+           "from the file's weights. Parameters saved with requires_grad False keep the file's values either "
+           "way, and are neither trained nor sampled."),
       number("prior.precision", c.prior.precision, "1.0", at_least(0),
              "lambda: Gaussian prior precision on weights (and on biases when prior.biases is true)."),
       boolean("prior.biases", c.prior.biases, "false",
@@ -384,9 +380,9 @@ std::vector<Field> fields(Config& c) {
            "statistics stay float32)."),
       ood_sets("evaluation.ood", c.evaluation.ood,
                "Out-of-distribution sets: a list of {dataset, dir, name, limit}, each the test split of a data set "
-               "bnn can load (an image_folder without train/ and test/: all of it) (dir auto = its default; limit = its first N examples, 0 = all), prepared as the "
-               "training images are. Every member predicts them at Adam, SWA and each retained sample; `bnn "
-               "evaluate` scores how well entropy, max probability and mutual information tell them from the test "
+               "bnn can load (an image_folder without train/ and test/: all of it; dir auto = its default; limit = "
+               "its first N examples, 0 = all), prepared as the training images are. Every member predicts them at "
+               "Adam, SWA and each retained sample; `bnn evaluate` scores how well entropy, max probability and mutual information tell them from the test "
                "set (AUROC, AUPR, FPR at 95% TPR). Needs save_sample_probs."),
       integer("run.members", c.run.members, "4", 1, 4096, "M: ensemble members (independent chains)."),
       seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
@@ -413,12 +409,19 @@ void set_key(std::vector<Field>& all, const std::string& key, const YAML::Node& 
     const std::string prefix = key + ".";
     for (const Field& g : all) {
       if (g.key.rfind(prefix, 0) == 0) {
-        throw ConfigError(fmt::format("config key '{}' is a section, not a key: give one of its keys, e.g. {}: "
-                                      "VALUE, or {}: followed by indented KEY: VALUE lines",
-                                      key, g.key, key));
+        if (value.IsNull()) return;  // `section:` with every key commented out: empty
+        throw ConfigError(fmt::format("config key '{}' is a section, not a key: give one of its keys, such as {}",
+                                      key, g.key));
       }
     }
     throw ConfigError(fmt::format("unknown config key '{}' (see `bnn run --help` for keys)", key));
+  }
+  if (value.IsNull()) {  // `key:` or `--set key=` with nothing after it
+    const std::string& d = f->default_yaml;
+    throw ConfigError(fmt::format("config key '{}': no value given (an empty value is YAML's null){}", key,
+                                  d == "''"                  ? "; '' is the empty string"
+                                  : !d.empty() && d[0] == '[' ? "; [] is the empty list"
+                                                              : ""));
   }
   f->set(value);
 }

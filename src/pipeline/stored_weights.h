@@ -9,9 +9,10 @@
 //            float32 or float16
 //   buffers  the model's floating-point buffers right after that
 //            recalibration, concatenated in named_buffers() order (BatchNorm
-//            running_mean then running_var, layer by layer; the integer
+//            running_mean then running_var, layer by layer, and any other
+//            float buffer a TorchScript module registers; the integer
 //            num_batches_tracked is left out: eval mode does not read it),
-//            shape [B], float32; absent for a model without BatchNorm
+//            shape [B], float32; absent for a model without float buffers
 // Stored points of a member (member_NNN/):
 //   swa_weights.npy, swa_buffers.npy           x*, always
 //   samples/weights_XXXXXXXX.npy,

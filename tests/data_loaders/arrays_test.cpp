@@ -120,6 +120,11 @@ TEST(Arrays, AClassBeyondTheTrainLimitIsLoaded) {
   write_npy_split(dir, "test", torch::rand({3, 3}), cycling(3, 3));
   EXPECT_EQ(load(dir, true, 4).num_classes, 3);  // the first 4 rows lack class 2
   EXPECT_EQ(load(dir, true, 0).num_classes, 3);
+  // A limit of every row reads the whole file: a stray label is an error again.
+  write_npy_split(dir, "train", torch::rand({6, 3}), torch::tensor({0, 0, 1, 1, 3, 3}));
+  EXPECT_NE(testing::error_of([&] { load(dir, true, 6); }).find("no training example has label 2 of the 4 classes"),
+            std::string::npos);
+  EXPECT_EQ(load(dir, true, 4).num_classes, 3);  // rows 0, 0, 1, 1 and the test's 0, 1, 2
   fs::remove_all(dir);
 }
 

@@ -70,8 +70,8 @@ TEST(PaperRunScript, SlicesUntilTheRunFinishesThenAssemblesTheResults) {
   const std::string comparison = read_file(out / "results" / "paper_comparison.md");
   EXPECT_NE(comparison.find("| SMS-UBU | nll | "), std::string::npos) << comparison;
   EXPECT_NE(comparison.find("so its differences are not marked: it differs in data.train_limit 1000 (the paper's 0); "
-                            "data.test_limit 500 (the paper's 0); data.batch_size 100 (the paper's 200); model.name "
-                            "mlp (the paper's fmnist_cnn);"),
+                            "data.test_limit 500 (the paper's 0); data.batch_size 100 (the paper's 200); "
+                            "data.standardize true (the paper's false); model.name mlp (the paper's fmnist_cnn);"),
             std::string::npos)
       << comparison;
   EXPECT_EQ(comparison.find("differences are larger than our standard deviation."), std::string::npos) << comparison;

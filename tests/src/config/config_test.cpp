@@ -60,11 +60,16 @@ TEST(Config, ResolvedYamlRoundTrips) {
 TEST(Config, ErrorsNameTheKeyAndValue) {
   expect_error([] { load_config("", {"sampler.hh=1"}); }, "unknown config key 'sampler.hh'");
   expect_error([] { load_config("", {"model.path="}); },
-               "config key 'model.path': no value given (expected a string; an empty value is YAML's null, '' is the "
-               "empty string)");
+               "config key 'model.path': no value given (an empty value is YAML's null); '' is the empty string");
+  expect_error([] { load_config("", {"evaluation.ood="}); },
+               "config key 'evaluation.ood': no value given (an empty value is YAML's null); [] is the empty list");
+  expect_error([] { load_config("", {"adam.epochs="}); },
+               "config key 'adam.epochs': no value given (an empty value is YAML's null)");
   expect_error([] { load_config(write_temp("section_value", "data: arrays\n"), {}); },
-               "config key 'data' is a section, not a key: give one of its keys, e.g. data.dataset: VALUE, or data: "
-               "followed by indented KEY: VALUE lines");
+               "config key 'data' is a section, not a key: give one of its keys, such as data.dataset");
+  // A section whose keys are all commented out is empty, not an error.
+  EXPECT_EQ(load_config(write_temp("empty_section", "evaluation:\n  # bn_batches: 10\n"), {}).evaluation.bn_batches,
+            20);
   expect_error([] { load_config("", {"sampler.step_size=-1"}); },
                "config key 'sampler.step_size': invalid value '-1': must be > 0");
   expect_error([] { load_config("", {"data.batch_size=abc"}); },
