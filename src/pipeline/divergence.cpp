@@ -1,5 +1,7 @@
 #include "src/pipeline/divergence.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <vector>
 
@@ -11,7 +13,7 @@
 namespace bnn::pipeline {
 
 std::optional<Divergence> check_divergence(const std::string& trace_rows, const std::string& anchor_phase,
-                                           const config::Config& config) {
+                                           const config::Config& config, int64_t num_classes) {
   std::istringstream in(trace_rows);
   bool have_reference = false;
   Divergence d;
@@ -41,10 +43,21 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
       ++epochs;
     }
   }
-  if (!have_reference || epochs == 0) return std::nullopt;
-  d.chain_loss = loss_sum / static_cast<double>(epochs);
-  d.chain_accuracy = accuracy_sum / static_cast<double>(epochs);
+  if (!have_reference) return std::nullopt;
   const auto& s = config.sampler;
+  d.chain_loss = epochs > 0 ? loss_sum / static_cast<double>(epochs) : d.reference_loss;
+  d.chain_accuracy = epochs > 0 ? accuracy_sum / static_cast<double>(epochs) : d.reference_accuracy;
+  const double uniform = std::log(static_cast<double>(std::max<int64_t>(num_classes, 1)));
+  if (num_classes >= 2 && d.reference_loss - uniform > s.max_loss_increase) {
+    d.reason = fmt::format(
+        "x* itself: the training loss of its last {} epoch is {:.4g}, above a uniform guess's log {} = {:.4g} by "
+        "more than sampler.max_loss_increase {}; {}",
+        anchor_phase, d.reference_loss, num_classes, uniform, s.max_loss_increase,
+        anchor_phase == "map" ? "L-BFGS did not find the MAP point"
+                              : "the Adam and SWA phases diverged (lower adam.lr or swa.lr)");
+    return d;
+  }
+  if (epochs == 0) return std::nullopt;
   const bool loss_up = d.chain_loss - d.reference_loss > s.max_loss_increase;
   const bool accuracy_down = d.reference_accuracy - d.chain_accuracy > s.max_accuracy_drop;
   if (!loss_up && !accuracy_down) return std::nullopt;
@@ -58,13 +71,14 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
   return d;
 }
 
-std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config) {
+std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config,
+                                                  int64_t num_classes) {
   const auto path = member / kTraceFile;
   if (!std::filesystem::exists(path)) return std::nullopt;
   const std::string text = io::read_file(path);
   const auto header_end = text.find('\n');
   return check_divergence(header_end == std::string::npos ? "" : text.substr(header_end + 1), anchor_point(config),
-                          config);
+                          config, num_classes);
 }
 
 }  // namespace bnn::pipeline

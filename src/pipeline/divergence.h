@@ -21,6 +21,12 @@
 // evaluate` the check is made again from each member's trace.csv with the
 // thresholds of the config in use, so raising them (they are not part of
 // the experiment) clears the warning and the exit code.
+// x* itself is checked first: when its loss (the same last-epoch loss)
+// exceeds a uniform guess's, log K for K classes, by more than
+// sampler.max_loss_increase, the phase that made x* diverged (an Adam
+// learning rate far too large, say: the chain then sits in a region as bad
+// as x* and the comparison above passes), and the member is diverged
+// whatever its chain did.
 #pragma once
 
 #include <cstdint>
@@ -39,12 +45,14 @@ struct Divergence {
 };
 
 // The check above, over the rows of trace.csv (without its header) of a
-// member of `config`; `anchor_phase` is "swa" or "map". nullopt when the
-// chain stayed within the thresholds, or when the trace holds no x* phase.
+// member of `config` on data of `num_classes` classes; `anchor_phase` is
+// "swa" or "map". nullopt when x* and the chain stayed within the
+// thresholds, or when the trace holds no x* phase.
 std::optional<Divergence> check_divergence(const std::string& trace_rows, const std::string& anchor_phase,
-                                           const config::Config& config);
+                                           const config::Config& config, int64_t num_classes);
 
 // The check over `member`/trace.csv (Note [Run directory]).
-std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config);
+std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config,
+                                                  int64_t num_classes);
 
 }  // namespace bnn::pipeline

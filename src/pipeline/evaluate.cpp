@@ -180,7 +180,7 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
     }
     return status[key].get<int64_t>();
   };
-  if (const auto d = check_member_divergence(dir, config)) m.diverged = d->reason;  // Note [Divergence check]
+  if (const auto d = check_member_divergence(dir, config, classes)) m.diverged = d->reason;  // Note [Divergence check]
   if (status.contains("arithmetic") && status["arithmetic"].is_array()) {
     for (const auto& a : status["arithmetic"]) {
       if (a.is_string()) m.arithmetic.push_back(a.get<std::string>());

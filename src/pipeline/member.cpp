@@ -165,7 +165,7 @@ Position Member::train_anchor(bool resume) {
 }
 
 std::optional<Divergence> Member::divergence() const {
-  return check_divergence(state_.trace, anchor_point(cfg_), cfg_);
+  return check_divergence(state_.trace, anchor_point(cfg_), cfg_, ctx_.data.num_classes);
 }
 
 void Member::discard_checkpoint() const {

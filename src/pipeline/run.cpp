@@ -681,7 +681,9 @@ int run(const config::Config& config, const RunOptions& options) {
   // by the thresholds in use.
   std::vector<std::string> diverged;
   for (const auto& member : finished_members(dir)) {
-    if (check_member_divergence(member, config)) diverged.push_back(member.filename().string());
+    if (check_member_divergence(member, config, data.begin()->second.num_classes)) {
+      diverged.push_back(member.filename().string());
+    }
   }
   if (!diverged.empty()) {
     spdlog::error("{} diverged (report.md says how): the samples of a diverged chain are not of the posterior "
