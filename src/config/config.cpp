@@ -355,8 +355,9 @@ std::vector<Field> fields(Config& c) {
            "per step); diagonal (O(N_b d)) or low_rank (whole sample covariance by Woodbury, O(N_b^2 d))."),
       number("sampler.max_loss_increase", c.sampler.max_loss_increase, "1.0", {0, kInf, true, true},
              "Divergence check (Note [Divergence check]): a member whose mean training loss per example over the "
-             "sampling epochs after burn-in exceeds x*'s by more than this is marked diverged (run exits 3); "
-             ".inf turns it off."),
+             "sampling epochs after burn-in exceeds x*'s by more than this, or whose x* phase ends with a loss "
+             "above a uniform guess's (log K) by more than this, is marked diverged (run exits 3); .inf turns it "
+             "off."),
       number("sampler.max_accuracy_drop", c.sampler.max_accuracy_drop, "0.25", {0, kInf, true, true},
              "Divergence check: likewise when the chain's mean test accuracy after burn-in falls below x*'s by "
              "more than this; .inf turns it off."),

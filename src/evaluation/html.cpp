@@ -29,7 +29,8 @@ bool starts_with(const std::string& s, const std::string& prefix) { return s.rfi
 
 // `code`, then **bold** and [text](url) outside code; everything escaped.
 std::string inline_html(const std::string& text) {
-  static const std::regex bold(R"(\*\*([^*]+)\*\*)");
+  // The shortest run between two "**": a single * inside (x*) stays text.
+  static const std::regex bold(R"(\*\*(.+?)\*\*)");
   static const std::regex link(R"(\[([^\]]+)\]\(([^)\s]+)\))");
   std::string out;
   size_t pos = 0;

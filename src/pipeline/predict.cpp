@@ -63,11 +63,14 @@ void add_npy(const Preprocess& p, const fs::path& path, Inputs& in) {
   if (t.dim() == 3) t = t.unsqueeze(1);
   const std::vector<int64_t> expected = {p.channels(), p.side(), p.side()};
   if (t.dim() != 4 || t.sizes().slice(1).vec() != expected) {
-    throw config::ConfigError(fmt::format("{}: holds images of shape {}, expected N x {}{} (.npy pixels are not "
-                                          "resized)",
-                                          path.string(), shape_text(shape),
-                                          shape_text(expected),
-                                          p.channels() == 1 ? fmt::format(" or N x {0} x {0}", p.side()) : ""));
+    // NumPy's and PIL's channels-last layout of the right images.
+    const bool channels_last = t.dim() == 4 && t.size(1) == p.side() && t.size(2) == p.side() &&
+                               t.size(3) == p.channels();
+    throw config::ConfigError(fmt::format("{}: holds images of shape {}, expected N x {}{} ({})", path.string(),
+                                          shape_text(shape), shape_text(expected),
+                                          p.channels() == 1 ? fmt::format(" or N x {0} x {0}", p.side()) : "",
+                                          channels_last ? "channels last: save np.transpose(x, (0, 3, 1, 2))"
+                                                        : ".npy pixels are not resized"));
   }
   if (t.size(0) == 0) {
     throw config::ConfigError(fmt::format("{}: holds no images (shape {})", path.string(), shape_text(shape)));

@@ -686,8 +686,7 @@ int run(const config::Config& config, const RunOptions& options) {
     }
   }
   if (!diverged.empty()) {
-    spdlog::error("{} diverged (report.md says how): the samples of a diverged chain are not of the posterior "
-                  "around x*",
+    spdlog::error("{} diverged (report.md says how): their samples are not of the posterior around a sound x*",
                   fmt::join(diverged, ", "));
     return 3;
   }

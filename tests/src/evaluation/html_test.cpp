@@ -19,6 +19,7 @@ TEST(Html, RendersTheReportsMarkdown) {
       "Second line of the paragraph.\n"
       "\n"
       "- **member_001 diverged**: loss & more\n"
+      "- **member_002 diverged: x* itself** and **b**\n"
       "- second\n"
       "\n"
       "## Per-class accuracy\n"
@@ -42,7 +43,8 @@ TEST(Html, RendersTheReportsMarkdown) {
            "<h1>bnn evaluation report</h1>",
            "<p>Runs: <code>runs/a&lt;b&gt;</code> with <strong>4</strong> members, see <a "
            "href=\"docs/design.md\">docs</a>.\nSecond line of the paragraph.</p>",
-           "<ul>\n<li><strong>member_001 diverged</strong>: loss &amp; more</li>\n<li>second</li>\n</ul>",
+           "<ul>\n<li><strong>member_001 diverged</strong>: loss &amp; more</li>\n<li><strong>member_002 diverged: "
+           "x* itself</strong> and <strong>b</strong></li>\n<li>second</li>\n</ul>",
            "<h2>Per-class accuracy</h2>",
            "<th style=\"text-align:left\">class</th><th style=\"text-align:right\">bayes</th>",
            "<td style=\"text-align:left\">Shirt | top</td><td style=\"text-align:right\">0.5000</td>",

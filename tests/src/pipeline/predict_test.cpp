@@ -280,6 +280,7 @@ TEST_F(Predict, BadInputsAreClearErrors) {
   bnn::testing::write_image(bad / "wide.png", bnn::testing::pattern_image(30, 28, 1, 1));
   bnn::testing::write_garbage(bad / "garbage.png");
   bnn::io::write_npy(bad / "rgb.npy", torch::zeros({2, 3, kSide, kSide}, torch::kByte));
+  bnn::io::write_npy(bad / "nhwc.npy", torch::zeros({2, kSide, kSide, 1}, torch::kByte));
   bnn::io::write_npy(bad / "float.npy", torch::zeros({2, kSide, kSide}));
   fs::create_directories(bad / "empty");
   fs::create_directories(bad / "folder.csv");
@@ -291,7 +292,11 @@ TEST_F(Predict, BadInputsAreClearErrors) {
       {run_dir + " --images " + (bad / "garbage.png").string(),
        (bad / "garbage.png").string() + ": cannot decode the image: not a valid JPEG, PNG or BMP file"},
       {run_dir + " --images " + (bad / "rgb.npy").string(),
-       (bad / "rgb.npy").string() + ": holds images of shape 2 x 3 x 28 x 28, expected N x 1 x 28 x 28 or N x 28 x 28"},
+       (bad / "rgb.npy").string() + ": holds images of shape 2 x 3 x 28 x 28, expected N x 1 x 28 x 28 or N x 28 x 28 "
+                                   "(.npy pixels are not resized)"},
+      {run_dir + " --images " + (bad / "nhwc.npy").string(),
+       (bad / "nhwc.npy").string() + ": holds images of shape 2 x 28 x 28 x 1, expected N x 1 x 28 x 28 or N x 28 x "
+                                    "28 (channels last: save np.transpose(x, (0, 3, 1, 2)))"},
       {run_dir + " --images " + (bad / "float.npy").string(), "holds Float values, expected uint8 pixels"},
       {run_dir + " --images " + (bad / "empty").string(), "no image files (.jpeg, .jpg, .png, .bmp) in the folder"},
       {run_dir + " --images " + (bad / "missing.png").string(), (bad / "missing.png").string() + ": no such file"},
