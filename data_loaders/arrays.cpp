@@ -208,10 +208,7 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
 
   const auto stats_of = [&](const torch::Tensor& x, bool images) {
     if (options.stats) return *options.stats;
-    if (images) {
-      const auto channels = static_cast<size_t>(x.size(1));
-      return options.standardize ? channel_stats(x) : unit_pixel_stats(static_cast<int64_t>(channels));
-    }
+    if (images) return options.standardize ? channel_stats(x) : unit_pixel_stats(x.size(1));
     return feature_stats(x, options.standardize);
   };
   if (test.x.scalar_type() == torch::kByte) {

@@ -1,5 +1,6 @@
 #include "models/torchscript.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -45,6 +46,19 @@ bool is_weight_name(const std::string& name) {
          (name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0);
 }
 
+// The named tensors of `list` (a script module's named_parameters or
+// named_buffers), each tensor once, under its first name (Note [Tied and
+// frozen parameters]).
+template <typename NamedList>
+std::vector<torch::jit::Named<at::Tensor>> once_each(const NamedList& list) {
+  std::vector<torch::jit::Named<at::Tensor>> out;
+  std::set<const c10::TensorImpl*> seen;
+  for (const auto& t : list) {
+    if (seen.insert(t.value.unsafeGetTensorImpl()).second) out.push_back(t);
+  }
+  return out;
+}
+
 // Two inputs of the data set's shape with distinct, reproducible values.
 torch::Tensor probe_input(const std::vector<int64_t>& shape) {
   std::vector<int64_t> sizes = {2};
@@ -74,21 +88,19 @@ TorchScriptClassifier::TorchScriptClassifier(const TorchScriptOptions& options) 
     fail(fmt::format("the module has no forward method (its methods: {}); bnn calls forward(inputs) for the logits",
                      names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", "))));
   }
-  int64_t count = 0;
-  std::set<const c10::TensorImpl*> seen;
+  int64_t names = 0;
   for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
     if (p.value.scalar_type() != torch::kFloat) {
       fail(fmt::format("parameter {} is {}; bnn computes in float32 (call .float() on the model before saving it)",
                        p.name, c10::toString(p.value.scalar_type())));
     }
-    if (!seen.insert(p.value.unsafeGetTensorImpl()).second) {
-      ++tied_;
-    } else if (!p.value.requires_grad()) {
-      ++frozen_;
-    } else {
-      ++count;
-    }
+    ++names;
   }
+  const auto parameters = once_each(module_.named_parameters(/*recurse=*/true));
+  tied_ = names - static_cast<int64_t>(parameters.size());
+  const auto count = std::count_if(parameters.begin(), parameters.end(),
+                                   [](const auto& p) { return p.value.requires_grad(); });
+  frozen_ = static_cast<int64_t>(parameters.size()) - count;
   if (count == 0) {
     fail(frozen_ > 0 ? "every parameter of the module is frozen (requires_grad False): nothing to train"
                      : "the module has no parameters to train");
@@ -246,16 +258,10 @@ void TorchScriptClassifier::check_eval_mode(const torch::Tensor& probe) {
 
 void TorchScriptClassifier::redraw_weights() {
   torch::NoGradGuard no_grad;
-  std::map<std::string, torch::Tensor> by_name;
-  std::vector<std::string> order;
-  std::set<const c10::TensorImpl*> seen;
-  for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
-    by_name[p.name] = p.value;
-    if (seen.insert(p.value.unsafeGetTensorImpl()).second) order.push_back(p.name);  // a tied one once
-  }
+  std::map<std::string, torch::Tensor> by_name;  // every name, a tied tensor's second too
+  for (const auto& p : module_.named_parameters(/*recurse=*/true)) by_name[p.name] = p.value;
   // Frozen ones stay as saved; a layer's trainable bias is redrawn with its weight's fan-in either way.
-  for (const auto& name : order) {
-    torch::Tensor w = by_name[name];
+  for (const auto& [name, w] : once_each(module_.named_parameters(/*recurse=*/true))) {
     if (w.dim() < 2 || !is_weight_name(name)) continue;
     const double fan_in = static_cast<double>(w.numel() / w.size(0));
     const double bound = 1.0 / std::sqrt(fan_in);
@@ -284,15 +290,12 @@ void TorchScriptClassifier::mirror_tensors() {
                                     : std::pair<std::string, std::string>{name.substr(0, dot), name.substr(dot + 1)};
   };
   // Note [Tied and frozen parameters]
-  std::set<const c10::TensorImpl*> seen;
-  for (const auto& p : module_.named_parameters(/*recurse=*/true)) {
-    if (!seen.insert(p.value.unsafeGetTensorImpl()).second) continue;
+  for (const auto& p : once_each(module_.named_parameters(/*recurse=*/true))) {
     if (!p.value.requires_grad()) continue;  // frozen: the script module's alone
     const auto [path, leaf] = split(p.name);
     node(path).register_parameter(leaf, p.value, /*requires_grad=*/true);
   }
-  for (const auto& b : module_.named_buffers(/*recurse=*/true)) {
-    if (!seen.insert(b.value.unsafeGetTensorImpl()).second) continue;  // a layer held twice: once
+  for (const auto& b : once_each(module_.named_buffers(/*recurse=*/true))) {
     const auto [path, leaf] = split(b.name);
     node(path).register_buffer(leaf, b.value);
   }

@@ -383,8 +383,9 @@ std::vector<Field> fields(Config& c) {
                "Out-of-distribution sets: a list of {dataset, dir, name, limit}, each the test split of a data set "
                "bnn can load (an image_folder without train/ and test/: all of it; dir auto = its default; limit = "
                "its first N examples, 0 = all), prepared as the training images are. Every member predicts them at "
-               "Adam, SWA and each retained sample; `bnn evaluate` scores how well entropy, max probability and mutual information tell them from the test "
-               "set (AUROC, AUPR, FPR at 95% TPR). Needs save_sample_probs."),
+               "Adam, SWA and each retained sample; `bnn evaluate` scores how well entropy, max probability and "
+               "mutual information tell them from the test set (AUROC, AUPR, FPR at 95% TPR). Needs "
+               "save_sample_probs."),
       integer("run.members", c.run.members, "4", 1, 4096, "M: ensemble members (independent chains)."),
       seed_field("run.seed", c.run.seed, "Run seed; member seeds are derived from it."),
       text("run.device", c.run.device, "auto", {}, "auto, cpu, cuda or cuda:N."),

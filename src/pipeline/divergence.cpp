@@ -1,6 +1,5 @@
 #include "src/pipeline/divergence.h"
 
-#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <vector>
@@ -47,7 +46,7 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
   const auto& s = config.sampler;
   d.chain_loss = epochs > 0 ? loss_sum / static_cast<double>(epochs) : d.reference_loss;
   d.chain_accuracy = epochs > 0 ? accuracy_sum / static_cast<double>(epochs) : d.reference_accuracy;
-  const double uniform = std::log(static_cast<double>(std::max<int64_t>(num_classes, 1)));
+  const double uniform = num_classes >= 2 ? std::log(static_cast<double>(num_classes)) : 0.0;
   if (num_classes >= 2 && d.reference_loss - uniform > s.max_loss_increase) {
     d.reason = fmt::format(
         "x* itself: the training loss of its last {} epoch is {:.4g}, above a uniform guess's log {} = {:.4g} by "
