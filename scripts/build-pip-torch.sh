@@ -148,14 +148,16 @@ if [[ -n "$debs" ]]; then
   echo "build-pip-torch: $count packages unpacked into $prefix"
 fi
 if [[ $with_data == 1 ]]; then
-  data_deb="$(ls "$debs"/dataset-fashion-mnist_*.deb 2> /dev/null | head -1)"
-  [[ -n "$data_deb" ]] || { echo "build-pip-torch: --with-data: no dataset-fashion-mnist .deb in $debs" >&2; exit 2; }
+  data_debs=("$debs"/dataset-fashion-mnist_*.deb)
+  data_deb="${data_debs[0]}"
+  [[ -f "$data_deb" ]] || { echo "build-pip-torch: --with-data: no dataset-fashion-mnist .deb in $debs" >&2; exit 2; }
   unpack_deb "$data_deb" /
 fi
 
 # NCCL's header comes with the wheel's nvidia-nccl package: with it,
 # data-parallel chains (bnn run --distributed) use NCCL (cmake/c10d.cmake).
-nccl_include="$(ls -d "$site"/nvidia/nccl/include 2> /dev/null | head -1 || true)"
+nccl_include=""
+[[ -d "$site/nvidia/nccl/include" ]] && nccl_include="$site/nvidia/nccl/include"
 # The CUDA toolkit's headers (for c10/cuda) and nvcc, if the machine has them:
 # CMake's FindCUDAToolkit looks on PATH and in /usr/local/cuda. nvcc also
 # builds bnn's CUDA kernels (cmake/cuda_kernels.cmake): BNN_CUDA_KERNELS=ON in
