@@ -26,7 +26,8 @@
 // sampler.max_loss_increase, the phase that made x* diverged (an Adam
 // learning rate far too large, say: the chain then sits in a region as bad
 // as x* and the comparison above passes), and the member is diverged
-// whatever its chain did.
+// whatever its chain did. The log says so as soon as x* is made, so that a
+// long run's user need not wait for the sampling phase to learn it.
 #pragma once
 
 #include <cstdint>

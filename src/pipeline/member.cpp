@@ -93,6 +93,13 @@ std::string Member::arithmetic_now() const {
 
 void Member::run() {
   const Position at = train_anchor(/*resume=*/true);
+  // Note [Divergence check]: an x* worse than a uniform guess is said as
+  // soon as it is made; the member is marked when its sampling ends.
+  if (at.phase == Phase::kSample && at.epochs_done == 0) {
+    if (const auto d = divergence()) {
+      spdlog::warn("member {}: {}; it will be marked diverged when its sampling ends", index_, d->reason);
+    }
+  }
   SamplingPhase sampling(cfg_, index_, partition_, ctx_.data.test, ctx_.data.num_classes,
                          [this] { return make_sampler(state_.anchor, samplers::derive_seed(seed_, kSamplerStream)); },
                          *this);

@@ -499,6 +499,19 @@ TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
                          "--set run.members=1");
        },
        3, "member 0 diverged"},
+      {"7: an x* blown up by Adam's learning rate is said before its sampling",
+       [] { return tiny_run_args(fresh("diverged_x_star").string(), " --set adam.lr=1e8 --set run.members=1"); }, 3,
+       "x* itself: the training loss of its last swa epoch is",
+       {},
+       [](const CommandResult& r) {
+         const auto said = r.output.find("it will be marked diverged when its sampling ends");
+         ASSERT_NE(said, std::string::npos) << r.output;
+         EXPECT_LT(said, r.output.find("sample epoch   1/3")) << r.output;
+         const auto status = nlohmann::json::parse(
+             bnn::io::read_file(kHostileWork / "cases" / "diverged_x_star" / "member_000" / "status.json"));
+         ASSERT_TRUE(status.contains("diverged")) << status;
+         EXPECT_EQ(status["diverged"]["reason"].get<std::string>().rfind("x* itself:", 0), 0U) << status;
+       }},
       {"7: the thresholds are config keys",
        [] {
          return tiny_run_args(fresh("diverged_allowed").string(),
