@@ -15,8 +15,10 @@ int cmd_predict(int argc, char** argv) {
                         "Class probabilities, predictive entropy and mutual information of new images from a "
                         "finished run's SWA weights and stored posterior samples.");
   opts.add_options()("run", "Run directory of `bnn run`", cxxopts::value<std::string>())(
-      "images", "Image files (JPEG, PNG, BMP), folders of them, or .npy files of uint8 pixels (N x H x W or "
-                "N x C x H x W)", cxxopts::value<std::vector<std::string>>())(
+      "images",
+      "Image files (JPEG, PNG, BMP), folders of them (not their subfolders), or .npy files of uint8 pixels "
+      "(N x H x W or N x C x H x W); for a run on feature arrays, .npy files of float32 N x D features",
+      cxxopts::value<std::vector<std::string>>())(
       "o,out", "Write the predictions to FILE.csv or FILE.json (default: print a table)",
       cxxopts::value<std::string>())(
       "members", "Members to use: 3, 0-3, 0,2,5-7 (default every finished member)", cxxopts::value<std::string>())(

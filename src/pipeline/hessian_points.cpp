@@ -16,6 +16,7 @@
 #include "src/pipeline/member.h"
 #include "src/pipeline/run.h"
 #include "src/pipeline/run_directory.h"
+#include "src/pipeline/stored_weights.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -28,6 +29,7 @@ torch::Tensor read_weights(const std::filesystem::path& dir, const std::string& 
                            const config::Config& config) {
   const auto path = point_weights_path(dir, point);
   if (!std::filesystem::exists(path)) {
+    if (weights_left_behind(dir)) throw config::ConfigError(weights_left_behind_message(dir, "bnn hessian"));
     std::vector<std::string> phases;
     for (const auto& p : point_estimates(config)) phases.push_back(p == "map" ? "L-BFGS" : p == "swa" ? "SWA" : "Adam");
     throw config::ConfigError(fmt::format("{} missing: the member has not finished {} (or was run by a bnn older "

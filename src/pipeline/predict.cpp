@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "data_loaders/image_files.h"
@@ -128,6 +129,10 @@ std::vector<fs::path> selected_members(const PredictOptions& options) {
   std::vector<fs::path> out;
   for (int64_t index : options.members) {
     const auto dir = member_dir(options.run_dir, index);
+    if (!fs::is_directory(dir)) {
+      throw config::ConfigError(fmt::format("--members: {} holds no {}", options.run_dir.string(),
+                                            dir.filename().string()));
+    }
     if (std::find(finished.begin(), finished.end(), dir) == finished.end()) {
       throw config::ConfigError(fmt::format("--members: {} has not finished (no status.json saying done)",
                                             dir.string()));
@@ -169,8 +174,8 @@ class StoredModels {
 
 // x* of each member: SWA's, or the MAP point of a run with map.optimizer
 // lbfgs (map_weights.npy; the method is then reported as "map").
-MethodPrediction swa_ensemble(StoredModels& models, const std::vector<fs::path>& members) {
-  const std::string point = fs::exists(point_weights_path(members.front(), "swa")) ? "swa" : "map";
+MethodPrediction swa_ensemble(StoredModels& models, const std::vector<fs::path>& members,
+                              const std::string& point) {
   evaluation::MixtureAccumulator mixture;
   for (const auto& m : members) {
     mixture.add(models.probabilities(point_weights_path(m, point), point_buffers_path(m, point)));
@@ -180,11 +185,27 @@ MethodPrediction swa_ensemble(StoredModels& models, const std::vector<fs::path>&
 
 MethodPrediction bayes_ensemble(StoredModels& models, const std::vector<fs::path>& members) {
   for (const auto& m : members) {
-    if (stored_sample_steps(m).empty()) {
+    const auto stored = static_cast<int64_t>(stored_sample_steps(m).size());
+    if (stored == 0) {
       throw config::ConfigError(fmt::format(
           "{}: no stored posterior samples (samples/weights_*.npy); run with evaluation.save_sample_weights: true "
           "(or --set evaluation.save_sample_weights=true) to keep them, or use --method swa",
           m.string()));
+    }
+    // Note [Stored samples]: the set the member finished with (a bnn before
+    // this record: not checked).
+    const auto status = nlohmann::json::parse(io::read_file(m / kStatusFile));
+    if (status.value("sample_weights_incomplete", false)) {
+      throw config::ConfigError(fmt::format(
+          "{}: the weights of only {} of its {} retained samples were stored (the processes that ran it had other "
+          "evaluation.save_sample_weights or sample_weights_every); their average is not the member's posterior "
+          "mean: use --method swa, or run the member again with one setting",
+          m.string(), stored, status.value("samples", int64_t{0})));
+    }
+    if (status.contains("sample_weights") && status["sample_weights"].get<int64_t>() != stored) {
+      throw config::ConfigError(fmt::format("{}: holds {} stored samples (samples/weights_*.npy), but it finished with "
+                                            "{}: files were removed or added since",
+                                            m.string(), stored, status["sample_weights"].get<int64_t>()));
     }
   }
   evaluation::MixtureAccumulator mixture;
@@ -217,6 +238,9 @@ std::string csv_field(const std::string& s) {
 Predictions predict_images(const PredictOptions& options) {
   const Preprocess preprocess = read_preprocess(options.run_dir);
   const std::vector<fs::path> members = selected_members(options);
+  for (const auto& m : members) {
+    if (weights_left_behind(m)) throw config::ConfigError(weights_left_behind_message(m, "bnn predict"));
+  }
   Inputs in = read_inputs(preprocess, options.inputs);
   const torch::Tensor inputs = model_inputs(preprocess, torch::cat(in.pixels));
   StoredModels models(preprocess, resolve_device(options.device), inputs);
@@ -225,7 +249,10 @@ Predictions predict_images(const PredictOptions& options) {
   out.images = std::move(in.names);
   out.class_names = preprocess.class_names;
   for (const auto& m : members) out.members.push_back(m.filename().string());
-  if (options.swa) out.methods.push_back(swa_ensemble(models, members));
+  if (options.swa) {
+    out.methods.push_back(
+        swa_ensemble(models, members, anchor_point(config::load_config(options.run_dir / kConfigFile, {}))));
+  }
   if (options.bayes) out.methods.push_back(bayes_ensemble(models, members));
   spdlog::info("bnn predict: {} images, {} members of {}", out.images.size(), members.size(),
                options.run_dir.string());

@@ -9,6 +9,7 @@
 
 #include "data_loaders/npy.h"
 #include "src/io/npy.h"
+#include "src/pipeline/run_directory.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -83,6 +84,19 @@ std::vector<int64_t> stored_sample_steps(const std::filesystem::path& member_dir
   }
   std::sort(steps.begin(), steps.end());
   return steps;
+}
+
+bool weights_left_behind(const std::filesystem::path& member_dir) {
+  return member_finished(member_dir) && !std::filesystem::exists(point_weights_path(member_dir, "swa")) &&
+         !std::filesystem::exists(point_weights_path(member_dir, "map"));
+}
+
+std::string weights_left_behind_message(const std::filesystem::path& member_dir, const std::string& command) {
+  return fmt::format("{} finished, but its folder holds none of its weights (no {} or {}): a run gathered by "
+                     "scripts/pack-members.sh unpack carries the members' probabilities, not their weights, so it "
+                     "can be evaluated but not used by {}; give the run folder that trained it",
+                     member_dir.string(), point_weights_path({}, "swa").string(), point_weights_path({}, "map").string(),
+                     command);
 }
 
 }  // namespace bnn::pipeline

@@ -23,11 +23,17 @@
 //                                              sample, k = sample_weights_every
 // Files are written atomically; a resumed member rewrites the samples taken
 // after its last checkpoint with the same bytes (Note [Member checkpoints] in
-// member_checkpoint.h).
+// member_checkpoint.h). A member's status.json records "sample_weights", the
+// count it finished with, and "sample_weights_incomplete" where the processes
+// that ran it stored different samples (evaluation.save_sample_weights and
+// sample_weights_every may differ between them); `bnn predict --method bayes`
+// refuses such a member, and one whose count has changed since, rather than
+// average a subset of its chain.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include <torch/torch.h>
@@ -53,6 +59,14 @@ void write_stored_point(const std::filesystem::path& weights_path, const std::fi
 // does not fit the model.
 void load_stored_point(const std::filesystem::path& weights_path, const std::filesystem::path& buffers_path,
                        models::FlatParameters& flat, torch::nn::Module& model);
+
+// Whether `member_dir` finished (status.json "done") yet holds no x*
+// weights, which every finished member stores: its folder was gathered by
+// scripts/pack-members.sh, which carries probabilities but no weights.
+bool weights_left_behind(const std::filesystem::path& member_dir);
+
+// The error for such a member, naming `command`, which needs the weights.
+std::string weights_left_behind_message(const std::filesystem::path& member_dir, const std::string& command);
 
 // The sampler steps of member_dir/samples/weights_*.npy, sorted.
 std::vector<int64_t> stored_sample_steps(const std::filesystem::path& member_dir);

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "src/io/atomic_file.h"
+#include "src/io/npy.h"
 #include "tests/support/data_paths.h"
 #include "tests/support/temp_dir.h"
 
@@ -178,6 +179,14 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
   for (const std::string file : {"metrics.json", "metrics.csv", "uncertainty.json"}) {
     EXPECT_EQ(read_file(merged / file), read_file(work / "both" / file)) << file;
   }
+  // ... but not predicted with: the weights stayed behind, and bnn predict says so.
+  bnn::io::write_npy(work / "images.npy", torch::zeros({2, 28, 28}, torch::kByte));
+  std::tie(code, log) = sh(std::string(BNN_BINARY) + " predict --run " + merged.string() + " --images " +
+                           (work / "images.npy").string() + " --method swa --threads 1");
+  EXPECT_EQ(code, 2) << log;
+  EXPECT_NE(log.find((merged / "member_000").string() + " finished, but its folder holds none of its weights"),
+            std::string::npos)
+      << log;
   // The results folder for docs/results, from the members' slices tables
   // (written here as paper-run.sh writes them) and the evaluation here.
   bnn::io::write_file_atomically(work / "a.tsv", "started_utc\tseconds\texit_code\tcommand\n"

@@ -140,8 +140,17 @@ TEST(HessianCli, PointsOfAnLbfgsRun) {
   const auto missing = hessian_cli("hessian --checkpoint " + member.string() + " --out " +
                                    (hessian_work() / "lbfgs_missing.json").string() + " --examples 200 --threads 1");
   EXPECT_EQ(missing.code, 2) << missing.output;
-  EXPECT_NE(missing.output.find("map_weights.npy missing: the member has not finished L-BFGS"), std::string::npos)
+  // A finished member without weights was gathered by pack-members (or emptied by hand).
+  EXPECT_NE(missing.output.find("member_000 finished, but its folder holds none of its weights (no swa_weights.npy or "
+                                "map_weights.npy): a run gathered by scripts/pack-members.sh unpack"),
+            std::string::npos)
       << missing.output;
+  std::filesystem::remove(member / "status.json");
+  const auto unfinished = hessian_cli("hessian --checkpoint " + member.string() + " --out " +
+                                      (hessian_work() / "lbfgs_missing.json").string() + " --examples 200 --threads 1");
+  EXPECT_EQ(unfinished.code, 2) << unfinished.output;
+  EXPECT_NE(unfinished.output.find("map_weights.npy missing: the member has not finished L-BFGS"), std::string::npos)
+      << unfinished.output;
   std::filesystem::remove_all(run);
 }
 

@@ -274,6 +274,43 @@ TEST_F(Predict, RunWithoutStoredSamplesNamesTheConfigKey) {
   EXPECT_LE(max_difference(p, "swa", member_mean(r, "swa_probs.npy")), kFloat32Tolerance);
 }
 
+// A member whose processes stored different samples, or whose stored
+// samples changed since it finished, is refused: its stored weights' average
+// would not be the mean over its retained samples.
+TEST_F(Predict, PartOfAMembersSamplesIsNotItsPosterior) {
+  const fs::path cut = work_ / "mixed_storage";
+  const std::string args = "run --config " + (work_ / "tiny.yaml").string() + " --out " + cut.string() +
+                           " --threads 1 --device cpu";
+  // Killed at step 20: the sample at 16 is stored and checkpointed; the
+  // resume stores none, so step 24's weights are missing.
+  CommandResult r = bnn::testing::run_bnn(args, work_ / "mixed_1.txt", "BNN_KILL_AT_SAMPLER_STEP=20");
+  ASSERT_EQ(r.code, 128 + 9) << r.output;
+  r = bnn(args + " --set evaluation.save_sample_weights=false");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("member 0: 1 of its 2 retained samples have stored weights where "
+                          "evaluation.save_sample_weights false and sample_weights_every 1 keep 0"),
+            std::string::npos)
+      << r.output;
+  const auto status = nlohmann::json::parse(bnn::io::read_file(cut / "member_000" / "status.json"));
+  EXPECT_EQ(status["sample_weights"], 1);
+  EXPECT_EQ(status["sample_weights_incomplete"], true);
+  const std::string images = " --images " + (work_ / "png").string();
+  EXPECT_NE(error_of("--run " + cut.string() + images + " --members 0 --method bayes")
+                .find("member_000: the weights of only 1 of its 2 retained samples were stored"),
+            std::string::npos);
+  // A complete member with a stored sample removed since.
+  const fs::path whole = run("float32");
+  const fs::path copy = work_ / "float32_copy";
+  fs::remove_all(copy);
+  fs::copy(whole, copy, fs::copy_options::recursive);
+  fs::remove(copy / "member_001" / "samples" / "weights_00000016.npy");
+  EXPECT_NE(error_of("--run " + copy.string() + images + " --method bayes")
+                .find("member_001: holds 1 stored samples (samples/weights_*.npy), but it finished with 2"),
+            std::string::npos);
+  const auto p = predict_json("--run " + copy.string() + images + " --method swa");  // x* is whole
+  EXPECT_LE(max_difference(p, "swa", member_mean(whole, "swa_probs.npy")), kFloat32Tolerance);
+}
+
 TEST_F(Predict, BadInputsAreClearErrors) {
   const std::string run_dir = "--run " + run("float32").string();
   const fs::path bad = work_ / "bad";
