@@ -142,7 +142,8 @@ ChannelStats feature_stats(const torch::Tensor& x, bool standardize) {
 
 torch::Tensor standardize_features(const torch::Tensor& x, const ChannelStats& s) {
   TORCH_CHECK(x.dim() == 2 && x.size(1) == static_cast<int64_t>(s.mean.size()) && s.std.size() == s.mean.size(),
-              "standardize_features: features of shape ", x.sizes(), " but statistics for ", s.mean.size());
+              "features of shape ", x.sizes(), ", but the training data's standardization has ", s.mean.size(),
+              " mean(s) and standard deviation(s), one per channel or feature");
   const auto opts = torch::TensorOptions().dtype(torch::kDouble);
   const torch::Tensor mean = torch::tensor(s.mean, opts), std = torch::tensor(s.std, opts);
   return ((x.to(torch::kDouble) - mean) / std).to(torch::kFloat).reshape({x.size(0), x.size(1), 1, 1}).contiguous();

@@ -71,6 +71,23 @@ bool jpeg_is_complete(const std::vector<uint8_t>& bytes) {
   return sos && eoi && last_eoi > last_sos;
 }
 
+// A PNG is its 8-byte signature and chunks (4-byte big-endian length, 4-byte
+// type, data, 4-byte CRC) up to the IEND chunk. libpng reports a truncated
+// one on stderr by itself before OpenCV fails, so the chunks are walked
+// first, to name the fault; false where the file ends before IEND.
+bool png_is_complete(const std::vector<uint8_t>& bytes) {
+  size_t i = 8;
+  while (i + 8 <= bytes.size()) {
+    const size_t length = (static_cast<size_t>(bytes[i]) << 24) | (static_cast<size_t>(bytes[i + 1]) << 16) |
+                          (static_cast<size_t>(bytes[i + 2]) << 8) | bytes[i + 3];
+    const bool end = bytes[i + 4] == 'I' && bytes[i + 5] == 'E' && bytes[i + 6] == 'N' && bytes[i + 7] == 'D';
+    if (length > bytes.size() || i + 12 + length > bytes.size()) return false;
+    if (end) return true;
+    i += 12 + length;
+  }
+  return false;
+}
+
 // The width and height in a JPEG's frame header (SOF0-SOF15 but DHT, JPG,
 // DAC), found by walking the marker segments from the start, so that markers
 // inside an Exif thumbnail (an APP1 segment) are skipped; nullopt if absent.
@@ -117,6 +134,13 @@ cv::Mat decode(const fs::path& path, const ImageDecodeOptions& options) {
   const bool jpeg = bytes.size() >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
   if (jpeg && !jpeg_is_complete(bytes)) {
     bad_image(path, "cannot decode the image: truncated JPEG (no end-of-image marker after the image data)");
+  }
+  static constexpr uint8_t kPngSignature[8] = {0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  const bool png = bytes.size() >= 8 && std::equal(kPngSignature, kPngSignature + 8, bytes.begin());
+  if (png && !png_is_complete(bytes)) {
+    bad_image(path, fmt::format("cannot decode the image: truncated PNG (the file's {} bytes end before its IEND "
+                                "chunk)",
+                                bytes.size()));
   }
   cv::Mat image;
   try {

@@ -327,10 +327,10 @@ void require_one_experiment(const std::vector<std::filesystem::path>& run_dirs, 
   for (const auto& dir : run_dirs) {
     require_file(dir / kConfigFile, kConfigFile);
     require_file(dir / kLabelsFile, kLabelsFile);
-    if (!same_experiment(config::load_config(dir / kConfigFile, {}), config)) {
-      throw ConfigError(fmt::format("{} and {} hold different configurations; only members of one "
+    if (const config::Config other = config::load_config(dir / kConfigFile, {}); !same_experiment(other, config)) {
+      throw ConfigError(fmt::format("{} and {} hold different configurations ({}); only members of one "
                                     "experiment can be merged",
-                                    first.string(), dir.string()));
+                                    first.string(), dir.string(), experiment_differences(config, other)));
     }
     if (!data_loaders::read_npy(dir / kLabelsFile).equal(labels)) {
       throw ConfigError(fmt::format("{} and {} were evaluated on different test sets", first.string(), dir.string()));
@@ -410,8 +410,11 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
       const std::string name = member_dir("", index).string();
       const auto it = found.find(name);
       if (it == found.end()) {
-        throw ConfigError(fmt::format("--members selects {}, which is not finished in any of the run directories",
-                                      name));
+        const bool held = std::any_of(run_dirs.begin(), run_dirs.end(), [&](const std::filesystem::path& d) {
+          return std::filesystem::is_directory(d / name);
+        });
+        throw ConfigError(fmt::format("--members selects {}, which {} of the run directories", name,
+                                      held ? "is not finished in any" : "is in none"));
       }
       chosen.insert(*it);
     }

@@ -451,8 +451,15 @@ std::string rhat_table(const RhatResult& result) {
   fmt::format_to(std::back_inserter(out), "{:<7} {:>7} {:>8} {:>12}\n", "max", "", fixed(worst, 4),
                  fixed(worst_split, 4));
   if (worst_split > 1.1 || worst > 1.1) {
-    out += "R-hat above 1.1: the chains have not forgotten their starts (or disagree); run longer or check the step "
-           "size.\n";
+    out += fmt::format(
+        "{} above 1.1: the chains have not forgotten their starts (or disagree); run longer or check the step "
+        "size.\n",
+        worst > 1.1 && worst_split > 1.1 ? "R-hat and split R-hat" : worst > 1.1 ? "R-hat" : "split R-hat");
+  }
+  if (worst_split > 1.1 && worst < 1.0) {
+    out += "R-hat below 1 with split R-hat above 1.1: the chains still drift together, a shared trend that split "
+           "R-hat sees and R-hat hides; a later burn-in (--set sampler.burn_in=...) shows whether they agree once "
+           "settled.\n";
   }
   return out;
 }

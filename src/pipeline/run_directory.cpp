@@ -213,6 +213,18 @@ bool same_experiment(const config::Config& a, const config::Config& b) {
   return experiment_keys(a) == experiment_keys(b);
 }
 
+std::string experiment_differences(const config::Config& a, const config::Config& b) {
+  const Settings first = experiment_keys(a), second = experiment_keys(b);
+  std::vector<std::string> lines;
+  for (const auto& [key, value] : first) {
+    const auto it = second.find(key);
+    if (it != second.end() && it->second != value) {
+      lines.push_back(fmt::format("{}: {} in the first, {} in the second", key, value, it->second));
+    }
+  }
+  return fmt::format("{}", fmt::join(lines, "; "));
+}
+
 void check_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
   if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir)) {
     throw ConfigError(fmt::format("run directory {} is a file; give --out a folder", dir.string()));

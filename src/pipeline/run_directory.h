@@ -94,6 +94,10 @@ std::filesystem::path sample_probs_path(const std::filesystem::path& member, int
 // must agree.
 bool same_experiment(const config::Config& a, const config::Config& b);
 
+// The experiment keys where `a` and `b` differ, as "key: A in the first, B in
+// the second; ...".
+std::string experiment_differences(const config::Config& a, const config::Config& b);
+
 // Note [Run ownership]
 // A folder bnn writes results into says what it is in bnn.json, written
 // (atomically) before anything else: {"bnn": "run", "evaluation" or "rhat",

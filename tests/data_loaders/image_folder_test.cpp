@@ -141,6 +141,17 @@ TEST_F(ImageFolder, CorruptImageNamesTheFile) {
   bnn::testing::truncate_to_half(bad);
   EXPECT_EQ(error_of([&] { load(); }),
             bad.string() + ": cannot decode the image: truncated JPEG (no end-of-image marker after the image data)");
+  write_class(dir_ / "train", "dog", 2);  // whole again
+  const auto bad_png = dir_ / "train" / "dog" / "dog_0.png";
+  const auto size = fs::file_size(bad_png);
+  bnn::testing::truncate_to_half(bad_png);
+  EXPECT_EQ(error_of([&] { load(); }),
+            fmt::format("{}: cannot decode the image: truncated PNG (the file's {} bytes end before its IEND chunk)",
+                        bad_png.string(), size / 2));
+  // Only the last 12 bytes (the IEND chunk) gone: still found.
+  write_class(dir_ / "train", "dog", 2);
+  fs::resize_file(bad_png, size - 12);
+  EXPECT_NE(error_of([&] { load(); }).find("truncated PNG"), std::string::npos);
 }
 
 }  // namespace

@@ -131,6 +131,9 @@ TEST(OodEndToEnd, SetsTheModelCannotTakeAreRefusedBeforeAnythingIsWritten) {
   fs::create_directories(work / "rgb");  // three channels where the model takes one
   io::write_npy(work / "rgb" / "test_x.npy", torch::zeros({4, 3, 6, 6}, torch::kByte));
   io::write_npy(work / "rgb" / "test_y.npy", torch::zeros({4}, torch::kLong));
+  fs::create_directories(work / "features");  // feature rows where the model takes images
+  io::write_npy(work / "features" / "test_x.npy", torch::zeros({4, 20}, torch::kFloat));
+  io::write_npy(work / "features" / "test_y.npy", torch::zeros({4}, torch::kLong));
   const auto out = work / "run";
   const auto expect_refused = [&](const std::string& ood, const std::string& message) {
     const auto r = bnn::testing::run_bnn(ood_run_args(work / "data", "'" + ood + "'", out), work / "bad.txt");
@@ -143,6 +146,11 @@ TEST(OodEndToEnd, SetsTheModelCannotTakeAreRefusedBeforeAnythingIsWritten) {
                      "): its images have shape (1 x 8 x 8), but the model takes the training data's (1 x 6 x 6)");
   expect_refused("[{dataset: arrays, dir: " + (work / "rgb").string() + ", name: rgb}]",
                  "an OOD set needs the training data's input shape (1 x 6 x 6)");
+  expect_refused("[{dataset: arrays, dir: " + (work / "features").string() + ", name: feat}]",
+                 "set 'feat' (arrays in " + (work / "features").string() +
+                     "): features of shape [4, 20], but the training data's standardization has 1 mean(s) and "
+                     "standard deviation(s), one per channel or feature; an OOD set needs the training data's input "
+                     "shape (1 x 6 x 6)");
   expect_refused("[{dataset: arrays, dir: " + (work / "nowhere").string() + ", name: gone}]",
                  "set 'gone' (arrays in " + (work / "nowhere").string() + "): dir does not exist");
   expect_refused("[{dataset: fashion_mnist, dir: " + (work / "data").string() + "}]",

@@ -15,6 +15,7 @@
 #include "data_loaders/npy.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "src/pipeline/rhat.h"
 #include "tests/support/figure_files.h"
 #include "tests/support/idx_files.h"
 #include "tests/support/run_bnn.h"
@@ -390,6 +391,28 @@ TEST(RhatCommand, StartsFarFromXStarAreDetected) {
   }
   EXPECT_NE(r.output.find("R-hat above 1.1"), std::string::npos) << r.output;
   if (!HasFailure()) fs::remove_all(s.dir);
+}
+
+// The table's warning names the statistic past 1.1, and a whole-chain R-hat
+// below 1 beside a high split R-hat is said to be a shared trend.
+TEST(RhatTable, WarningNamesTheStatisticPastTheBound) {
+  const auto table = [](double rhat, double split) {
+    bnn::pipeline::RhatResult result;
+    result.repeats.emplace_back();
+    result.repeats.back().epochs = {10, rhat, split, 5.0};
+    return bnn::pipeline::rhat_table(result);
+  };
+  EXPECT_EQ(table(1.01, 1.05).find("above 1.1"), std::string::npos);
+  const std::string trend = table(0.94, 1.74);
+  EXPECT_NE(trend.find("\nsplit R-hat above 1.1:"), std::string::npos) << trend;
+  EXPECT_NE(trend.find("R-hat below 1 with split R-hat above 1.1: the chains still drift together"),
+            std::string::npos)
+      << trend;
+  const std::string both = table(1.3, 1.5);
+  EXPECT_NE(both.find("\nR-hat and split R-hat above 1.1:"), std::string::npos) << both;
+  EXPECT_EQ(both.find("drift together"), std::string::npos) << both;
+  EXPECT_NE(table(1.2, 1.05).find("\nR-hat above 1.1:"), std::string::npos);
+  EXPECT_EQ(table(1.05, 1.2).find("drift together"), std::string::npos);
 }
 
 TEST(RhatCommand, RefusesBadOptions) {
