@@ -1,5 +1,6 @@
 #include "src/cli/commands.h"
 
+#include <csignal>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -72,6 +73,10 @@ std::string usage() {
 
 int main(int argc, char** argv) {
   const std::string_view name = argc > 1 ? argv[1] : "";
+  // A file-size limit (ulimit -f, a batch system's) kills a process by
+  // SIGXFSZ without a word; ignored, the write fails with EFBIG, and bnn
+  // names the file ("File too large") as for any failed write.
+  std::signal(SIGXFSZ, SIG_IGN);
   try {
     if (name.empty() || name == "--help" || name == "-h" || name == "help") {
       fmt::print("{}", usage());

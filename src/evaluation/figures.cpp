@@ -92,6 +92,14 @@ constexpr Terminal kTerminals[] = {
     {"svg", "svg noenhanced dynamic font 'sans,10'"},
 };
 
+// Whether `bytes` is a file gnuplot finished: a PNG ends in its IEND chunk
+// (the type's 4 bytes, then the CRC), an SVG in </svg> and white space.
+bool complete_figure(const std::string& bytes, const std::string& extension) {
+  if (extension == "png") return bytes.size() >= 20 && bytes.compare(bytes.size() - 8, 4, "IEND") == 0;
+  const size_t end = bytes.rfind("</svg>");
+  return end != std::string::npos && bytes.find_first_not_of(" \t\r\n", end + 6) == std::string::npos;
+}
+
 void add_figure(std::string& script, const std::string& name, int width, int height, const std::string& body) {
   for (const Terminal& t : kTerminals) {
     fmt::format_to(std::back_inserter(script), "reset\nset terminal {} size {},{}\nset output '{}.{}'.suffix\n",
@@ -351,17 +359,36 @@ FigureOutcome run_script(const std::string& script, const std::vector<std::strin
     outcome.error = fmt::format("gnuplot failed (exit status {}); see {}", status, (dir / "gnuplot.log").string());
     return outcome;
   }
+  // gnuplot exits 0 even where its writes failed (a full disk leaves empty
+  // or cut files): every figure is checked before any replaces the one
+  // there, and each is then written as any bnn output (io/atomic_file.h).
+  std::vector<std::pair<std::filesystem::path, std::string>> drawn;
   for (const std::string& name : names) {
     for (const Terminal& t : kTerminals) {
       const auto file = dir / fmt::format("{}.{}", name, t.extension);
-      std::error_code ec;
-      std::filesystem::rename(file.string() + ".tmp", file, ec);
-      if (ec) {
-        outcome.error = fmt::format("gnuplot did not write {}: {}", file.string(), ec.message());
-        return outcome;
+      const std::filesystem::path tmp = file.string() + ".tmp";
+      if (!std::filesystem::exists(tmp)) {
+        outcome.error = fmt::format("gnuplot did not write {}", tmp.string());
+      } else if (std::string bytes = io::read_file(tmp); !complete_figure(bytes, t.extension)) {
+        outcome.error = fmt::format("gnuplot's {} is incomplete ({} bytes; a full disk?)", tmp.string(), bytes.size());
+      } else {
+        drawn.emplace_back(file, std::move(bytes));
       }
+      if (!outcome.error.empty()) break;
+    }
+    if (!outcome.error.empty()) break;
+  }
+  for (const std::string& name : names) {
+    for (const Terminal& t : kTerminals) {
+      std::error_code ec;
+      std::filesystem::remove(dir / fmt::format("{}.{}.tmp", name, t.extension), ec);
     }
   }
+  if (!outcome.error.empty()) {
+    outcome.error += fmt::format("; the figures already in {} are kept", dir.string());
+    return outcome;
+  }
+  for (const auto& [file, bytes] : drawn) io::write_file_atomically(file, bytes);
   outcome.figures = names;
   return outcome;
 }

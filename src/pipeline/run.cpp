@@ -56,7 +56,9 @@ std::vector<int64_t> parse_index_list(const std::string& text, int64_t count, co
       throw config::ConfigError(fmt::format("{}: '{}' selects {} outside 0-{} ({} = {})", names.option, text,
                                             names.things, count - 1, names.count, count));
     }
-    for (int64_t i = lo; i <= hi; ++i) out.push_back(i);
+    for (int64_t i = lo; i <= hi; ++i) {
+      if (std::find(out.begin(), out.end(), i) == out.end()) out.push_back(i);
+    }
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -591,6 +593,7 @@ int run(const config::Config& config, const RunOptions& options) {
   std::atomic<size_t> next{0};
   std::atomic<int64_t> failed{0};
   std::atomic<int64_t> left{0};
+  std::atomic<int64_t> held_elsewhere{0};  // Note [Member locks]: skipped
   std::vector<std::exception_ptr> errors(workers.size());
   auto worker = [&](size_t w) {
     try {
@@ -611,7 +614,10 @@ int run(const config::Config& config, const RunOptions& options) {
         // Note [Member locks]: one process at a time trains a member. A
         // data-parallel run's ranks follow rank 0's list instead.
         std::optional<io::FileLock> lock;
-        if (group == nullptr && !(lock = lock_member(dir, todo[i]))) continue;
+        if (group == nullptr && !(lock = lock_member(dir, todo[i]))) {
+          ++held_elsewhere;
+          continue;
+        }
         // --whole-members: a member trained from its start (no checkpoint to resume) times a whole
         // member, on the deadline's clock.
         const bool timed = options.deadline != nullptr && options.whole_members &&
@@ -668,6 +674,12 @@ int run(const config::Config& config, const RunOptions& options) {
     return runtime::kExitTimeLimit;
   }
   if (finished_members(dir).empty()) {
+    if (failed == 0 && held_elsewhere > 0) {  // nothing failed: the others write the metrics
+      spdlog::info("no member of {} has finished yet: the {} member(s) left are being trained by other processes, "
+                   "and the metrics are written when the last of them finishes",
+                   dir.string(), held_elsewhere.load());
+      return 0;
+    }
     spdlog::error("no member of {} has finished: no metrics written", dir.string());
     return 3;
   }

@@ -142,7 +142,8 @@ std::string_view member_design_name(MemberDesign design);
 // "540", "540s", "9m", "1.5h", "11h45m" -> seconds (> 0). Throws ConfigError naming the text.
 double parse_time_limit(const std::string& text);
 
-// "3", "0-3", "0,2,5-7" -> indices. Throws ConfigError naming the text.
+// "3", "0-3", "0,2,5-7" -> indices, in the order given, each once ("0,0-1"
+// -> 0, 1). Throws ConfigError naming the text.
 std::vector<int64_t> parse_member_list(const std::string& text, int64_t num_members);
 
 // What a list of indices selects, for its errors: the option, the things

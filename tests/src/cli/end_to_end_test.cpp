@@ -203,6 +203,8 @@ TEST(MemberList, ParsesRangesAndLists) {
   EXPECT_EQ(parse_member_list("3", 8), (std::vector<int64_t>{3}));
   EXPECT_EQ(parse_member_list("0-3", 8), (std::vector<int64_t>{0, 1, 2, 3}));
   EXPECT_EQ(parse_member_list("0,2,5-7", 8), (std::vector<int64_t>{0, 2, 5, 6, 7}));
+  EXPECT_EQ(parse_member_list("0,0", 8), (std::vector<int64_t>{0}));  // not two members' work
+  EXPECT_EQ(parse_member_list("5,0-6", 8), (std::vector<int64_t>{5, 0, 1, 2, 3, 4, 6}));
   EXPECT_THROW(parse_member_list("3-1", 8), bnn::config::ConfigError);
   EXPECT_THROW(parse_member_list("a", 8), bnn::config::ConfigError);
 }

@@ -228,6 +228,19 @@ TEST(HostileInput, AHeldMemberIsLeftAlone) {
   EXPECT_EQ(again.code, 0) << again.output;
   EXPECT_EQ(bnn::io::read_file(c / "member_000" / "bayes_probs.npy"),
             bnn::io::read_file(kHostileWork / "A" / "member_000" / "bayes_probs.npy"));
+  // Every member held elsewhere and none finished: nothing failed (exit 0),
+  // and the others write the metrics.
+  const auto all = copy_of("A", "all_held");
+  std::vector<bnn::io::FileLock> held;
+  for (const char* m : {"member_000", "member_001"}) {
+    fs::remove(all / m / "status.json");
+    held.push_back(*bnn::io::FileLock::try_acquire(all / m / "lock"));
+  }
+  const CommandResult none = bnn_as_user("run --resume " + all.string() + " --threads 1");
+  EXPECT_EQ(none.code, 0) << none.output;
+  EXPECT_NE(none.output.find("has finished yet: the 2 member(s) left are being trained by other processes"),
+            std::string::npos)
+      << none.output;
 }
 
 // Findings 5, 6 and 10: nonsense is a config error before any work.

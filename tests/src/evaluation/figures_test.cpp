@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "src/evaluation/metrics.h"
+#include "src/io/atomic_file.h"
 #include "tests/support/figure_files.h"
 #include "tests/support/synthetic_labels.h"
 #include "tests/support/temp_dir.h"
@@ -92,6 +93,39 @@ TEST(Figures, PngAndSvgFilesDecode) {
   }
   EXPECT_TRUE(std::filesystem::exists(dir / "figures.gp"));
   EXPECT_TRUE(std::filesystem::exists(dir / "data" / "reliability_bayes.dat"));
+  std::filesystem::remove_all(dir);
+}
+
+// gnuplot exits 0 where its writes failed (a full disk): cut files do not
+// replace the figures drawn before.
+TEST(Figures, CutFilesKeepTheFiguresThere) {
+  if (!testing::has_gnuplot()) GTEST_SKIP() << testing::kNoGnuplot;
+  const auto dir = testing::unique_temp_dir("bnn_figures_test");
+  ASSERT_TRUE(draw_figures(synthetic_inputs(), dir).error.empty());
+  const std::string png = io::read_file(dir / "loss_traces.png"), svg = io::read_file(dir / "loss_traces.svg");
+  const auto cut_after = [&](const std::string& cut) {
+    const auto fake = dir / "cutting_gnuplot.sh";
+    io::write_file_atomically(fake, "#!/bin/sh\ngnuplot \"$@\" || exit\nfor f in " + cut + "; do\n"
+                                    "  head -c 100 \"$f\" > \"$f.cut\" && mv \"$f.cut\" \"$f\"\ndone\n");
+    std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+    ::setenv("BNN_GNUPLOT", fake.c_str(), 1);
+    const FigureOutcome outcome = draw_figures(synthetic_inputs(), dir);
+    ::unsetenv("BNN_GNUPLOT");
+    return outcome;
+  };
+  for (const std::string cut : {"loss_traces.png.tmp", "reliability_swa.svg.tmp"}) {
+    const FigureOutcome outcome = cut_after(cut);
+    EXPECT_TRUE(outcome.figures.empty()) << cut;
+    EXPECT_NE(outcome.error.find("gnuplot's " + (dir / cut).string() + " is incomplete (100 bytes; a full disk?); "
+                                 "the figures already in"),
+              std::string::npos)
+        << outcome.error;
+    EXPECT_EQ(io::read_file(dir / "loss_traces.png"), png);
+    EXPECT_EQ(io::read_file(dir / "loss_traces.svg"), svg);
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
