@@ -8,6 +8,7 @@
 
 #include "samplers/random.h"
 #include "src/io/atomic_file.h"
+#include "src/io/zip_check.h"
 
 namespace bnn::pipeline {
 
@@ -66,7 +67,14 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
                                    const std::function<std::unique_ptr<samplers::Sampler>()>& make_sampler) {
   torch::serialize::InputArchive a;
   try {
-    a.load_from(path.string(), device);
+    // Note [Checkpoint integrity]: every entry's CRC-32 before it is loaded.
+    const std::string bytes = io::read_file(path);
+    if (const std::string damage = io::zip_damage(bytes); !damage.empty()) {
+      throw std::runtime_error(fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member",
+                                           path.string(), damage));
+    }
+    std::istringstream in(bytes);
+    a.load_from(in, device);
   } catch (const c10::Error& e) {
     throw std::runtime_error(fmt::format("{}: not a readable checkpoint ({}); delete it to restart the member",
                                          path.string(), e.what_without_backtrace()));

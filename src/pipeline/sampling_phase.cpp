@@ -1,5 +1,7 @@
 #include "src/pipeline/sampling_phase.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -78,7 +80,16 @@ void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int
   }
   TORCH_CHECK(state.samples > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", retention.thin(),
               " steps leave none");
-  hooks_.write_npy(kBayesProbsFile, (state.prob_sum / static_cast<double>(state.samples)).to(torch::kFloat));
+  const torch::Tensor mean = state.prob_sum / static_cast<double>(state.samples);
+  // Each retained sample's rows sum to 1: a mean that does not came from a
+  // running sum damaged on its way through a checkpoint (Note [Checkpoint
+  // integrity] in src/io/zip_check.h), and is not written as a result.
+  const double off = (mean.to(torch::kDouble).sum(1) - 1).abs().max().item<double>();
+  TORCH_CHECK(std::isfinite(off) && off < 1e-3 && mean.min().item<double>() >= 0,
+              "the mean of the retained samples' probabilities is not probabilities (a row sums to 1 ",
+              fmt::format("{:+.3g}", off), "): the running sum its checkpoint carried was damaged; delete the run's ",
+              member_dir({}, member_).string(), " to train the member again");
+  hooks_.write_npy(kBayesProbsFile, mean.to(torch::kFloat));
 }
 
 }  // namespace bnn::pipeline

@@ -95,8 +95,8 @@ std::string weights_left_behind_message(const std::filesystem::path& member_dir,
   return fmt::format("{} finished, but its folder holds none of its weights (no {} or {}): a run gathered by "
                      "scripts/pack-members.sh unpack carries the members' probabilities, not their weights, so it "
                      "can be evaluated but not used by {}; give the run folder that trained it",
-                     member_dir.string(), point_weights_path({}, "swa").string(), point_weights_path({}, "map").string(),
-                     command);
+                     member_dir.string(), point_weights_path({}, "swa").string(),
+                     point_weights_path({}, "map").string(), command);
 }
 
 }  // namespace bnn::pipeline

@@ -209,6 +209,20 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
   });
 }
 
+// A file-size limit (ulimit -f) is a failed write naming the file, not a
+// silent death by SIGXFSZ.
+TEST(HostileInput, AFileSizeLimitNamesTheFile) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto out = fresh("size_limit");
+  const CommandResult r = bnn::testing::run_logged(
+      "bash -c 'ulimit -f 40 && exec " + std::string(BNN_BINARY) + " " +
+          tiny_run_args(out.string(), " --set run.members=1") + " --device cpu'",
+      kHostileWork / "size_limit.txt");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: cannot write " + (out / "member_000").string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(": File too large"), std::string::npos) << r.output;
+}
+
 // Finding 4: bnn starts while this process holds member_000's lock.
 TEST(HostileInput, AHeldMemberIsLeftAlone) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();

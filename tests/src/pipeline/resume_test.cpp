@@ -3,6 +3,7 @@
 // `bnn run --resume` ends with the same predictions and metrics, bit for bit,
 // as a run that was never interrupted.
 #include <gtest/gtest.h>
+#include <torch/script.h>
 
 #include <fstream>
 #include <vector>
@@ -123,6 +124,59 @@ TEST_F(Resume, WriteFailureIsAClearErrorAndKeepsTheCheckpoint) {
             std::string::npos)
       << r.output;
   EXPECT_EQ(read(m0 / "checkpoint.pt"), checkpoint);
+}
+
+// Note [Checkpoint integrity]: a checkpoint with a flipped bit is refused,
+// naming the file, and left as it is; it used to load and resume a
+// corrupted chain.
+TEST_F(Resume, ADamagedCheckpointIsRefused) {
+  const auto cut = work_ / "damaged";
+  auto r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + " --threads 1 --members 0",
+               "BNN_KILL_AT_SAMPLER_STEP=15");
+  ASSERT_EQ(r.code, 128 + 9) << r.output;
+  const auto path = cut / "member_000" / "checkpoint.pt";
+  const std::string whole = read(path);
+  std::string damaged = whole;
+  damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x04);
+  bnn::io::write_file_atomically(path, damaged);
+  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path.string() + ": a damaged checkpoint (the data of entry "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("does not match its CRC-32 (damaged bytes)); delete it to restart the member"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(read(path), damaged);
+  bnn::io::write_file_atomically(path, whole);
+  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
+// A running sum of probabilities that is not one any more (damaged in a way
+// the CRCs cannot see: rewritten here through LibTorch) fails the member
+// instead of finishing it with a bayes_probs.npy that is not probabilities.
+TEST_F(Resume, AMeanThatIsNotProbabilitiesFailsTheMember) {
+  const auto cut = work_ / "doubled_sum";
+  auto r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + " --threads 1 --members 0",
+               "BNN_KILL_AT_SAMPLER_STEP=25");
+  ASSERT_EQ(r.code, 128 + 9) << r.output;
+  const auto path = cut / "member_000" / "checkpoint.pt";
+  torch::jit::Module m = torch::jit::load(path.string());
+  bool doubled = false;
+  for (const auto& b : m.named_buffers(/*recurse=*/true)) {
+    if (b.name == "sample.prob_sum") b.value.mul_(2), doubled = true;
+  }
+  for (const auto& p : m.named_parameters(/*recurse=*/true)) {
+    if (p.name == "sample.prob_sum") p.value.detach().mul_(2), doubled = true;
+  }
+  ASSERT_TRUE(doubled);
+  m.save(path.string());
+  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("the mean of the retained samples' probabilities is not probabilities (a row sums to 1 "
+                          "+0.5): the running sum its checkpoint carried was damaged; delete the run's member_000"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(cut / "member_000" / "bayes_probs.npy"));
 }
 
 // The disk fills up while the resumed member writes its next checkpoint

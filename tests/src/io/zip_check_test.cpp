@@ -1,0 +1,56 @@
+// Tests for src/io/zip_check.h: the CRC-32 against its published check
+// value, and LibTorch archives whole, with a flipped bit, and cut.
+#include "src/io/zip_check.h"
+
+#include <sstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+namespace bnn::io {
+namespace {
+
+TEST(Crc32, PublishedCheckValues) {
+  EXPECT_EQ(crc32("123456789"), 0xCBF43926u);  // the CRC-32 check value
+  EXPECT_EQ(crc32(""), 0u);
+  EXPECT_EQ(crc32("6789", crc32("12345")), 0xCBF43926u);  // continued
+}
+
+// An archive as a member checkpoint is written: tensors by name.
+std::string archive(int64_t n) {
+  torch::serialize::OutputArchive a;
+  a.write("ones", torch::ones({n}));
+  a.write("ramp", torch::arange(n, torch::kDouble));
+  std::ostringstream out;
+  a.save_to(out);
+  return out.str();
+}
+
+TEST(ZipDamage, WholeArchivesPass) {
+  EXPECT_EQ(zip_damage(archive(10)), "");
+  EXPECT_EQ(zip_damage(archive(100000)), "");
+}
+
+TEST(ZipDamage, AFlippedBitInTheDataIsFound) {
+  std::string bytes = archive(1000);
+  // float 1.0 is 00 00 80 3f: the "ones" tensor's data, in the middle of it.
+  const std::string one("\x00\x00\x80\x3f", 4);
+  const size_t first = bytes.find(one + one + one + one);
+  ASSERT_NE(first, std::string::npos);
+  bytes[first + 4 * 500 + 2] ^= 0x10;
+  const std::string damage = zip_damage(bytes);
+  EXPECT_NE(damage.find("does not match its CRC-32 (damaged bytes)"), std::string::npos) << damage;
+  EXPECT_NE(damage.find("data/"), std::string::npos) << damage;  // names the entry
+}
+
+TEST(ZipDamage, CutAndForeignFilesAreNamed) {
+  const std::string bytes = archive(1000);
+  EXPECT_NE(zip_damage(bytes.substr(0, bytes.size() / 2)).find("no zip end-of-central-directory record"),
+            std::string::npos);
+  EXPECT_NE(zip_damage("short").find("too short for a zip archive"), std::string::npos);
+  EXPECT_NE(zip_damage(std::string(100, 'x')).find("no zip end-of-central-directory record"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace bnn::io
