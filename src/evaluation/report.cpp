@@ -84,6 +84,8 @@ std::string rhat_section(const std::vector<RhatAtEpoch>& curve, size_t members, 
   return out;
 }
 
+}  // namespace
+
 std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t burn_in) {
   std::string out = fmt::format(
       "\n## Sampling diagnostics\n\n"
@@ -94,6 +96,7 @@ std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t bu
       "(next section) asks whether the modes reach the same loss level.\n\n"
       "| member | epochs | split R-hat | ESS |\n|:---|---:|---:|---:|\n",
       burn_in, kMinDiagnosticDraws);
+  bool bounded = false;
   for (const LossTrace& trace : traces) {
     const std::vector<double> losses = sampling_losses(trace, burn_in);
     std::string rhat = "–", ess = "–";
@@ -102,17 +105,25 @@ std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t bu
           torch::tensor(losses, torch::kDouble).reshape({1, static_cast<int64_t>(losses.size())});
       try {
         rhat = fmt::format("{:.4f}", split_rhat(chain));
-        ess = fmt::format("{:.1f}", effective_sample_size(chain));
+        const double value = effective_sample_size(chain);
+        const double draws = static_cast<double>(losses.size());
+        // At the lower bound on tau (diagnostics.h): no autocorrelation left to estimate.
+        const bool at_bound = std::abs(value - draws * std::log10(draws)) <= 1e-9 * value;
+        bounded = bounded || at_bound;
+        ess = fmt::format("{:.1f}{}", value, at_bound ? " (bound)" : "");
       } catch (const c10::Error&) {
         rhat = ess = "constant loss";
       }
     }
     fmt::format_to(std::back_inserter(out), "| {} | {} | {} | {} |\n", trace.member, losses.size(), rhat, ess);
   }
+  if (bounded) {
+    out += "\n(bound): the chain shows no positive autocorrelation to estimate, and the ESS is its bound N log10(N) "
+           "for N epochs (Stan's guard against antithetic chains). Below 10 epochs that bound is less than N: read "
+           "such a value as a chain too short to measure, not as strong autocorrelation.\n";
+  }
   return out;
 }
-
-}  // namespace
 
 std::vector<double> sampling_losses(const LossTrace& trace, int64_t burn_in) {
   std::vector<double> losses;

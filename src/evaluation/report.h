@@ -67,4 +67,9 @@ struct ReportInputs {
 
 std::string render_report(const ReportInputs& in);
 
+// The report's "Sampling diagnostics" section: per member, split R-hat and
+// the ESS of its sampling-phase training loss after `burn_in` epochs, an ESS
+// at its lower bound on tau marked "(bound)" and explained below the table.
+std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t burn_in);
+
 }  // namespace bnn::evaluation
