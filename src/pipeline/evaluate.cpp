@@ -363,6 +363,13 @@ std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::
 // last writer has then seen every member finished before it took the lock: a
 // slower evaluation of fewer members never overwrites a later one of more.
 // (The limits of flock on shared filesystems are those of Note [Member locks].)
+// A process killed part-way through its evaluation (a pre-empted job) holds
+// no lock any more, and the files it has written stand beside the earlier
+// evaluation's. So everything is computed and the figures drawn (each checked
+// whole before it replaces one: Note [Figures] in src/evaluation/figures.h)
+// before the tables and reports are written, last, one after another: a kill
+// leaves the earlier set whole but for those few milliseconds of writes, and
+// the next evaluation rewrites them all.
 io::FileLock lock_evaluation(const std::filesystem::path& out_dir) {
   const auto path = out_dir / kEvaluateLockFile;
   if (auto lock = io::FileLock::try_acquire(path)) return std::move(*lock);
@@ -509,12 +516,6 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   // hold the same members (scripts/compare_metrics.py --paired).
   metrics["members"] = selection.members;
   if (!ood_rows.empty()) metrics["ood"] = evaluation::to_json(ood_rows);
-  io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
-  io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
-  io::write_file_atomically(
-      out_dir / "metrics.txt",
-      evaluation::to_table(rows) + (ood_rows.empty() ? "" : "\n" + evaluation::ood_text_table(ood_rows)));
-  if (!ood_rows.empty()) io::write_file_atomically(out_dir / "metrics_ood.csv", evaluation::ood_csv(ood_rows));
 
   const auto count = static_cast<int64_t>(members.size());
   std::map<std::string, evaluation::UncertaintySummary> summaries;
@@ -535,8 +536,6 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   for (const std::string& method : methods_of(config)) {
     uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
   }
-  io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
-
   const auto rhat_curve = rhat_across_members(members, selection.burn_in.value_or(config.sampler.burn_in));
   evaluation::FigureOutcome figures;
   if (options.figures) {
@@ -605,18 +604,26 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.ood_sets = ood_sets;
   report.ood_rows = ood_rows;
   const std::string markdown = evaluation::render_report(report);
-  io::write_file_atomically(out_dir / "report.md", markdown);
   const auto embedded = [&out_dir](const std::string& src) {
     const auto file = out_dir / src;
     std::error_code ec;
     if (file.extension() != ".png" || !std::filesystem::is_regular_file(file, ec)) return src;
     return evaluation::data_uri(io::read_file(file), "image/png");
   };
-  io::write_file_atomically(out_dir / "report.html",
-                            evaluation::markdown_to_html(markdown,
-                                                         fmt::format("bnn report: {} on {}, {}", config.model.name,
-                                                                     config.data.dataset, config.sampler.name),
-                                                         embedded));
+  const std::string html = evaluation::markdown_to_html(
+      markdown, fmt::format("bnn report: {} on {}, {}", config.model.name, config.data.dataset, config.sampler.name),
+      embedded);
+  // Note [Evaluation lock]: the tables and reports last, one after another,
+  // once everything is computed and the figures drawn.
+  io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
+  io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
+  io::write_file_atomically(
+      out_dir / "metrics.txt",
+      evaluation::to_table(rows) + (ood_rows.empty() ? "" : "\n" + evaluation::ood_text_table(ood_rows)));
+  if (!ood_rows.empty()) io::write_file_atomically(out_dir / "metrics_ood.csv", evaluation::ood_csv(ood_rows));
+  io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
+  io::write_file_atomically(out_dir / "report.md", markdown);
+  io::write_file_atomically(out_dir / "report.html", html);
   return rows;
 }
 

@@ -272,7 +272,10 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
                                 const config::Config& config) {
   // A run's own tables; the merged tables of several runs go elsewhere.
   std::error_code ec;
-  if (run_dirs.size() == 1 && std::filesystem::equivalent(out, run_dirs.front(), ec)) return;
+  if (run_dirs.size() == 1 && std::filesystem::equivalent(out, run_dirs.front(), ec)) {
+    read_manifest(out);  // a damaged bnn.json is refused here as by bnn run
+    return;
+  }
   nlohmann::json manifest = manifest_json("evaluation", config);
   std::vector<std::string> runs;
   for (const auto& d : run_dirs) runs.push_back(std::filesystem::absolute(d).lexically_normal().string());

@@ -195,6 +195,13 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
          return tiny_run_args(c.string(), "");
        },
        2, "bnn.json is not a bnn manifest", {kHostileWork / "cases" / "bad_manifest"}},
+      {"... and bnn evaluate of it in place",
+       [] {
+         const auto c = copy_of("A", "bad_manifest_evaluate");
+         write_text(c / "bnn.json", "{not json");
+         return "evaluate " + c.string() + " --no-figures";
+       },
+       2, "bnn.json is not a bnn manifest", {kHostileWork / "cases" / "bad_manifest_evaluate"}},
       {"--out names a file",
        [] {
          const auto f = fresh("a_file");
