@@ -27,6 +27,7 @@
 #include <fmt/format.h>
 
 #ifdef BNN_HAVE_C10D
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef BNN_HAVE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -90,6 +91,11 @@ Rendezvous rendezvous_from_environment(
                             fmt::format("a rank in 0-{} (WORLD_SIZE={})", r.world_size - 1, r.world_size));
   r.local_rank = lookup("LOCAL_RANK") ? integer_variable(lookup, "LOCAL_RANK", 0, 1 << 20, "an index >= 0")
                                       : r.rank;
+  // Note [torchrun's agent store].
+  r.agent_store = lookup("TORCHELASTIC_USE_AGENT_STORE").value_or("") == "True";
+  if (r.agent_store) {
+    r.store_prefix = fmt::format("/worker/attempt_{}", lookup("TORCHELASTIC_RESTART_COUNT").value_or("0"));
+  }
   return r;
 }
 
@@ -183,11 +189,12 @@ ProcessGroup::ProcessGroup(const Rendezvous& r, torch::Device device, std::chron
   try {
     c10d::TCPStoreOptions store_options;
     store_options.port = static_cast<std::uint16_t>(r.master_port);
-    store_options.isServer = r.rank == 0;
+    store_options.isServer = r.rank == 0 && !r.agent_store;  // Note [torchrun's agent store]
     store_options.numWorkers = static_cast<std::size_t>(r.world_size);
     store_options.waitWorkers = true;
     store_options.timeout = timeout;
     impl_->store = start_store(r.master_addr, store_options);
+    if (r.agent_store) impl_->store = c10::make_intrusive<c10d::PrefixStore>(r.store_prefix, impl_->store);
     if (device.is_cuda()) {
 #ifdef BNN_HAVE_C10D_NCCL
       c10::cuda::set_device(device.has_index() ? device.index() : 0);

@@ -42,9 +42,18 @@ struct Rendezvous {
   int rank = 0;
   int world_size = 1;
   int local_rank = 0;  // LOCAL_RANK, or RANK when unset
+  // Note [torchrun's agent store]: TORCHELASTIC_USE_AGENT_STORE=True says
+  // torchrun's agent already serves the store on MASTER_PORT, so every rank
+  // (rank 0 too) connects to it as a client, under the key prefix of this
+  // attempt, /worker/attempt_<TORCHELASTIC_RESTART_COUNT>, as PyTorch's own
+  // env:// rendezvous does. Without it rank 0 starts the store, and under
+  // torchrun's default static rendezvous it found the port taken.
+  bool agent_store = false;
+  std::string store_prefix;  // "" unless agent_store
 };
 
-// Reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE and LOCAL_RANK from
+// Reads MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK and
+// TORCHELASTIC_USE_AGENT_STORE (with TORCHELASTIC_RESTART_COUNT) from
 // `lookup` (the process environment by default). Throws std::invalid_argument
 // naming the first missing or invalid variable.
 Rendezvous rendezvous_from_environment(

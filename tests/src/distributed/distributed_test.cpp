@@ -74,6 +74,16 @@ TEST(DistributedRendezvous, ReadsTheTorchrunVariables) {
                                                          {"LOCAL_RANK", "1"}}))
                 .local_rank,
             1);
+  EXPECT_FALSE(r.agent_store);
+  // Note [torchrun's agent store]: every rank a client, under the attempt's prefix.
+  const auto agent = dist::rendezvous_from_environment(lookup_in({{"MASTER_ADDR", "h"},
+                                                                  {"MASTER_PORT", "29500"},
+                                                                  {"RANK", "0"},
+                                                                  {"WORLD_SIZE", "2"},
+                                                                  {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+                                                                  {"TORCHELASTIC_RESTART_COUNT", "2"}}));
+  EXPECT_TRUE(agent.agent_store);
+  EXPECT_EQ(agent.store_prefix, "/worker/attempt_2");
 }
 
 TEST(DistributedRendezvous, NamesTheMissingOrInvalidVariable) {
