@@ -54,7 +54,7 @@ int cmd_bias(int argc, char** argv) {
                         "(section 3.4): two minibatches, target N(-0.8824, 0.4851^2).");
   experiments::BiasOptions defaults;
   opts.add_options()("samplers", "Comma-separated samplers (default: all that apply)", cxxopts::value<std::string>())(
-      "h,step-sizes", "Comma-separated step sizes",
+      "step-sizes", "Comma-separated step sizes h",
       cxxopts::value<std::string>()->default_value("0.25,0.125,0.0625,0.03125"))(
       "chains", "Chains simulated as one vector", cxxopts::value<int64_t>()->default_value("20000"))(
       "time", "Sampling time per run (steps = time / h)", cxxopts::value<double>()->default_value("200"))(
@@ -64,7 +64,7 @@ int cmd_bias(int argc, char** argv) {
       "seed", "Seed", cxxopts::value<uint64_t>()->default_value("1"))(
       "o,out", "CSV file (sampler,h,w1)", cxxopts::value<std::string>()->default_value("bias.csv"))(
       "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int>()->default_value("0"))(
-      "help", "Show this help");
+      "h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;

@@ -172,8 +172,9 @@ int cmd_run(int argc, char** argv) {
 
 int cmd_evaluate(int argc, char** argv) {
   cxxopts::Options opts("bnn evaluate", "Merge the finished members of run directories into ensemble tables.");
-  opts.add_options()("o,out", "Where to write metrics, uncertainty.json, report.md and figures/ (default: the run "
-                     "directory, if only one)", cxxopts::value<std::string>())(
+  opts.add_options()("o,out", "Where to write metrics, uncertainty.json, report.md, report.html and figures/ "
+                     "(default: the run directory, if only one; give another folder for other --burn-in, --thin "
+                     "or --members, which a later bnn run there would replace)", cxxopts::value<std::string>())(
       "burn-in", "Burn-in in epochs (>= the run's sampler.burn_in): recompute the Bayesian ensemble from the stored "
       "samples", cxxopts::value<int64_t>())(
       "thin", "Keep every K-th stored sample after burn-in: recompute the Bayesian ensemble",

@@ -56,6 +56,10 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   if (!std::filesystem::is_directory(dir)) {
     throw config::ConfigError(fmt::format("{} is not a member directory of a bnn run: no such folder", dir.string()));
   }
+  if (std::filesystem::exists(dir / kConfigFile)) {
+    throw config::ConfigError(fmt::format("{} is a run directory; give --checkpoint one of its member folders, e.g. {}",
+                                          dir.string(), member_dir(dir, 0).string()));
+  }
   if (!std::filesystem::exists(run_dir / kConfigFile)) {
     throw config::ConfigError(fmt::format("{} is not a member directory of a bnn run: {} missing", dir.string(),
                                           (run_dir / kConfigFile).string()));

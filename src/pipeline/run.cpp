@@ -512,8 +512,9 @@ int run(const config::Config& config, const RunOptions& options) {
     if (data.count(device.str())) continue;
     const auto load_start = std::chrono::steady_clock::now();
     const data_loaders::Dataset& d = data[device.str()] = load_dataset(config, device);
-    spdlog::info("{}: {} training, {} test images on {} ({:.1f}s)", d.name, d.train.size(), d.test.size(),
-                 device.str(), std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+    spdlog::info("{}: {} training, {} test {} on {} ({:.1f}s)", d.name, d.train.size(), d.test.size(),
+                 d.features ? "examples" : "images", device.str(),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
   // Note [Out-of-distribution sets]: one copy per device, checked before the directory is claimed.
   std::map<std::string, std::vector<OodSet>> ood;

@@ -356,6 +356,8 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
        "config key 'data.dir': /no/such/folder does not exist"},
       {"9: bnn bias --help shows the step sizes as the parser takes them",
        [] { return std::string("bias --help"); }, 0, "--step-sizes arg"},
+      {"9: ... and -h is help there too, as in every command",
+       [] { return std::string("bias -h"); }, 0, "--step-sizes arg"},
       {"9: ... and the parser takes them",
        [] {
          return "bias --samplers sms_ubu --step-sizes 0.5 --chains 50 --time 20 --burn-in 2 --bins 100 --threads 1 "

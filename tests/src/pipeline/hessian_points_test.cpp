@@ -136,6 +136,12 @@ TEST(HessianCli, PointsOfAnLbfgsRun) {
   std::vector<std::string> names;
   for (const auto& p : report["points"]) names.push_back(p["point"]);
   EXPECT_EQ(names, (std::vector<std::string>{"init", "map", "map_perturbed"}));
+  const auto whole_run = hessian_cli("hessian --checkpoint " + run.string());
+  EXPECT_EQ(whole_run.code, 2) << whole_run.output;
+  EXPECT_NE(whole_run.output.find(run.string() + " is a run directory; give --checkpoint one of its member folders, "
+                                  "e.g. " + member.string()),
+            std::string::npos)
+      << whole_run.output;
   std::filesystem::remove(member / "map_weights.npy");
   const auto missing = hessian_cli("hessian --checkpoint " + member.string() + " --out " +
                                    (hessian_work() / "lbfgs_missing.json").string() + " --examples 200 --threads 1");
