@@ -370,6 +370,28 @@ std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::
 // before the tables and reports are written, last, one after another: a kill
 // leaves the earlier set whole but for those few milliseconds of writes, and
 // the next evaluation rewrites them all.
+// Under the lock: the temporary files of an evaluation killed between a write
+// and its rename (Note [Atomic writes]), which only evaluations write: in
+// figures/ and of the tables and reports. A run's own files (bnn.json,
+// config.yaml, ...) may be in flight from another process and are left.
+void remove_stale_evaluation_files(const std::filesystem::path& out_dir) {
+  static const std::set<std::string> kOutputs = {"metrics.json",    "metrics.csv", "metrics.txt",
+                                                 "metrics_ood.csv", "uncertainty.json", "report.md",
+                                                 "report.html"};
+  int64_t removed = 0;
+  std::error_code ec;
+  const auto figures = out_dir / "figures";
+  if (std::filesystem::is_directory(figures, ec)) removed += io::remove_temporary_files(figures);
+  for (const auto& entry : std::filesystem::directory_iterator(out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (io::is_temporary_name(name) && kOutputs.count(name.substr(0, name.find(".tmp."))) > 0 &&
+        std::filesystem::remove(entry.path(), ec)) {
+      ++removed;
+    }
+  }
+  if (removed > 0) spdlog::info("removed {} file(s) left by an evaluation stopped part-way", removed);
+}
+
 io::FileLock lock_evaluation(const std::filesystem::path& out_dir) {
   const auto path = out_dir / kEvaluateLockFile;
   if (auto lock = io::FileLock::try_acquire(path)) return std::move(*lock);
@@ -510,6 +532,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     spdlog::info("more members of {} finished during this evaluation; evaluating again", first.string());
     return evaluate_runs(run_dirs, out_dir, options);
   }
+  remove_stale_evaluation_files(out_dir);
   nlohmann::json metrics = evaluation::to_json(rows);
   // The members in the order the groups take them (group g of size es: positions
   // [g es, (g + 1) es)), so that two runs' groups can be paired only where they

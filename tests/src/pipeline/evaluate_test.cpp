@@ -318,6 +318,28 @@ TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
   EXPECT_NE(bnn::io::read_file(out / "report.md").find("Not drawn: gnuplot not found"), std::string::npos);
 }
 
+// What an evaluation killed between its writes and their renames leaves is
+// removed by the next, under the lock; a run's own files in flight are not.
+TEST(Evaluate, RemovesWhatAStoppedEvaluationLeft) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto& run = tiny_run();
+  const auto out = evaluate_work() / "stale";
+  std::filesystem::remove_all(out);
+  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures").code, 0);
+  const std::string tail = ".tmp.4242.0123456789abcdef.0";
+  const std::vector<std::filesystem::path> stale = {out / ("metrics.json" + tail), out / ("report.html" + tail),
+                                                    out / "figures" / "data" / ("loss_traces.dat" + tail)};
+  const auto kept = out / ("bnn.json" + tail);
+  std::filesystem::create_directories(out / "figures" / "data");
+  for (const auto& p : stale) bnn::io::write_file_atomically(p, "cut");
+  bnn::io::write_file_atomically(kept, "in flight");
+  const EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("removed 3 file(s) left by an evaluation stopped part-way"), std::string::npos) << r.output;
+  for (const auto& p : stale) EXPECT_FALSE(std::filesystem::exists(p)) << p;
+  EXPECT_TRUE(std::filesystem::exists(kept));
+}
+
 // Note [Evaluation lock]: an evaluation waits while another holds the lock on
 // its output folder, writes nothing meanwhile, and evaluates again if a member
 // finished while it waited, so the last writer covers every finished member.
