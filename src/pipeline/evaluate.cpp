@@ -455,6 +455,11 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     selection.members.push_back(name);
     members.push_back(load_member(dir, config, selection, labels.size(0), classes));
   }
+  if (labels.dim() != 1 || labels.is_floating_point() || labels.min().item<int64_t>() < 0 ||
+      labels.max().item<int64_t>() >= classes) {
+    throw ConfigError(fmt::format("{}: not the test labels of {} classes (integers in 0-{}, one per test example)",
+                                  (first / kLabelsFile).string(), classes, classes - 1));
+  }
   selection.draws_are_samples = std::all_of(members.begin(), members.end(),
                                             [](const MemberData& m) { return m.samples > 0; });
   const torch::Tensor reference = options.reference_probs.empty()

@@ -443,6 +443,16 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
          }));
        },
        2, "member_000/swa_probs.npy: NaN or infinite probabilities", {kHostileWork / "cases" / "nan_probs"}},
+      {"8: a test label out of range, named with its file",
+       [&] {
+         return evaluate(damaged("bad_labels", [](const fs::path& c) {
+           auto y = bnn::data_loaders::read_npy(c / "labels.npy");
+           y[3] = 12;
+           bnn::io::write_npy(c / "labels.npy", y);
+         }));
+       },
+       2, "labels.npy: not the test labels of 10 classes (integers in 0-9, one per test example)",
+       {kHostileWork / "cases" / "bad_labels"}},
       {"8: probabilities with a row too few",
        [&] {
          return evaluate(damaged("short_probs", [](const fs::path& c) {
