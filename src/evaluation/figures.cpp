@@ -351,44 +351,55 @@ FigureOutcome run_script(const std::string& script, const std::vector<std::strin
     outcome.error = "cannot run gnuplot on a path with a single quote: " + where;
     return outcome;
   }
+  const auto remove_temporaries = [&] {
+    for (const std::string& name : names) {
+      for (const Terminal& t : kTerminals) {
+        std::error_code ec;
+        std::filesystem::remove(dir / fmt::format("{}.{}.tmp", name, t.extension), ec);
+      }
+    }
+  };
   std::string output;
   const int status = run_captured(fmt::format("cd {} && {} -e \"suffix='.tmp'\" figures.gp", quoted(where),
                                               quoted(gnuplot)), output);
   io::write_file_atomically(dir / "gnuplot.log", output);
   if (status != 0) {
     outcome.error = fmt::format("gnuplot failed (exit status {}); see {}", status, (dir / "gnuplot.log").string());
+    remove_temporaries();  // what it wrote before it failed
     return outcome;
   }
   // gnuplot exits 0 even where its writes failed (a full disk leaves empty
   // or cut files): every figure is checked before any replaces the one
-  // there, and each is then written as any bnn output (io/atomic_file.h).
-  std::vector<std::pair<std::filesystem::path, std::string>> drawn;
+  // there, by a rename.
   for (const std::string& name : names) {
     for (const Terminal& t : kTerminals) {
-      const auto file = dir / fmt::format("{}.{}", name, t.extension);
-      const std::filesystem::path tmp = file.string() + ".tmp";
+      const std::filesystem::path tmp = dir / fmt::format("{}.{}.tmp", name, t.extension);
       if (!std::filesystem::exists(tmp)) {
         outcome.error = fmt::format("gnuplot did not write {}", tmp.string());
-      } else if (std::string bytes = io::read_file(tmp); !complete_figure(bytes, t.extension)) {
+      } else if (const std::string bytes = io::read_file(tmp); !complete_figure(bytes, t.extension)) {
         outcome.error = fmt::format("gnuplot's {} is incomplete ({} bytes; a full disk?)", tmp.string(), bytes.size());
-      } else {
-        drawn.emplace_back(file, std::move(bytes));
       }
       if (!outcome.error.empty()) break;
     }
     if (!outcome.error.empty()) break;
   }
-  for (const std::string& name : names) {
-    for (const Terminal& t : kTerminals) {
-      std::error_code ec;
-      std::filesystem::remove(dir / fmt::format("{}.{}.tmp", name, t.extension), ec);
-    }
-  }
   if (!outcome.error.empty()) {
-    outcome.error += fmt::format("; the figures already in {} are kept", dir.string());
+    remove_temporaries();
+    outcome.error += "; no figure was replaced";
     return outcome;
   }
-  for (const auto& [file, bytes] : drawn) io::write_file_atomically(file, bytes);
+  for (const std::string& name : names) {
+    for (const Terminal& t : kTerminals) {
+      const auto file = dir / fmt::format("{}.{}", name, t.extension);
+      std::error_code ec;
+      std::filesystem::rename(file.string() + ".tmp", file, ec);
+      if (ec) {
+        remove_temporaries();
+        outcome.error = fmt::format("cannot rename a figure into {}: {}", file.string(), ec.message());
+        return outcome;
+      }
+    }
+  }
   outcome.figures = names;
   return outcome;
 }

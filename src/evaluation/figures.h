@@ -18,8 +18,8 @@
 // restyle and rerun `gnuplot figures.gp` in figures/); gnuplot then writes each
 // image to a temporary name. gnuplot exits 0 even where its writes failed (a
 // full disk leaves empty or cut files), so every image is checked whole (a
-// PNG to its IEND chunk, an SVG to </svg>) before any replaces the one there,
-// and each is then written atomically; otherwise the earlier ones stay. The
+// PNG to its IEND chunk, an SVG to </svg>) before any is renamed over the
+// one there; otherwise the earlier ones stay. The
 // program is `gnuplot` on PATH, or $BNN_GNUPLOT. Without it nothing is drawn and
 // draw_figures() says why: figures are an extra, never a reason to lose metrics.
 #pragma once

@@ -1,7 +1,9 @@
 #include "src/io/zip_check.h"
 
+#include <algorithm>
 #include <array>
-#include <limits>
+#include <fstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -29,17 +31,63 @@ const std::array<uint32_t, 256>& crc_table() {
   return table;
 }
 
-// Little-endian fields of `bytes`; `ok` turns false where one runs past the end.
+// Where the archive's bytes come from: a string in memory, or a file read
+// piece by piece (a checkpoint may be larger than the memory to spare).
+class Source {
+ public:
+  virtual ~Source() = default;
+  virtual uint64_t size() const = 0;
+  // Up to `n` bytes from `at` (fewer at the end).
+  virtual std::string read(uint64_t at, uint64_t n) = 0;
+};
+
+class MemorySource : public Source {
+ public:
+  explicit MemorySource(std::string_view bytes) : bytes_(bytes) {}
+  uint64_t size() const override { return bytes_.size(); }
+  std::string read(uint64_t at, uint64_t n) override {
+    return at >= bytes_.size() ? std::string() : std::string(bytes_.substr(at, n));
+  }
+
+ private:
+  std::string_view bytes_;
+};
+
+class FileSource : public Source {
+ public:
+  explicit FileSource(const std::filesystem::path& path) : in_(path, std::ios::binary) {
+    if (!in_) throw std::runtime_error(fmt::format("cannot read {}", path.string()));
+    in_.seekg(0, std::ios::end);
+    size_ = static_cast<uint64_t>(in_.tellg());
+  }
+  uint64_t size() const override { return size_; }
+  std::string read(uint64_t at, uint64_t n) override {
+    if (at >= size_) return {};
+    std::string out(std::min(n, size_ - at), '\0');
+    in_.clear();
+    in_.seekg(static_cast<std::streamoff>(at));
+    in_.read(out.data(), static_cast<std::streamsize>(out.size()));
+    out.resize(static_cast<size_t>(in_.gcount()));
+    return out;
+  }
+
+ private:
+  std::ifstream in_;
+  uint64_t size_ = 0;
+};
+
+// Little-endian fields of a source; `ok` turns false where one runs past the end.
 class Reader {
  public:
-  explicit Reader(std::string_view bytes) : bytes_(bytes) {}
+  explicit Reader(Source& source) : source_(source) {}
   uint64_t field(uint64_t at, int width) {
-    if (at > bytes_.size() || bytes_.size() - at < static_cast<uint64_t>(width)) {
+    const std::string b = source_.read(at, static_cast<uint64_t>(width));
+    if (b.size() != static_cast<size_t>(width)) {
       ok = false;
       return 0;
     }
     uint64_t v = 0;
-    for (int i = width - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes_[at + static_cast<uint64_t>(i)]);
+    for (int i = width - 1; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(b[static_cast<size_t>(i)]);
     return v;
   }
   uint16_t u16(uint64_t at) { return static_cast<uint16_t>(field(at, 2)); }
@@ -48,7 +96,7 @@ class Reader {
   bool ok = true;
 
  private:
-  std::string_view bytes_;
+  Source& source_;
 };
 
 }  // namespace
@@ -60,11 +108,14 @@ uint32_t crc32(std::string_view bytes, uint32_t crc) {
   return ~crc;
 }
 
-std::string zip_damage(std::string_view bytes) {
-  Reader r(bytes);
+namespace {
+
+std::string damage_of(Source& source) {
+  Reader r(source);
+  const uint64_t file_size = source.size();
   // The end-of-central-directory record: the last one, before a comment of at most 64 KiB.
-  if (bytes.size() < 22) return fmt::format("{} bytes: too short for a zip archive", bytes.size());
-  uint64_t end = bytes.size() - 22;
+  if (file_size < 22) return fmt::format("{} bytes: too short for a zip archive", file_size);
+  uint64_t end = file_size - 22;
   const uint64_t lowest = end > 0xFFFF ? end - 0xFFFF : 0;
   while (r.u32(end) != kEndOfCentralDirectory) {
     if (end == lowest) return "no zip end-of-central-directory record (the file is cut or not a zip archive)";
@@ -89,7 +140,7 @@ std::string zip_damage(std::string_view bytes) {
     const uint16_t name_length = r.u16(at + 28), extra_length = r.u16(at + 30), comment_length = r.u16(at + 32);
     uint64_t local = r.u32(at + 42);
     if (!r.ok) break;
-    const std::string name(bytes.substr(at + 46, name_length));
+    const std::string name = source.read(at + 46, name_length);
     // The zip64 extra field holds, in this order, whichever of the
     // uncompressed size, compressed size and local offset are unset above.
     for (uint64_t e = at + 46 + name_length; e + 4 <= at + 46 + name_length + extra_length;) {
@@ -106,15 +157,33 @@ std::string zip_damage(std::string_view bytes) {
     if (method != 0) continue;  // compressed: not checked
     if (r.u32(local) != kLocalHeader) return fmt::format("the local header of entry {} is damaged", name);
     const uint64_t data = local + 30 + r.u16(local + 26) + r.u16(local + 28);
-    if (!r.ok || data > bytes.size() || bytes.size() - data < size) {
+    if (!r.ok || data > file_size || file_size - data < size) {
       return fmt::format("entry {} runs past the end of the file (the file is cut)", name);
     }
-    if (crc32(bytes.substr(data, size)) != crc) {
-      return fmt::format("the data of entry {} does not match its CRC-32 (damaged bytes)", name);
+    uint32_t sum = 0;
+    constexpr uint64_t kPiece = 1 << 20;
+    for (uint64_t done = 0; done < size;) {
+      const std::string piece = source.read(data + done, std::min(kPiece, size - done));
+      if (piece.empty()) return fmt::format("entry {} runs past the end of the file (the file is cut)", name);
+      sum = crc32(piece, sum);
+      done += piece.size();
     }
+    if (sum != crc) return fmt::format("the data of entry {} does not match its CRC-32 (damaged bytes)", name);
   }
   if (!r.ok) return "the central directory runs past the end of the file";
   return "";
+}
+
+}  // namespace
+
+std::string zip_damage(std::string_view bytes) {
+  MemorySource source(bytes);
+  return damage_of(source);
+}
+
+std::string zip_file_damage(const std::filesystem::path& path) {
+  FileSource source(path);
+  return damage_of(source);
 }
 
 }  // namespace bnn::io

@@ -8,11 +8,14 @@
 // one, or a running sum of probabilities that was no longer probabilities.
 // bnn checks every entry's CRC-32 before it loads a checkpoint, and a damaged
 // one is an error naming the file and the entry, as an unreadable one is.
-// Checking reads the file once more (about a second for a 1 GB checkpoint);
-// it happens only on resume.
+// Checking reads the file once more, a megabyte at a time (about 3 s for a
+// 1 GB checkpoint, at about 330 MB/s of CRC); it happens only on resume.
+// Entries LibTorch compresses (its code/ files) are not checked: a damaged
+// one fails LibTorch's own load.
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -26,5 +29,9 @@ uint32_t crc32(std::string_view bytes, uint32_t crc = 0);
 // data matches the CRC-32 its central directory records. Entries compressed
 // with another method than "stored" are not checked. Reads zip64 records.
 std::string zip_damage(std::string_view bytes);
+
+// zip_damage of the file at `path`, read piece by piece. Throws
+// std::runtime_error naming the path if it cannot be opened.
+std::string zip_file_damage(const std::filesystem::path& path);
 
 }  // namespace bnn::io

@@ -326,17 +326,25 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     outcome.ok = true;
     status["status"] = "done";
     status["samples"] = member.samples();
-    // Note [Stored samples]: what bnn predict --method bayes may average.
+    // Note [Stored samples]: what bnn predict --method bayes may average:
+    // the k-th, 2k-th, ... retained steps, and no other.
     const auto& e = context.config.evaluation;
-    const int64_t stored = static_cast<int64_t>(stored_sample_steps(dir).size());
-    const int64_t expected = e.save_sample_weights ? member.samples() / e.sample_weights_every : 0;
-    status["sample_weights"] = stored;
-    if (stored != expected) {
-      status["sample_weights_incomplete"] = true;
-      spdlog::warn("member {}: {} of its {} retained samples have stored weights where evaluation.save_sample_weights "
-                   "{} and sample_weights_every {} keep {} (the processes that ran it stored different ones): bnn "
-                   "predict --method bayes will not use it",
-                   index, stored, member.samples(), e.save_sample_weights, e.sample_weights_every, expected);
+    if (writer) {
+      const std::vector<int64_t> stored = stored_sample_steps(dir);
+      std::vector<int64_t> expected;
+      const int64_t burn_in_steps = context.config.sampler.burn_in * member.batches_per_epoch();
+      for (int64_t m = 1; e.save_sample_weights && m * e.sample_weights_every <= member.samples(); ++m) {
+        expected.push_back(burn_in_steps + m * e.sample_weights_every * member.thin_steps());
+      }
+      status["sample_weights"] = stored.size();
+      if (stored != expected) {
+        status["sample_weights_incomplete"] = true;
+        spdlog::warn("member {}: the weights of {} of its {} retained samples are stored, where "
+                     "evaluation.save_sample_weights {} and sample_weights_every {} keep {} (the processes that ran "
+                     "it stored different ones): bnn predict --method bayes will not use it",
+                     index, stored.size(), member.samples(), e.save_sample_weights, e.sample_weights_every,
+                     expected.size());
+      }
     }
     // What `bnn evaluate --burn-in/--thin` needs to select stored samples.
     status["batches_per_epoch"] = member.batches_per_epoch();

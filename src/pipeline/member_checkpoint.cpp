@@ -68,13 +68,11 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
   torch::serialize::InputArchive a;
   try {
     // Note [Checkpoint integrity]: every entry's CRC-32 before it is loaded.
-    const std::string bytes = io::read_file(path);
-    if (const std::string damage = io::zip_damage(bytes); !damage.empty()) {
+    if (const std::string damage = io::zip_file_damage(path); !damage.empty()) {
       throw std::runtime_error(fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member",
                                            path.string(), damage));
     }
-    std::istringstream in(bytes);
-    a.load_from(in, device);
+    a.load_from(path.string(), device);
   } catch (const c10::Error& e) {
     throw std::runtime_error(fmt::format("{}: not a readable checkpoint ({}); delete it to restart the member",
                                          path.string(), e.what_without_backtrace()));

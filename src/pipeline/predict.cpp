@@ -250,8 +250,14 @@ Predictions predict_images(const PredictOptions& options) {
   out.class_names = preprocess.class_names;
   for (const auto& m : members) out.members.push_back(m.filename().string());
   if (options.swa) {
-    out.methods.push_back(
-        swa_ensemble(models, members, anchor_point(config::load_config(options.run_dir / kConfigFile, {}))));
+    // x* as the run's config names it; without a readable config.yaml (a
+    // copy of the member folders alone), by which weights the first member holds.
+    std::string point = fs::exists(point_weights_path(members.front(), "swa")) ? "swa" : "map";
+    try {
+      point = anchor_point(config::load_config(options.run_dir / kConfigFile, {}));
+    } catch (const std::exception&) {
+    }
+    out.methods.push_back(swa_ensemble(models, members, point));
   }
   if (options.bayes) out.methods.push_back(bayes_ensemble(models, members));
   spdlog::info("bnn predict: {} images, {} members of {}", out.images.size(), members.size(),

@@ -81,14 +81,21 @@ void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int
   TORCH_CHECK(state.samples > 0, "no samples retained: burn_in ", s.burn_in, " epochs and thin ", retention.thin(),
               " steps leave none");
   const torch::Tensor mean = state.prob_sum / static_cast<double>(state.samples);
-  // Each retained sample's rows sum to 1: a mean that does not came from a
-  // running sum damaged on its way through a checkpoint (Note [Checkpoint
-  // integrity] in src/io/zip_check.h), and is not written as a result.
-  const double off = (mean.to(torch::kDouble).sum(1) - 1).abs().max().item<double>();
-  TORCH_CHECK(std::isfinite(off) && off < 1e-3 && mean.min().item<double>() >= 0,
-              "the mean of the retained samples' probabilities is not probabilities (a row sums to 1 ",
-              fmt::format("{:+.3g}", off), "): the running sum its checkpoint carried was damaged; delete the run's ",
-              member_dir({}, member_).string(), " to train the member again");
+  // Each retained sample's rows sum to 1, so their mean's do: a mean that
+  // does not (a running sum damaged on its way through a checkpoint, Note
+  // [Checkpoint integrity] in src/io/zip_check.h, or probabilities that were
+  // not finite) is not written as a result.
+  const torch::Tensor deviation = mean.to(torch::kDouble).sum(1) - 1;
+  const double worst = deviation.abs().max().item<double>();
+  if (!std::isfinite(worst) || worst >= 1e-3 || mean.min().item<double>() < 0) {
+    const double signed_worst = std::isfinite(worst) ? deviation[deviation.abs().argmax()].item<double>() : worst;
+    TORCH_CHECK(false, "the mean of the retained samples' probabilities is not probabilities (a row sums to 1 ",
+                fmt::format("{:+.3g}", signed_worst), ")",
+                first_epoch > 0 ? fmt::format("; the running sum the member resumed from was damaged: delete the "
+                                              "run's {} to train the member again",
+                                              member_dir({}, member_).string())
+                                : std::string());
+  }
   hooks_.write_npy(kBayesProbsFile, mean.to(torch::kFloat));
 }
 

@@ -93,8 +93,9 @@ bool weights_left_behind(const std::filesystem::path& member_dir) {
 
 std::string weights_left_behind_message(const std::filesystem::path& member_dir, const std::string& command) {
   return fmt::format("{} finished, but its folder holds none of its weights (no {} or {}): a run gathered by "
-                     "scripts/pack-members.sh unpack carries the members' probabilities, not their weights, so it "
-                     "can be evaluated but not used by {}; give the run folder that trained it",
+                     "scripts/pack-members.sh unpack carries the members' probabilities, not their weights (and a "
+                     "bnn older than stored weights kept none), so it can be evaluated but not used by {}; give the "
+                     "run folder that trained it",
                      member_dir.string(), point_weights_path({}, "swa").string(),
                      point_weights_path({}, "map").string(), command);
 }

@@ -117,7 +117,7 @@ TEST(Figures, CutFilesKeepTheFiguresThere) {
     const FigureOutcome outcome = cut_after(cut);
     EXPECT_TRUE(outcome.figures.empty()) << cut;
     EXPECT_NE(outcome.error.find("gnuplot's " + (dir / cut).string() + " is incomplete (100 bytes; a full disk?); "
-                                 "the figures already in"),
+                                 "no figure was replaced"),
               std::string::npos)
         << outcome.error;
     EXPECT_EQ(io::read_file(dir / "loss_traces.png"), png);

@@ -318,6 +318,23 @@ TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
   EXPECT_NE(bnn::io::read_file(out / "report.md").find("Not drawn: gnuplot not found"), std::string::npos);
 }
 
+// Figures that cannot be written (here figures/ is a file) are a warning:
+// the tables and reports, written after them, are still written.
+TEST(Evaluate, FiguresThatCannotBeWrittenKeepTheMetrics) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto& run = tiny_run();
+  const auto out = evaluate_work() / "figures_a_file";
+  std::filesystem::remove_all(out);
+  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures").code, 0);
+  std::filesystem::remove(out / "metrics.json");
+  bnn::io::write_file_atomically(out / "figures", "not a folder");
+  const EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + out.string());
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("figures not drawn: "), std::string::npos) << r.output;
+  EXPECT_EQ(bnn::io::read_file(out / "metrics.json"), bnn::io::read_file(run / "metrics.json"));
+  EXPECT_NE(bnn::io::read_file(out / "report.md").find("# bnn evaluation report"), std::string::npos);
+}
+
 // What an evaluation killed between its writes and their renames leaves is
 // removed by the next, under the lock; a run's own files in flight are not.
 TEST(Evaluate, RemovesWhatAStoppedEvaluationLeft) {

@@ -287,7 +287,7 @@ TEST_F(Predict, PartOfAMembersSamplesIsNotItsPosterior) {
   ASSERT_EQ(r.code, 128 + 9) << r.output;
   r = bnn(args + " --set evaluation.save_sample_weights=false");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("member 0: 1 of its 2 retained samples have stored weights where "
+  EXPECT_NE(r.output.find("member 0: the weights of 1 of its 2 retained samples are stored, where "
                           "evaluation.save_sample_weights false and sample_weights_every 1 keep 0"),
             std::string::npos)
       << r.output;

@@ -173,7 +173,7 @@ TEST_F(Resume, AMeanThatIsNotProbabilitiesFailsTheMember) {
   r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("the mean of the retained samples' probabilities is not probabilities (a row sums to 1 "
-                          "+0.5): the running sum its checkpoint carried was damaged; delete the run's member_000"),
+                          "+0.5); the running sum the member resumed from was damaged: delete the run's member_000"),
             std::string::npos)
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(cut / "member_000" / "bayes_probs.npy"));
