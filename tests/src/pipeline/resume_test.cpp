@@ -30,6 +30,13 @@ class Resume : public ::testing::Test {
     return bnn::testing::run_bnn(args, work_ / ("log_" + std::to_string(++calls_) + ".txt"), env);
   }
   static std::string read(const std::filesystem::path& p) { return bnn::io::read_file(p); }
+  // Member 0 of tiny.yaml killed at sampler `step` into work_/name; its checkpoint's path.
+  std::filesystem::path killed_member_checkpoint(const std::string& name, int step) {
+    const auto r = bnn("run --config " + kTinyConfig + " --out " + (work_ / name).string() + " --threads 1 --members 0",
+                       "BNN_KILL_AT_SAMPLER_STEP=" + std::to_string(step));
+    EXPECT_EQ(r.code, 128 + 9) << r.output;
+    return work_ / name / "member_000" / "checkpoint.pt";
+  }
 
   std::filesystem::path work_;
   int calls_ = 0;
@@ -131,15 +138,13 @@ TEST_F(Resume, WriteFailureIsAClearErrorAndKeepsTheCheckpoint) {
 // corrupted chain.
 TEST_F(Resume, ADamagedCheckpointIsRefused) {
   const auto cut = work_ / "damaged";
-  auto r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + " --threads 1 --members 0",
-               "BNN_KILL_AT_SAMPLER_STEP=15");
-  ASSERT_EQ(r.code, 128 + 9) << r.output;
-  const auto path = cut / "member_000" / "checkpoint.pt";
+  const auto path = killed_member_checkpoint("damaged", 15);
+  ASSERT_FALSE(HasFailure());
   const std::string whole = read(path);
   std::string damaged = whole;
   damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x04);
   bnn::io::write_file_atomically(path, damaged);
-  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  auto r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(path.string() + ": a damaged checkpoint (the data of entry "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("does not match its CRC-32 (damaged bytes)); delete it to restart the member"),
@@ -156,10 +161,8 @@ TEST_F(Resume, ADamagedCheckpointIsRefused) {
 // instead of finishing it with a bayes_probs.npy that is not probabilities.
 TEST_F(Resume, AMeanThatIsNotProbabilitiesFailsTheMember) {
   const auto cut = work_ / "doubled_sum";
-  auto r = bnn("run --config " + kTinyConfig + " --out " + cut.string() + " --threads 1 --members 0",
-               "BNN_KILL_AT_SAMPLER_STEP=25");
-  ASSERT_EQ(r.code, 128 + 9) << r.output;
-  const auto path = cut / "member_000" / "checkpoint.pt";
+  const auto path = killed_member_checkpoint("doubled_sum", 25);
+  ASSERT_FALSE(HasFailure());
   torch::jit::Module m = torch::jit::load(path.string());
   bool doubled = false;
   for (const auto& b : m.named_buffers(/*recurse=*/true)) {
@@ -170,7 +173,7 @@ TEST_F(Resume, AMeanThatIsNotProbabilitiesFailsTheMember) {
   }
   ASSERT_TRUE(doubled);
   m.save(path.string());
-  r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  const auto r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
   EXPECT_EQ(r.code, 3) << r.output;
   EXPECT_NE(r.output.find("the mean of the retained samples' probabilities is not probabilities (a row sums to 1 "
                           "+0.5); the running sum the member resumed from was damaged: delete the run's member_000"),
