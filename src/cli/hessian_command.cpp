@@ -13,7 +13,8 @@ int cmd_hessian(int argc, char** argv) {
   cxxopts::Options opts("bnn hessian",
                         "Hessian spectral norm of the log-posterior by power iteration on Hessian-vector products, "
                         "at a member's initialisation, Adam, SWA and perturbed SWA points (paper appendix D.2).");
-  opts.add_options()("checkpoint", "Member directory of a finished run, e.g. runs/demo/member_000",
+  opts.add_options()("checkpoint", "Member directory of a run, e.g. runs/demo/member_000 (finished, or past its SWA or "
+                     "L-BFGS phase)",
                      cxxopts::value<std::string>())(
       "examples", "First N training examples (default 0: all)", cxxopts::value<int64_t>()->default_value("0"))(
       "iterations", "Power iterations at most", cxxopts::value<int64_t>()->default_value("100"))(

@@ -44,7 +44,12 @@ std::vector<std::string> methods_of(const config::Config& config) {
 
 void require_file(const std::filesystem::path& path, const std::string& what) {
   if (!std::filesystem::exists(path)) {
-    throw ConfigError(fmt::format("{} is not a bnn run directory: {} missing", path.parent_path().string(), what));
+    // bnn run writes bnn.json first, then config.yaml (Note [Run ownership]).
+    const bool starting = std::filesystem::exists(path.parent_path() / kManifestFile);
+    throw ConfigError(fmt::format("{} is not a bnn run directory: {} missing{}", path.parent_path().string(), what,
+                                  starting ? " (its bnn.json is there: a run that is starting, or a damaged one; "
+                                             "try again in a moment)"
+                                           : ""));
   }
 }
 

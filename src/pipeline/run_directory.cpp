@@ -122,16 +122,31 @@ bool same_setting(const std::string& key, const std::string& there, const std::s
   return key == "data.dir" && std::filesystem::path(there).is_relative() && config::absolute_dir(there) == now;
 }
 
+// A setting as a message shows it: a number in its shortest exact form
+// (0.0002, where the manifest keeps 0.00020000000000000001), anything else
+// as it is.
+std::string shown(const std::string& value) {
+  if (value.empty() || value.find_first_not_of("0123456789.eE+-") != std::string::npos) return value;
+  size_t used = 0;
+  double d = 0;
+  try {
+    d = std::stod(value, &used);
+  } catch (const std::exception&) {
+    return value;
+  }
+  return used == value.size() ? fmt::format("{}", d) : value;
+}
+
 std::string differences_from(const Settings& stored, const config::Config& config) {
   std::vector<std::string> lines;
   for (const auto& [key, value] : experiment_keys(config)) {
     const auto it = stored.find(key);
     if (it != stored.end()) {
       if (!same_setting(key, it->second, value)) {
-        lines.push_back(fmt::format("{}: {} there, {} now", key, it->second, value));
+        lines.push_back(fmt::format("{}: {} there, {} now", key, shown(it->second), shown(value)));
       }
     } else if (const auto d = resolved_defaults().find(key); d != resolved_defaults().end() && d->second != value) {
-      lines.push_back(fmt::format("{}: the default {} there, {} now", key, d->second, value));
+      lines.push_back(fmt::format("{}: the default {} there, {} now", key, shown(d->second), shown(value)));
     }
   }
   return fmt::format("{}", fmt::join(lines, "; "));
@@ -219,7 +234,7 @@ std::string experiment_differences(const config::Config& a, const config::Config
   for (const auto& [key, value] : first) {
     const auto it = second.find(key);
     if (it != second.end() && it->second != value) {
-      lines.push_back(fmt::format("{}: {} in the first, {} in the second", key, value, it->second));
+      lines.push_back(fmt::format("{}: {} in the first, {} in the second", key, shown(value), shown(it->second)));
     }
   }
   return fmt::format("{}", fmt::join(lines, "; "));
@@ -411,7 +426,7 @@ std::string rhat_refusal(const std::filesystem::path& out, const config::Config&
   for (const auto& [key, value] : options) {
     const auto it = theirs.find(key);
     const std::string there = it == theirs.end() ? "none" : it->second;
-    if (there != value) differences.push_back(fmt::format("{}: {} there, {} now", key, there, value));
+    if (there != value) differences.push_back(fmt::format("{}: {} there, {} now", key, shown(there), shown(value)));
   }
   if (differences.empty()) return "";
   return fmt::format("--out {} holds R-hat chains of this experiment with other options ({}); give --out a new "

@@ -61,6 +61,13 @@ TEST(RunOwnership, AnotherExperimentIsRefusedOnceAMemberStarted) {
                       "holds members of another experiment (sampler.step_size: 0.002 there, 0.000125 now)");
   expect_config_error([&] { claim_run_directory(dir, tiny(), true); },
                       "the --set options change the experiment");
+  // Numbers the manifest keeps to 17 digits are shown in their shortest exact form.
+  const auto other = testing::unique_temp_dir("bnn_own_digits");
+  claim_run_directory(other, tiny({"sampler.step_size=0.0002"}), false);
+  fs::create_directories(other / "member_000");
+  expect_config_error([&] { claim_run_directory(other, tiny({"sampler.step_size=0.0003"}), false); },
+                      "(sampler.step_size: 0.0002 there, 0.0003 now)");
+  fs::remove_all(other);
   // Without config.yaml the manifest still knows.
   fs::remove(dir / kConfigFile);
   expect_config_error([&] { claim_run_directory(dir, tiny({"run.seed=8"}), false); },
