@@ -332,9 +332,9 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     if (writer) {
       const std::vector<int64_t> stored = stored_sample_steps(dir);
       std::vector<int64_t> expected;
-      const int64_t burn_in_steps = context.config.sampler.burn_in * member.batches_per_epoch();
+      const Retention retention = retention_of(context.config, member.partition());
       for (int64_t m = 1; e.save_sample_weights && m * e.sample_weights_every <= member.samples(); ++m) {
-        expected.push_back(burn_in_steps + m * e.sample_weights_every * member.thin_steps());
+        expected.push_back(retention.retained_step(m * e.sample_weights_every));
       }
       status["sample_weights"] = stored.size();
       if (stored != expected) {

@@ -29,6 +29,10 @@ int64_t thin_steps(const config::Config& config, const data_loaders::Partition& 
   return config.sampler.thin == 0 ? partition.num_batches() : config.sampler.thin;
 }
 
+Retention retention_of(const config::Config& config, const data_loaders::Partition& partition) {
+  return Retention(config.sampler.burn_in * partition.num_batches(), thin_steps(config, partition));
+}
+
 SamplingPhase::SamplingPhase(const config::Config& config, int64_t member, const data_loaders::Partition& partition,
                              const data_loaders::Split& test, int64_t num_classes,
                              std::function<std::unique_ptr<samplers::Sampler>()> make_sampler, PhaseHooks& hooks)
@@ -38,7 +42,7 @@ SamplingPhase::SamplingPhase(const config::Config& config, int64_t member, const
 void SamplingPhase::run(MemberState& state, const torch::Tensor& parameters, int64_t first_epoch,
                         const FaultInjection& faults) {
   const auto& s = cfg_.sampler;
-  const Retention retention(s.burn_in * partition_.num_batches(), thin_steps(cfg_, partition_));
+  const Retention retention = retention_of(cfg_, partition_);
   if (first_epoch == 0) {
     state.anchor = parameters.clone();
     state.sampler = make_sampler_();

@@ -57,6 +57,8 @@ class Retention {
     return steps_done > burn_in_steps_ && (steps_done - burn_in_steps_) % thin_ == 0;
   }
   int64_t thin() const { return thin_; }
+  // The step of the j-th retained sample (j = 1, 2, ...).
+  int64_t retained_step(int64_t j) const { return burn_in_steps_ + j * thin_; }
 
  private:
   int64_t burn_in_steps_;
@@ -89,5 +91,9 @@ class SamplingPhase {
 
 // Steps between retained samples: sampler.thin, or one epoch (N_m steps) for 0.
 int64_t thin_steps(const config::Config& config, const data_loaders::Partition& partition);
+
+// The samples `config`'s sampling phase retains on `partition`: after
+// sampler.burn_in epochs, every thin_steps().
+Retention retention_of(const config::Config& config, const data_loaders::Partition& partition);
 
 }  // namespace bnn::pipeline
