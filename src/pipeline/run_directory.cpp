@@ -137,16 +137,24 @@ std::string shown(const std::string& value) {
   return used == value.size() ? fmt::format("{}", d) : value;
 }
 
-std::string differences_from(const Settings& stored, const config::Config& config) {
+// What a difference calls its two sides: the stored settings and `config`'s.
+struct Sides {
+  const char* stored = "there";
+  const char* config = "now";
+};
+
+std::string differences_from(const Settings& stored, const config::Config& config, Sides sides = {}) {
   std::vector<std::string> lines;
   for (const auto& [key, value] : experiment_keys(config)) {
     const auto it = stored.find(key);
     if (it != stored.end()) {
       if (!same_setting(key, it->second, value)) {
-        lines.push_back(fmt::format("{}: {} there, {} now", key, shown(it->second), shown(value)));
+        lines.push_back(
+            fmt::format("{}: {} {}, {} {}", key, shown(it->second), sides.stored, shown(value), sides.config));
       }
     } else if (const auto d = resolved_defaults().find(key); d != resolved_defaults().end() && d->second != value) {
-      lines.push_back(fmt::format("{}: the default {} there, {} now", key, shown(d->second), shown(value)));
+      lines.push_back(
+          fmt::format("{}: the default {} {}, {} {}", key, shown(d->second), sides.stored, shown(value), sides.config));
     }
   }
   return fmt::format("{}", fmt::join(lines, "; "));
@@ -229,15 +237,7 @@ bool same_experiment(const config::Config& a, const config::Config& b) {
 }
 
 std::string experiment_differences(const config::Config& a, const config::Config& b) {
-  const Settings first = experiment_keys(a), second = experiment_keys(b);
-  std::vector<std::string> lines;
-  for (const auto& [key, value] : first) {
-    const auto it = second.find(key);
-    if (it != second.end() && it->second != value) {
-      lines.push_back(fmt::format("{}: {} in the first, {} in the second", key, shown(value), shown(it->second)));
-    }
-  }
-  return fmt::format("{}", fmt::join(lines, "; "));
+  return differences_from(experiment_keys(a), b, {"in the first", "in the second"});
 }
 
 void check_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
