@@ -7,8 +7,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <iterator>
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -404,6 +406,19 @@ FigureOutcome run_script(const std::string& script, const std::vector<std::strin
   return outcome;
 }
 
+// Note [Figures]: a write that fails (the data, the script, a figure: a full
+// disk, a read-only folder) is the reason nothing was drawn, as a missing
+// gnuplot is, and never an exception that would cost the caller its tables.
+FigureOutcome or_the_failed_write(const std::function<FigureOutcome()>& draw) {
+  try {
+    return draw();
+  } catch (const std::runtime_error& e) {  // std::filesystem's errors too; not a TORCH_CHECK
+    FigureOutcome outcome;
+    outcome.error = e.what();
+    return outcome;
+  }
+}
+
 }  // namespace
 
 std::vector<ReliabilityBin> top_label_reliability(const torch::Tensor& probs, const torch::Tensor& labels,
@@ -436,28 +451,32 @@ std::vector<ReliabilityBin> classwise_reliability(const torch::Tensor& probs, co
 
 FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir) {
   TORCH_CHECK(!inputs.ensemble_probs.empty() && !inputs.traces.empty(), "figures need ensembles and loss traces");
-  std::filesystem::create_directories(dir / "data");
-  std::string script = script_header();
-  std::vector<std::string> names = {"metrics_vs_size"};
-  metrics_vs_size(inputs, dir, script);
-  reliability(inputs, dir, script, names);
-  names.push_back("loss_traces");
-  loss_traces(inputs, dir, script);
-  for (const OodFigure& f : inputs.ood) ood_figure(f, dir, script, names);
-  if (has_split_rhat(inputs.rhat_curves)) {
-    names.push_back("rhat_vs_epoch");
-    rhat_vs_epoch(inputs.rhat_curves, inputs.rhat_title, dir, script);
-  }
-  return run_script(script, names, dir);
+  return or_the_failed_write([&] {
+    std::filesystem::create_directories(dir / "data");
+    std::string script = script_header();
+    std::vector<std::string> names = {"metrics_vs_size"};
+    metrics_vs_size(inputs, dir, script);
+    reliability(inputs, dir, script, names);
+    names.push_back("loss_traces");
+    loss_traces(inputs, dir, script);
+    for (const OodFigure& f : inputs.ood) ood_figure(f, dir, script, names);
+    if (has_split_rhat(inputs.rhat_curves)) {
+      names.push_back("rhat_vs_epoch");
+      rhat_vs_epoch(inputs.rhat_curves, inputs.rhat_title, dir, script);
+    }
+    return run_script(script, names, dir);
+  });
 }
 
 FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::string& title,
                                const std::filesystem::path& dir) {
   TORCH_CHECK(has_split_rhat(curves), "the R-hat figure needs a split R-hat value (4 draws per chain)");
-  std::filesystem::create_directories(dir / "data");
-  std::string script = script_header();
-  rhat_vs_epoch(curves, title, dir, script);
-  return run_script(script, {"rhat_vs_epoch"}, dir);
+  return or_the_failed_write([&] {
+    std::filesystem::create_directories(dir / "data");
+    std::string script = script_header();
+    rhat_vs_epoch(curves, title, dir, script);
+    return run_script(script, {"rhat_vs_epoch"}, dir);
+  });
 }
 
 }  // namespace bnn::evaluation

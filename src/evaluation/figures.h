@@ -97,7 +97,8 @@ struct FigureOutcome {
 
 // Writes the data and script of Note [Figures] under `dir` and runs gnuplot.
 // Returns the figures drawn, or the reason none were (gnuplot missing or
-// failing); throws only when the data files themselves cannot be written.
+// failing, or a file that could not be written); throws only on inputs that
+// break its preconditions (TORCH_CHECK).
 FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir);
 
 // rhat_vs_epoch alone, titled `title`, the same way (its own figures.gp).

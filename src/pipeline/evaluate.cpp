@@ -584,12 +584,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
       inputs.rhat_title = fmt::format("R-hat of the sampling loss across {} members (different x*)", members.size());
     }
     inputs.ood = ood_figures;
-    try {  // Note [Figures]: an extra, never a reason to lose the tables
-      figures = evaluation::draw_figures(inputs, out_dir / "figures");
-    } catch (const std::exception& e) {
-      figures = {};
-      figures.error = e.what();
-    }
+    figures = evaluation::draw_figures(inputs, out_dir / "figures");
     if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);
   }
   evaluation::ReportInputs report;

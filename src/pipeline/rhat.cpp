@@ -419,16 +419,11 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   if (options.figures) {
     std::vector<evaluation::RhatCurve> curves;
     for (const RhatRepeat& r : result.repeats) curves.push_back({fmt::format("repeat {}", r.repeat), r.by_epoch});
-    evaluation::FigureOutcome outcome;
-    try {  // Note [Figures]: an extra, never a reason to lose the tables
-      outcome = evaluation::draw_rhat_figure(
-          curves,
-          fmt::format("R-hat of the mean training loss across {} chains from x* + {:g} N(0, I), burn-in {} epochs",
-                      options.chains, result.rho, result.burn_in),
-          dir / "figures");
-    } catch (const std::exception& e) {
-      outcome.error = e.what();
-    }
+    const auto outcome = evaluation::draw_rhat_figure(
+        curves,
+        fmt::format("R-hat of the mean training loss across {} chains from x* + {:g} N(0, I), burn-in {} epochs",
+                    options.chains, result.rho, result.burn_in),
+        dir / "figures");
     result.figure_error = outcome.error;
     if (!outcome.error.empty()) spdlog::warn("figure not drawn: {}", outcome.error);
   }
