@@ -515,6 +515,24 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
       {"10: ... which --members can leave out",
        [] { return "evaluate " + (kHostileWork / "cases" / "no_samples").string() + " --members 1 --no-figures"; }, 0,
        "report:"},
+      {"a --members entry that no run directory holds is not called unfinished",
+       [&] {
+         const auto c = damaged("no_member_1", [](const fs::path& c) { fs::remove_all(c / "member_001"); });
+         return evaluate(c) + " --members 1";
+       },
+       2, "--members selects member_001, which is in none of the run directories",
+       {kHostileWork / "cases" / "no_member_1"}},
+      {"... nor in bnn predict",
+       [] {
+         bnn::io::write_npy(kHostileWork / "cases" / "two.npy", torch::zeros({2, 28, 28}, torch::kByte));
+         return "predict --run " + (kHostileWork / "cases" / "no_member_1").string() + " --images " +
+                (kHostileWork / "cases" / "two.npy").string() + " --members 1 --method swa";
+       },
+       2, "--members: " + (kHostileWork / "cases" / "no_member_1").string() + " holds no member_001"},
+      {"bnn.json without config.yaml: a run that may be starting",
+       [&] { return evaluate(damaged("starting", [](const fs::path& c) { fs::remove(c / "config.yaml"); })); }, 2,
+       "config.yaml missing (its bnn.json is there: a run that is starting, or a damaged one; try again in a moment)",
+       {kHostileWork / "cases" / "starting"}},
   });
 }
 
