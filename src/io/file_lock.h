@@ -13,10 +13,18 @@
 // not on mounts with `nolock` or `local_lock=flock`, where the lock is seen
 // by one host only. Lustre needs the `flock` mount option, and GPFS/Spectrum
 // Scale supports it natively.
+//
+// A lock lives on the file's inode, not its name: a user who deletes a held
+// lock file (or replaces it) lets the next process lock a new file under the
+// same name while the first goes on. check_still_held() finds that out: the
+// holder calls it before each write, and stops rather than write over the
+// member (or folder) the other process now owns.
 #pragma once
 
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
+#include <utility>
 
 namespace bnn::io {
 
@@ -37,9 +45,22 @@ class FileLock {
   FileLock& operator=(const FileLock&) = delete;
   ~FileLock();  // releases the lock
 
+  const std::filesystem::path& path() const { return path_; }
+
+  // Throws LockLost naming the path unless the path still names the file this
+  // lock is on (it was deleted, renamed away or replaced otherwise).
+  void check_still_held() const;
+
  private:
-  explicit FileLock(int fd) : fd_(fd) {}
+  FileLock(int fd, std::filesystem::path path) : fd_(fd), path_(std::move(path)) {}
   int fd_ = -1;
+  std::filesystem::path path_;
+};
+
+// The lock file a process holds was deleted or replaced under it.
+class LockLost : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 }  // namespace bnn::io

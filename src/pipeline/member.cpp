@@ -42,6 +42,17 @@ void write_status(const std::filesystem::path& dir, const nlohmann::json& status
   io::write_file_atomically(dir / kStatusFile, status.dump(2) + "\n");
 }
 
+// Note [Member locks]: the member stops where it found its lock gone, and
+// writes nothing more: another process may own the folder now.
+MemberOutcome lock_lost(int64_t index, const io::LockLost& e) {
+  MemberOutcome outcome{index, false, e.what()};
+  outcome.lock_lost = true;
+  spdlog::error("member {} stopped without writing more: {}; another process may be training it now (never delete "
+                "the lock files of a run that is running). bnn run --resume continues it once no other process does",
+                index, e.what());
+  return outcome;
+}
+
 }  // namespace
 
 Member::Member(const MemberContext& ctx, int64_t index)
@@ -70,7 +81,7 @@ Member::Member(const MemberContext& ctx, int64_t index)
     parallel_oracle_ = std::make_unique<distributed::DataParallelOracle>(*model_oracle_, *ctx.group);
     oracle_ = parallel_oracle_.get();
   }
-  if (writer_) {
+  if (writes()) {
     std::filesystem::create_directories(dir_ / kSamplesDir);
     if (ctx.ood != nullptr) {
       for (const OodSet& set : *ctx.ood) {
@@ -78,6 +89,12 @@ Member::Member(const MemberContext& ctx, int64_t index)
       }
     }
   }
+}
+
+bool Member::writes() const {
+  if (!writer_) return false;
+  if (ctx_.lock != nullptr) ctx_.lock->check_still_held();
+  return true;
 }
 
 std::string Member::arithmetic_now() const {
@@ -145,7 +162,7 @@ Position Member::train_anchor(bool resume) {
     phases.map(model_->parameters());
     save_npy(point_probs_path(dir_, "map"), predict());
     write_ood(point_probs_path({}, "map"), torch::kFloat);
-    if (writer_) {
+    if (writes()) {
       write_stored_point(point_weights_path(dir_, "map"), point_buffers_path(dir_, "map"), flat_->values(), *model_,
                          torch::kFloat);
     }
@@ -162,7 +179,7 @@ Position Member::train_anchor(bool resume) {
     phases.swa(*adam, at.epochs_done, state_.swa_sum, state_.swa_count);
     save_npy(point_probs_path(dir_, "swa"), predict());
     write_ood(point_probs_path({}, "swa"), torch::kFloat);
-    if (writer_) {
+    if (writes()) {
       write_stored_point(point_weights_path(dir_, "swa"), point_buffers_path(dir_, "swa"), flat_->values(), *model_,
                          torch::kFloat);
     }
@@ -176,7 +193,7 @@ std::optional<Divergence> Member::divergence() const {
 }
 
 void Member::discard_checkpoint() const {
-  if (!writer_) return;
+  if (!writes()) return;
   std::error_code ec;
   std::filesystem::remove(checkpoint_path(), ec);
 }
@@ -193,7 +210,7 @@ void Member::write_npy(const std::filesystem::path& name, const torch::Tensor& t
 }
 
 void Member::save_npy(const std::filesystem::path& path, const torch::Tensor& t) const {
-  if (writer_) io::write_npy(path, t);  // Note [Data-parallel member]: rank 0 writes
+  if (writes()) io::write_npy(path, t);  // Note [Data-parallel member]: rank 0 writes
 }
 
 // Note [Data-parallel member]: ranks that disagree would silently average
@@ -212,7 +229,7 @@ torch::Tensor Member::predict() {
 }
 
 void Member::write_ood(const std::filesystem::path& name, torch::ScalarType dtype) {
-  if (ctx_.ood == nullptr || !writer_) return;  // Note [Data-parallel member]: rank 0 writes
+  if (ctx_.ood == nullptr || !writes()) return;  // Note [Data-parallel member]: rank 0 writes
   for (const OodSet& set : *ctx_.ood) {
     io::write_npy(ood_member_dir(dir_, set.name) / name, predict_split_probabilities(*model_, set.images).to(dtype));
   }
@@ -220,7 +237,7 @@ void Member::write_ood(const std::filesystem::path& name, torch::ScalarType dtyp
 
 // The current parameters and the BatchNorm statistics predict() just recalibrated.
 void Member::store_sample(int64_t step) {
-  if (!writer_) return;  // Note [Data-parallel member]: rank 0 writes
+  if (!writes()) return;  // Note [Data-parallel member]: rank 0 writes
   const auto dtype = cfg_.evaluation.sample_weights_dtype == "float16" ? torch::kHalf : torch::kFloat;
   write_stored_point(sample_weights_path(dir_, step), sample_buffers_path(dir_, step), flat_->values(), *model_,
                      dtype);
@@ -245,13 +262,13 @@ void Member::log_epoch(const std::string& phase, int64_t epoch, int64_t epochs, 
   spdlog::info("member {} {:>6} epoch {:>3}/{}: loss {:.4f}  test acc {:.4f}  {} {:.3g}  {:.1f}s", index_, phase,
                epoch + 1, epochs, loss, acc, phase == "sample" ? "h" : "lr", rate, secs);
   state_.trace += fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.3f}\n", phase, epoch + 1, loss, acc, rate, secs);
-  if (writer_) {
+  if (writes()) {
     io::write_file_atomically(dir_ / kTraceFile, "phase,epoch,loss,test_accuracy,lr_or_h,seconds\n" + state_.trace);
   }
 }
 
 void Member::save_checkpoint(Position at, torch::optim::Adam* adam) {
-  if (cfg_.run.checkpoint && writer_) {
+  if (cfg_.run.checkpoint && writes()) {
     save_member_checkpoint(checkpoint_path(), seed_, at, state_, flat_->values(), *model_, adam);
   }
   // Note [Time limit]: stop here unless the member is done or has no checkpoint to resume from.
@@ -360,9 +377,14 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
                             {"reference_accuracy", d->reference_accuracy}};
     }
     status["seconds"] = seconds_since(start);
-    if (writer) write_status(dir, status);
+    if (writer) {
+      if (context.lock != nullptr) context.lock->check_still_held();
+      write_status(dir, status);
+    }
     member.discard_checkpoint();
     return outcome;
+  } catch (const io::LockLost& e) {
+    return lock_lost(index, e);
   } catch (const TimeLimitReached& e) {
     outcome.stopped = true;
     spdlog::info("member {}: stopped by the time limit {} (its checkpoint is kept; bnn run --resume continues it)",
@@ -386,7 +408,14 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
   status["error"] = outcome.message;
   spdlog::error("member {} failed: {}", index, outcome.message);
   status["seconds"] = seconds_since(start);
-  if (writer) write_status(dir, status);
+  if (writer) {
+    try {
+      if (context.lock != nullptr) context.lock->check_still_held();
+    } catch (const io::LockLost& e) {
+      return lock_lost(index, e);
+    }
+    write_status(dir, status);
+  }
   return outcome;
 }
 

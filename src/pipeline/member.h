@@ -36,6 +36,7 @@
 #include "src/config/config.h"
 #include "src/distributed/data_parallel_oracle.h"
 #include "src/distributed/process_group.h"
+#include "src/io/file_lock.h"
 #include "src/pipeline/divergence.h"
 #include "src/pipeline/fault_injection.h"
 #include "src/pipeline/member_checkpoint.h"
@@ -72,6 +73,10 @@ struct MemberContext {
   // members on its device; its own model otherwise when null.
   StackedGroup* stacked = nullptr;
   int64_t slot = 0;
+  // Note [Member locks] (src/io/file_lock.h): the member's lock, checked
+  // before each write; a member whose lock file was deleted or replaced
+  // stops without writing (outcome.lock_lost). Unchecked when null.
+  const io::FileLock* lock = nullptr;
 };
 
 struct MemberOutcome {
@@ -80,6 +85,7 @@ struct MemberOutcome {
   std::string message;  // diagnostic when !ok
   bool diverged = false;  // finished, but Note [Divergence check] fired
   bool stopped = false;   // !ok: the deadline stopped it at an epoch end (Note [Time limit])
+  bool lock_lost = false;  // !ok: its lock file went (Note [Member locks]); nothing more was written
 };
 
 // The model a member of `config` trains on `data`.
@@ -169,6 +175,10 @@ class Member : private PhaseHooks {
   void store_sample(int64_t step) override;
   void write_ood(const std::filesystem::path& name, torch::ScalarType dtype) override;
 
+  // Whether this process writes the member's files: rank 0 only (Note
+  // [Data-parallel member]), and only while the member's lock is still its
+  // own (Note [Member locks]: throws io::LockLost otherwise).
+  bool writes() const;
   // An output file at `path` (rank 0 only: Note [Data-parallel member]).
   void save_npy(const std::filesystem::path& path, const torch::Tensor& t) const;
   // Note [Data-parallel member]: throws unless every rank holds the same parameters.

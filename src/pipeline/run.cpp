@@ -624,7 +624,11 @@ int run(const config::Config& config, const RunOptions& options) {
         const bool timed = options.deadline != nullptr && options.whole_members &&
                            !std::filesystem::exists(member_dir(dir, todo[i]) / kCheckpointFile);
         const double began = timed ? options.deadline->elapsed() : 0.0;
-        const MemberOutcome outcome = run_member(context, todo[i]);
+        // Each write of the member checks that its lock is still this process's; a
+        // data-parallel run's ranks could not stop together, and do not check.
+        MemberContext locked = context;
+        locked.lock = lock ? &*lock : nullptr;
+        const MemberOutcome outcome = run_member(locked, todo[i]);
         if (timed && outcome.ok) options.deadline->member_took(options.deadline->elapsed() - began);
         if (outcome.stopped) {
           ++left;

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <map>
 #include <thread>
 
@@ -262,6 +263,38 @@ TEST(HostileInput, AHeldMemberIsLeftAlone) {
   EXPECT_NE(none.output.find("has finished yet: the 2 member(s) left are being trained by other processes"),
             std::string::npos)
       << none.output;
+}
+
+// Note [Member locks]: a user deletes the lock file of a member that is
+// training and a second process locks a new one. The first process stops the
+// member at its next write and writes nothing more into it.
+TEST(HostileInput, AMemberWhoseLockFileIsReplacedStops) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto out = fresh("lock_replaced");
+  const auto member = out / "member_000";
+  // 1000 sampling epochs: far longer than the polling below takes to act.
+  auto running = std::async(std::launch::async, [&] {
+    return bnn_as_user(tiny_run_args(out.string(), " --set run.members=1 --set sampler.epochs=1000"));
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(member / "checkpoint.pt") && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(fs::exists(member / "checkpoint.pt"));
+  fs::remove(member / "lock");
+  const auto thief = bnn::io::FileLock::try_acquire(member / "lock");
+  ASSERT_TRUE(thief.has_value());
+  const CommandResult r = running.get();
+  EXPECT_EQ(r.code, 3) << r.output;
+  // "deleted" where bnn looked between the removal and the new lock, "replaced" after.
+  const std::string stopped = "member 0 stopped without writing more: " + (member / "lock").string() + " was ";
+  const std::string because = " while this process held it; another process may be training it now";
+  EXPECT_TRUE(r.output.find(stopped + "replaced by another file" + because) != std::string::npos ||
+              r.output.find(stopped + "deleted" + because) != std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(member / "status.json"));
+  EXPECT_FALSE(fs::exists(member / "bayes_probs.npy"));
+  EXPECT_TRUE(fs::exists(member / "checkpoint.pt"));  // another process may resume from it
 }
 
 // Findings 5, 6 and 10: nonsense is a config error before any work.

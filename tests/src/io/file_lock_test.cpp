@@ -58,6 +58,45 @@ TEST(FileLock, AProcessKilledWhileHoldingTheLockLeavesNoStaleLock) {
   std::filesystem::remove_all(dir);
 }
 
+// Note [Member locks]: a lock is on the file, not its name. Deleting or
+// replacing a held lock file lets another holder in; the first finds out.
+TEST(FileLock, ADeletedOrReplacedLockFileIsNoticed) {
+  const auto dir = testing::unique_temp_dir("bnn_file_lock_lost_test");
+  const auto path = dir / "lock";
+  auto lost_message = [](const FileLock& lock) -> std::string {
+    try {
+      lock.check_still_held();
+    } catch (const LockLost& e) {
+      return e.what();
+    }
+    return "";
+  };
+  {
+    const auto held = FileLock::try_acquire(path);
+    ASSERT_TRUE(held.has_value());
+    EXPECT_EQ(lost_message(*held), "");
+    EXPECT_EQ(held->path(), path);
+    std::filesystem::remove(path);
+    EXPECT_EQ(lost_message(*held), path.string() + " was deleted while this process held it");
+    const auto other = FileLock::try_acquire(path);  // the hazard: a second holder
+    ASSERT_TRUE(other.has_value());
+    EXPECT_EQ(lost_message(*held), path.string() + " was replaced by another file while this process held it");
+    EXPECT_EQ(lost_message(*other), "");
+  }
+  {
+    // Renamed away and back: the same file, still held.
+    auto held = FileLock::try_acquire(path);
+    ASSERT_TRUE(held.has_value());
+    std::filesystem::rename(path, dir / "elsewhere");
+    EXPECT_NE(lost_message(*held), "");
+    std::filesystem::rename(dir / "elsewhere", path);
+    EXPECT_EQ(lost_message(*held), "");
+    const FileLock moved = std::move(*held);
+    EXPECT_EQ(lost_message(moved), "");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(FileLock, UnopenableFileIsNamed) {
   try {
     FileLock::try_acquire("/no/such/dir/lock");
