@@ -40,8 +40,9 @@ std::unique_ptr<distributed::ProcessGroup> join_process_group(config::Config& co
   }
   config.run.device = device.str();
   auto group = std::make_unique<distributed::ProcessGroup>(rendezvous, device);
-  spdlog::info("distributed: rank {} of {} on {}, {} backend, rendezvous at {}:{}", group->rank(),
-               group->world_size(), device.str(), group->backend(), rendezvous.master_addr, rendezvous.master_port);
+  spdlog::info("distributed: rank {} of {} on {}, {} backend, rendezvous at {}:{}{}", group->rank(),
+               group->world_size(), device.str(), group->backend(), rendezvous.master_addr, rendezvous.master_port,
+               rendezvous.agent_store ? fmt::format(" (torchrun's store, {})", rendezvous.store_prefix) : "");
   if (group->rank() != 0) spdlog::set_level(spdlog::level::warn);
   return group;
 }
