@@ -155,7 +155,7 @@ Dataset load_celeba(const LoadOptions& options, torch::Device device) {
 
   ImageDecodeOptions decode;
   decode.channels = 3;
-  decode.side = side;
+  decode.height = decode.width = side;
   decode.center_square = true;
   decode.skip_bad_images = options.skip_bad_images;
   decode.threads = options.threads;

@@ -40,7 +40,7 @@ Dataset load_chest_xray(const LoadOptions& options, torch::Device device) {
 
   ImageDecodeOptions decode;
   decode.channels = 1;
-  decode.side = side;
+  decode.height = decode.width = side;
   decode.seed = options.seed;
   decode.skip_bad_images = options.skip_bad_images;
   decode.threads = options.threads;

@@ -122,9 +122,10 @@ int read_mode(const std::vector<uint8_t>& bytes, bool jpeg, const ImageDecodeOpt
   if (!size) return full;
   const auto [width, height] = *size;
   const int64_t smaller = std::min(width, height);
-  if (smaller >= 8 * options.side) return gray ? cv::IMREAD_REDUCED_GRAYSCALE_8 : cv::IMREAD_REDUCED_COLOR_8;
-  if (smaller >= 4 * options.side) return gray ? cv::IMREAD_REDUCED_GRAYSCALE_4 : cv::IMREAD_REDUCED_COLOR_4;
-  if (smaller >= 2 * options.side) return gray ? cv::IMREAD_REDUCED_GRAYSCALE_2 : cv::IMREAD_REDUCED_COLOR_2;
+  const int64_t side = std::max(options.height, options.width);
+  if (smaller >= 8 * side) return gray ? cv::IMREAD_REDUCED_GRAYSCALE_8 : cv::IMREAD_REDUCED_COLOR_8;
+  if (smaller >= 4 * side) return gray ? cv::IMREAD_REDUCED_GRAYSCALE_4 : cv::IMREAD_REDUCED_COLOR_4;
+  if (smaller >= 2 * side) return gray ? cv::IMREAD_REDUCED_GRAYSCALE_2 : cv::IMREAD_REDUCED_COLOR_2;
   return full;
 }
 
@@ -149,9 +150,9 @@ cv::Mat decode(const fs::path& path, const ImageDecodeOptions& options) {
     image.release();
   }
   if (image.empty()) bad_image(path, "cannot decode the image: not a valid JPEG, PNG or BMP file");
-  if (options.exact_size && (image.cols != options.side || image.rows != options.side)) {
-    bad_image(path, fmt::format("the image is {} x {} pixels, expected {} x {}", image.cols, image.rows, options.side,
-                                options.side));
+  if (options.exact_size && (image.cols != options.width || image.rows != options.height)) {
+    bad_image(path, fmt::format("the image is {} x {} pixels (width x height), expected {} x {}", image.cols,
+                                image.rows, options.width, options.height));
   }
   if (options.channels == 3) cv::cvtColor(image, image, cv::COLOR_BGR2RGB);
   return image;
@@ -163,11 +164,12 @@ cv::Mat resized(const cv::Mat& image, const ImageDecodeOptions& options) {
     const int side = std::min(image.cols, image.rows);
     source = image(cv::Rect((image.cols - side) / 2, (image.rows - side) / 2, side, side));
   }
-  const int side = static_cast<int>(options.side);
-  if (source.cols == side && source.rows == side) return source.clone();
+  const int width = static_cast<int>(options.width), height = static_cast<int>(options.height);
+  if (source.cols == width && source.rows == height) return source.clone();
   cv::Mat out;
-  const bool shrinking = source.cols >= side && source.rows >= side;
-  cv::resize(source, out, cv::Size(side, side), /*fx=*/0, /*fy=*/0, shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
+  const bool shrinking = source.cols >= width && source.rows >= height;
+  cv::resize(source, out, cv::Size(width, height), /*fx=*/0, /*fy=*/0,
+             shrinking ? cv::INTER_AREA : cv::INTER_LINEAR);
   return out;
 }
 
@@ -268,15 +270,16 @@ std::vector<fs::path> list_image_files(const fs::path& dir) {
 #ifdef BNN_WITH_OPENCV
 DecodedImages decode_images(const std::vector<ImageFile>& files, const ImageDecodeOptions& options) {
   TORCH_CHECK(options.channels == 1 || options.channels == 3, "channels must be 1 or 3, got ", options.channels);
-  TORCH_CHECK(options.side >= 1, "image side must be positive, got ", options.side);
+  TORCH_CHECK(options.height >= 1 && options.width >= 1, "image sizes must be positive, got ", options.height, " x ",
+              options.width);
   const auto n = static_cast<int64_t>(files.size());
   std::vector<int64_t> offset(files.size() + 1, 0);
   for (int64_t i = 0; i < n; ++i) {
     TORCH_CHECK(files[i].copies >= 1, files[i].path.string(), ": copies must be >= 1, got ", files[i].copies);
     offset[i + 1] = offset[i] + files[i].copies;
   }
-  const int64_t image_bytes = options.channels * options.side * options.side;
-  torch::Tensor images = torch::empty({offset[n], options.channels, options.side, options.side}, torch::kByte);
+  const int64_t image_bytes = options.channels * options.height * options.width;
+  torch::Tensor images = torch::empty({offset[n], options.channels, options.height, options.width}, torch::kByte);
   torch::Tensor labels = torch::empty({offset[n]}, torch::kLong);
   uint8_t* image_out = images.data_ptr<uint8_t>();
   int64_t* label_out = labels.data_ptr<int64_t>();

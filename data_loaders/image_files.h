@@ -67,9 +67,10 @@ struct Augmentation {
 
 struct ImageDecodeOptions {
   int64_t channels = 1;         // 1 = grayscale, 3 = RGB
-  int64_t side = 0;             // output images are side x side
+  int64_t height = 0;           // output images are height x width pixels
+  int64_t width = 0;
   bool center_square = false;   // crop the largest centred square first
-  bool exact_size = false;      // a file that is not side x side is an error, not resized
+  bool exact_size = false;      // a file that is not height x width is an error, not resized
   Augmentation augmentation;
   uint64_t seed = 0;            // augmentation seed
   bool skip_bad_images = false;
@@ -78,7 +79,7 @@ struct ImageDecodeOptions {
 };
 
 struct DecodedImages {
-  torch::Tensor images;  // N x C x side x side uint8, CPU
+  torch::Tensor images;  // N x C x height x width uint8, CPU
   torch::Tensor labels;  // N int64, CPU
   int64_t skipped = 0;   // bad files left out (skip_bad_images only)
   std::filesystem::path first_skipped;

@@ -85,7 +85,7 @@ Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
 
   ImageDecodeOptions decode;
   decode.channels = options.channels;
-  decode.side = side;
+  decode.height = decode.width = side;
   decode.skip_bad_images = options.skip_bad_images;
   decode.threads = options.threads;
   DecodedImages train_images;

@@ -86,8 +86,10 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
                                           options.examples, data.train.size()));
   }
   const int64_t n = options.examples == 0 ? data.train.size() : options.examples;
-  const torch::Tensor images = data.train.images.slice(0, 0, n);
-  const torch::Tensor labels = data.train.labels.slice(0, 0, n);
+  // As training sees them: uint8 pixels standardised (Note [Pixel storage]).
+  const data_loaders::Split head = data.train.slice(0, n);
+  const torch::Tensor images = head.inputs();
+  const torch::Tensor labels = head.labels;
 
   models::ModelSpec spec = model_spec(config, data);
   if (spec.name == "torchscript") spec.path = (run_dir / kModelFile).string();  // the module the run trained

@@ -31,7 +31,14 @@ std::vector<OodSet> load_ood_sets(const config::Config& config, const data_loade
     o.skip_bad_images = config.data.skip_bad_images;
     o.threads = static_cast<int>(config.run.threads);
     const std::vector<int64_t>& shape = data.input_shape;
-    if (entry.resizable && !data.features) o.side = shape.at(1);
+    if (entry.resizable && !data.features) {
+      if (shape.at(1) != shape.at(2)) {
+        throw fail(fmt::format("{} images are resized to squares, and this run's are {} x {} pixels (height x width): "
+                               "give the set as arrays of that shape",
+                               c.dataset, shape.at(1), shape.at(2)));
+      }
+      o.side = shape.at(1);
+    }
     if (entry.chooses_channels) o.channels = shape.at(0);
     data_loaders::Dataset d;
     try {

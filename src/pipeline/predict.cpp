@@ -62,14 +62,15 @@ void add_npy(const Preprocess& p, const fs::path& path, Inputs& in) {
   }
   const std::vector<int64_t> shape = t.sizes().vec();
   if (t.dim() == 3) t = t.unsqueeze(1);
-  const std::vector<int64_t> expected = {p.channels(), p.side(), p.side()};
+  const std::vector<int64_t> expected = {p.channels(), p.height(), p.width()};
   if (t.dim() != 4 || t.sizes().slice(1).vec() != expected) {
     // NumPy's and PIL's channels-last layout of the right images.
-    const bool channels_last = t.dim() == 4 && t.size(1) == p.side() && t.size(2) == p.side() &&
+    const bool channels_last = t.dim() == 4 && t.size(1) == p.height() && t.size(2) == p.width() &&
                                t.size(3) == p.channels();
     throw config::ConfigError(fmt::format("{}: holds images of shape {}, expected N x {}{} ({})", path.string(),
                                           shape_text(shape), shape_text(expected),
-                                          p.channels() == 1 ? fmt::format(" or N x {0} x {0}", p.side()) : "",
+                                          p.channels() == 1 ? fmt::format(" or N x {} x {}", p.height(), p.width())
+                                                            : "",
                                           channels_last ? "channels last: save np.transpose(x, (0, 3, 1, 2))"
                                                         : ".npy pixels are not resized"));
   }
@@ -80,7 +81,12 @@ void add_npy(const Preprocess& p, const fs::path& path, Inputs& in) {
   in.pixels.push_back(t);
 }
 
-void add_image_files(const Preprocess& p, const std::vector<fs::path>& files, Inputs& in) {
+void add_image_files(const Preprocess& p, const fs::path& given, const std::vector<fs::path>& files, Inputs& in) {
+  if (p.channels() != 1 && p.channels() != 3) {
+    throw config::ConfigError(fmt::format("{}: this run's images have {} channels, and an image file decodes to 1 "
+                                          "(grayscale) or 3 (RGB); give .npy files of N x {} x {} x {} uint8 pixels",
+                                          given.string(), p.channels(), p.channels(), p.height(), p.width()));
+  }
   std::vector<data_loaders::ImageFile> list;
   for (const auto& f : files) {
     list.push_back({f, /*label=*/0, /*copies=*/1});
@@ -105,13 +111,13 @@ Inputs read_inputs(const Preprocess& p, const std::vector<fs::path>& paths) {
         throw config::ConfigError(fmt::format("{}: no image files (.jpeg, .jpg, .png, .bmp) in the folder",
                                               path.string()));
       }
-      add_image_files(p, files, in);
+      add_image_files(p, path, files, in);
     } else if (!fs::exists(path, ec)) {
       throw config::ConfigError(fmt::format("{}: no such file or folder", path.string()));
     } else if (path.extension() == ".npy") {
       add_npy(p, path, in);
     } else {
-      add_image_files(p, {path}, in);
+      add_image_files(p, path, {path}, in);
     }
   }
   return in;

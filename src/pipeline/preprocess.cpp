@@ -37,7 +37,10 @@ nlohmann::json to_json(const Preprocess& p) {
             {"path", p.model.path}}},
           {"class_names", p.class_names},
           {"image",
-           {{"channels", p.channels()}, {"side", p.side()}, {"resize", p.resize}, {"center_square", p.center_square}}},
+           {{"channels", p.channels()},
+            {"side", p.height()},  // "side" before images could be non-square (arrays); input_shape holds both
+            {"resize", p.resize},
+            {"center_square", p.center_square}}},
           {"pixels", {{"mean", p.stats.mean}, {"std", p.stats.std}, {"standardization", p.standardization}}}};
 }
 
@@ -83,7 +86,8 @@ Preprocess read_preprocess(const std::filesystem::path& run_dir) {
 data_loaders::ImageDecodeOptions decode_options(const Preprocess& p) {
   data_loaders::ImageDecodeOptions o;
   o.channels = p.channels();
-  o.side = p.side();
+  o.height = p.height();
+  o.width = p.width();
   o.center_square = p.center_square;
   o.exact_size = !p.resize;
   o.label = "bnn predict";

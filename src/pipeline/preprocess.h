@@ -17,7 +17,7 @@
 // A decoded image (grayscale when C = 1, RGB when C = 3; OpenCV converts
 // whatever the file holds) is
 //   - fashion_mnist, cifar10 ("resize": false): used as it is; a file that is
-//     not side x side is an error, since the training images were never
+//     not H x W is an error, since the training images were never
 //     resized;
 //   - chest_xray, celeba, image_folder ("resize": true): resized to side x side
 //     (INTER_AREA when shrinking, INTER_LINEAR otherwise, the aspect ratio not
@@ -57,7 +57,8 @@ struct Preprocess {
   bool features() const { return standardization == "features"; }
 
   int64_t channels() const { return model.input_shape.at(0); }
-  int64_t side() const { return model.input_shape.at(1); }
+  int64_t height() const { return model.input_shape.at(1); }
+  int64_t width() const { return model.input_shape.at(2); }
 };
 
 // The preprocessing of the data `config` loaded as `data`.
@@ -72,7 +73,7 @@ Preprocess read_preprocess(const std::filesystem::path& run_dir);
 // How data_loaders::decode_images reads a new image file.
 data_loaders::ImageDecodeOptions decode_options(const Preprocess& preprocess);
 
-// N x C x side x side uint8 CPU pixels as float32 model inputs; for a
+// N x C x height x width uint8 CPU pixels as float32 model inputs; for a
 // features run, the output of features_of, unchanged.
 torch::Tensor model_inputs(const Preprocess& preprocess, const torch::Tensor& pixels);
 

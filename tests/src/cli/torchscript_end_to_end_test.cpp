@@ -59,6 +59,15 @@ TEST(TorchScriptEndToEnd, ScriptedAndTracedModulesRunPredictAndResume) {
       work / "predict.txt");
   ASSERT_EQ(predict.code, 0) << predict.output;
   EXPECT_NE(io::read_file(csv).find("test_x.npy[99]"), std::string::npos);
+  // So does hessian, on uint8 pixels standardised as in training (it once fed
+  // the module the raw bytes).
+  const auto hessian = bnn::testing::run_bnn("hessian --checkpoint " + (out / "member_000").string() +
+                                                 " --examples 100 --iterations 20 --threads 1",
+                                             work / "hessian.txt");
+  ASSERT_EQ(hessian.code, 0) << hessian.output;
+  const auto points = nlohmann::json::parse(io::read_file(out / "member_000" / "hessian.json"))["points"];
+  ASSERT_EQ(points.size(), 4u) << points;
+  for (const auto& p : points) EXPECT_GT(p["spectral_norm"].get<double>(), 0.0) << p;
   fs::rename(work / "elsewhere.pt", module);
 
   // A resume has nothing left to do; the same path with other contents is refused.

@@ -17,6 +17,7 @@
 #include "src/config/config.h"
 #include "src/io/atomic_file.h"
 #include "src/io/npy.h"
+#include "tests/support/array_files.h"
 #include "tests/support/error_text.h"
 #include "tests/support/idx_files.h"
 #include "tests/support/image_files.h"
@@ -325,7 +326,7 @@ TEST_F(Predict, BadInputsAreClearErrors) {
 
   const std::vector<std::pair<std::string, std::string>> cases = {
       {run_dir + " --images " + (bad / "wide.png").string(),
-       (bad / "wide.png").string() + ": the image is 30 x 28 pixels, expected 28 x 28"},
+       (bad / "wide.png").string() + ": the image is 30 x 28 pixels (width x height), expected 28 x 28"},
       {run_dir + " --images " + (bad / "garbage.png").string(),
        (bad / "garbage.png").string() + ": cannot decode the image: not a valid JPEG, PNG or BMP file"},
       {run_dir + " --images " + (bad / "rgb.npy").string(),
@@ -351,6 +352,74 @@ TEST_F(Predict, BadInputsAreClearErrors) {
     const std::string output = error_of(args);
     EXPECT_NE(output.find(text), std::string::npos) << args << "\n" << output;
   }
+}
+
+// An arrays run's images need not be square, nor have 1 or 3 channels:
+// predict takes the run's own test pixels (.npy) and, for 1 x 6 x 10, a PNG
+// 10 wide and 6 high; image files for 2 channels are refused, naming the file;
+// and bnn hessian standardises the uint8 pixels as training did.
+TEST(PredictArrays, NonSquareImagesAndOtherChannelCounts) {
+  const fs::path work = bnn::testing::unique_temp_dir("bnn_predict_arrays_test");
+  auto bnn = [&work, calls = 0](const std::string& args) mutable {
+    return bnn::testing::run_bnn(args, work / fmt::format("log_{}.txt", ++calls));
+  };
+  auto config = [&work](const std::string& name, const fs::path& data) {
+    const fs::path path = work / (name + ".yaml");
+    bnn::io::write_file_atomically(path, fmt::format("data: {{dataset: arrays, dir: {}, batch_size: 50}}\n"
+                                                     "model: {{name: mlp, hidden: [8]}}\n"
+                                                     "adam: {{epochs: 2, lr: 0.01}}\nswa: {{epochs: 1}}\n"
+                                                     "sampler: {{epochs: 2, burn_in: 1, step_size: 1.0e-3}}\n"
+                                                     "evaluation: {{bn_batches: 2}}\nrun: {{members: 1, seed: 5}}\n",
+                                                     data.string()));
+    return path.string();
+  };
+  bnn::testing::write_dark_and_bright(work / "wide", 3, /*channels=*/1, /*height=*/6, /*width=*/10);
+  const fs::path wide = work / "wide_run";
+  CommandResult r = bnn("run --config " + config("wide", work / "wide") + " --out " + wide.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const fs::path out = work / "wide.json";
+  r = bnn("predict --run " + wide.string() + " --images " + (work / "wide" / "test_x.npy").string() + " --out " +
+          out.string() + " --threads 1 --method swa");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto predictions = nlohmann::json::parse(bnn::io::read_file(out));
+  const torch::Tensor swa = bnn::data_loaders::read_npy(wide / "member_000" / "swa_probs.npy").to(torch::kDouble);
+  ASSERT_EQ(predictions["images"].size(), 100u);
+  double worst = 0;
+  for (int i = 0; i < 100; ++i) {
+    const auto probs = predictions["images"][i]["swa"]["probabilities"].get<std::vector<double>>();
+    ASSERT_EQ(probs.size(), 2u);
+    for (int k = 0; k < 2; ++k) worst = std::max(worst, std::abs(probs[k] - swa[i][k].item<double>()));
+  }
+  EXPECT_LE(worst, kFloat32Tolerance);
+  // Test image 0 as a PNG of 10 x 6 pixels: the same answer as its row.
+  const torch::Tensor first = bnn::data_loaders::read_npy(work / "wide" / "test_x.npy")[0][0].contiguous();
+  bnn::testing::write_image(work / "first.png", cv::Mat(6, 10, CV_8UC1, first.data_ptr<uint8_t>()).clone());
+  const fs::path png = work / "first.json";
+  r = bnn("predict --run " + wide.string() + " --images " + (work / "first.png").string() + " --out " + png.string() +
+          " --threads 1 --method swa");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(nlohmann::json::parse(bnn::io::read_file(png))["images"][0]["swa"], predictions["images"][0]["swa"]);
+  // A PNG of the transposed size is named as what it is.
+  bnn::testing::write_image(work / "tall.png", cv::Mat(10, 6, CV_8UC1, cv::Scalar(9)));
+  r = bnn("predict --run " + wide.string() + " --images " + (work / "tall.png").string() + " --threads 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("the image is 6 x 10 pixels (width x height), expected 10 x 6"), std::string::npos)
+      << r.output;
+  r = bnn("hessian --checkpoint " + (wide / "member_000").string() + " --examples 100 --iterations 20 --threads 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+
+  bnn::testing::write_dark_and_bright(work / "two", 3, /*channels=*/2);
+  const fs::path two = work / "two_run";
+  r = bnn("run --config " + config("two", work / "two") + " --out " + two.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = bnn("predict --run " + two.string() + " --images " + (work / "first.png").string() + " --threads 1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("bnn: error: " + (work / "first.png").string() +
+                          ": this run's images have 2 channels, and an image file decodes to 1 (grayscale) or 3 "
+                          "(RGB); give .npy files of N x 2 x 6 x 6 uint8 pixels"),
+            std::string::npos)
+      << r.output;
+  fs::remove_all(work);
 }
 
 TEST(PredictConfig, SampleStorageKeysAreValidated) {
