@@ -131,11 +131,32 @@ TorchScriptClassifier::TorchScriptClassifier(const TorchScriptOptions& options) 
                        "of the data set",
                        fmt::join(logits.sizes(), ", "), fmt::join(probe.sizes(), ", "), options_.num_classes));
     }
+    if (logits.scalar_type() != torch::kFloat) {
+      fail(fmt::format("forward returns {} logits; bnn needs float32 logits, differentiable in the parameters "
+                       "(no argmax, rounding or integer casts at the end)",
+                       c10::toString(logits.scalar_type())));
+    }
     if (!torch::isfinite(logits).all().item<bool>()) {
       fail(fmt::format("forward returns NaN or infinite logits for a batch of shape [{}] with values in [-1, 1] "
                        "(bnn's inputs are standardized unless data.standardize is false, and so negative in places: "
                        "a log or sqrt of them is NaN)",
                        fmt::join(probe.sizes(), ", ")));
+    }
+  }
+  {
+    // Gradients flow from the logits to the parameters (not detached, not
+    // under torch.no_grad); eval mode leaves BatchNorm statistics alone.
+    module_.eval();
+    torch::Tensor logits;
+    try {
+      logits = module_.forward({probe}).toTensor();
+    } catch (const std::exception& e) {
+      fail(fmt::format("forward fails with gradients enabled on a batch of shape [{}]: {}",
+                       fmt::join(probe.sizes(), ", "), brief(e)));
+    }
+    if (!logits.requires_grad()) {
+      fail("the logits forward returns carry no gradient to the parameters (detached, or computed under "
+           "torch.no_grad()): bnn trains by gradients of the loss");
     }
   }
   measure_momenta(probe);
@@ -236,12 +257,18 @@ void TorchScriptClassifier::check_eval_mode(const torch::Tensor& probe) {
   const std::string traced =
       "a module traced (torch.jit.trace) in train mode stays in train mode, and bnn predicts in eval mode with "
       "recalibrated statistics: script the model with torch.jit.script instead";
-  torch::Tensor both, first;
+  torch::Tensor both, again, first;
   try {
     both = module_.forward({probe}).toTensor();
+    again = module_.forward({probe}).toTensor();
     first = module_.forward({probe.narrow(0, 0, 1)}).toTensor();
   } catch (const std::exception& e) {
     fail(fmt::format("forward fails in eval mode on a single input ({}); {}", brief(e), traced));
+  }
+  if (!torch::allclose(both, again, /*rtol=*/1e-5, /*atol=*/1e-6)) {  // a GPU's kernels may round differently
+    fail("in eval mode forward gives other logits for the same batch each time (random numbers drawn in forward, "
+         "or dropout: " +
+         traced + "); bnn's predictions and samples need a deterministic forward");
   }
   for (size_t i = 0; i < batch_norms_.size(); ++i) {
     if (!batch_norms_[i].running_mean.equal(before[i])) {

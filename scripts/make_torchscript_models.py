@@ -109,6 +109,33 @@ class NanLogits(nn.Module):
         return self.net(torch.log(x))
 
 
+class Detached(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return self.net(x).detach()
+
+
+class IntegerLogits(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return self.net(x).long()
+
+
+class NoisyForward(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = mlp()
+
+    def forward(self, x):
+        return self.net(x + 0.1 * torch.randn_like(x))
+
+
 class NoForward(nn.Module):
     def __init__(self):
         super().__init__()
@@ -152,6 +179,11 @@ def main():
     save(torch.jit.script(FailsOnBatches()), outdir, "fails_on_batches.pt")
     save(torch.jit.script(BnTied()), outdir, "bn_tied.pt")
     save(torch.jit.script(NanLogits()), outdir, "nan_logits.pt")
+    save(torch.jit.script(Detached()), outdir, "detached.pt")
+    save(torch.jit.script(IntegerLogits()), outdir, "integer_logits.pt")
+    save(torch.jit.script(NoisyForward()), outdir, "noisy_forward.pt")
+    dropout = nn.Sequential(nn.Flatten(), nn.Linear(36, 8), nn.Dropout(0.5), nn.Linear(8, 2))
+    save(torch.jit.trace(dropout.train(), example), outdir, "dropout_traced_train.pt")
 
 
 if __name__ == "__main__":

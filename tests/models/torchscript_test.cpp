@@ -261,6 +261,13 @@ TEST(TorchScript, BadModulesAreOneLineNamingTheFile) {
       {module_file("bn_traced_eval.pt"), "BatchNorm layer 1 does not update its running statistics in train mode"},
       {module_file("bn_traced_train.pt"), "BatchNorm layer 1 changes its running statistics in eval mode"},
       {module_file("nan_logits.pt"), "forward returns NaN or infinite logits for a batch of shape [2, 1, 6, 6]"},
+      {module_file("detached.pt"),
+       "the logits forward returns carry no gradient to the parameters (detached, or computed under "
+       "torch.no_grad()): bnn trains by gradients of the loss"},
+      {module_file("integer_logits.pt"),
+       "forward returns Long logits; bnn needs float32 logits, differentiable in the parameters"},
+      {module_file("noisy_forward.pt"), "in eval mode forward gives other logits for the same batch each time"},
+      {module_file("dropout_traced_train.pt"), "in eval mode forward gives other logits for the same batch each time"},
   };
   for (const auto& [path, expected] : cases) {
     std::string message;
