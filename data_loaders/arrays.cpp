@@ -41,7 +41,7 @@ struct Arrays {
   int64_t rows_in_file = 0;  // before the limit
 };
 
-Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, const char* limit_option) {
+Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, const std::string& limit_option) {
   Arrays a{read_array(dir / (split + "_x.npy")), read_array(dir / (split + "_y.npy")), dir / (split + "_x.npy"),
            dir / (split + "_y.npy")};
   const bool images = a.x.scalar_type() == torch::kByte && (a.x.dim() == 3 || a.x.dim() == 4);
@@ -72,11 +72,11 @@ Arrays read_split(const fs::path& dir, const std::string& split, int64_t limit, 
                                       a.x_path.filename().string(), a.x.size(0)));
   }
   a.y = a.y.to(torch::kLong);
+  a.rows_in_file = a.x.size(0);
   if (limit > 0) {
     if (limit > a.x.size(0)) {
       throw error(a.x_path, fmt::format("{} = {} exceeds its {} examples", limit_option, limit, a.x.size(0)));
     }
-    a.rows_in_file = a.x.size(0);
     a.x = a.x.narrow(0, 0, limit);
     a.y = a.y.narrow(0, 0, limit);
   }
@@ -138,6 +138,14 @@ ChannelStats feature_stats(const torch::Tensor& x, bool standardize) {
   return s;
 }
 
+// At most the first ten numbers of `values`, then how many there are.
+std::string listed(const std::vector<int64_t>& values) {
+  constexpr size_t kShown = 10;
+  if (values.size() <= kShown) return fmt::format("{}", fmt::join(values, ", "));
+  return fmt::format("{}, ... ({} labels in all)", fmt::join(values.begin(), values.begin() + kShown, ", "),
+                     values.size());
+}
+
 }  // namespace
 
 torch::Tensor standardize_features(const torch::Tensor& x, const ChannelStats& s) {
@@ -154,7 +162,7 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
   require_directory(options.dir, "arrays");
   std::optional<Arrays> train;
   if (!options.test_only) train = read_split(options.dir, "train", options.train_limit, "data.train_limit");
-  Arrays test = read_split(options.dir, "test", options.test_limit, "data.test_limit");
+  Arrays test = read_split(options.dir, "test", options.test_limit, options.test_limit_key);
   const Arrays& shape_of = train ? *train : test;
   if (test.x.scalar_type() != shape_of.x.scalar_type() ||
       !test.x.sizes().slice(1).equals(shape_of.x.sizes().slice(1))) {
@@ -182,6 +190,15 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
     // K is the largest label + 1: a class no training example has is most
     // likely a stray label, which would make K too large (class_names.txt
     // states K, empty classes included, where that is meant).
+    if (train && data.num_classes > train->rows_in_file) {  // more classes than examples: said before counting
+      const bool in_test = test.y.max().item<int64_t>() + 1 == data.num_classes;
+      const Arrays& holder = in_test ? test : *train;
+      throw error(holder.y_path,
+                  fmt::format("label {} (row {}) implies {} classes, more than the {} training examples; fix the "
+                              "labels, or list every class in class_names.txt",
+                              data.num_classes - 1, holder.y.argmax().item<int64_t>(), data.num_classes,
+                              train->rows_in_file));
+    }
     if (train) {
       const torch::Tensor counts = torch::bincount(train->y, {}, data.num_classes);
       std::vector<int64_t> empty;
@@ -194,7 +211,7 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
         const std::string what = fmt::format(
             "no training example{} has label {} of the {} classes that the largest label, {} (in {}), implies",
             limited ? fmt::format(" of the first {} (data.train_limit)", options.train_limit) : "",
-            fmt::join(empty, ", "), data.num_classes, data.num_classes - 1,
+            listed(empty), data.num_classes, data.num_classes - 1,
             (in_test ? test.y_path : train->y_path).filename().string());
         // Under a limit the file's other rows may hold them: said, not refused.
         if (limited) {

@@ -165,7 +165,7 @@ Dataset load_celeba(const LoadOptions& options, torch::Device device) {
     train = decode_split(train_files, options.train_limit, "train_limit", "the CelebA training partition", decode);
   }
   decode.label = "celeba test";
-  DecodedImages test = decode_split(test_files, options.test_limit, "test_limit", "the CelebA test partition",
+  DecodedImages test = decode_split(test_files, options.test_limit, options.test_limit_key, "the CelebA test partition",
                                     decode);
 
   return uint8_dataset("celeba", train, test, {"blond", "brown"}, options.stats, options.standardize, device);

@@ -80,7 +80,7 @@ const ChannelStats& cifar_pixel_stats() {
 // Reads the split stored in `names` (in order), checking every file in full,
 // and keeps its first `limit` records (all when limit is 0).
 Split load_batches(const fs::path& dir, const std::vector<std::string>& names, int64_t limit,
-                 const char* limit_option, const ChannelStats& stats, torch::Device device) {
+                 const std::string& limit_option, const ChannelStats& stats, torch::Device device) {
   std::vector<int64_t> counts;
   int64_t total = 0;
   for (const auto& name : names) {
@@ -126,7 +126,7 @@ Dataset load_cifar10(const LoadOptions& options, torch::Device device) {
   if (!options.test_only) {
     dataset.train = load_batches(dir, train_files(), options.train_limit, "train_limit", stats, device);
   }
-  dataset.test = load_batches(dir, test_files(), options.test_limit, "test_limit", stats, device);
+  dataset.test = load_batches(dir, test_files(), options.test_limit, options.test_limit_key, stats, device);
   dataset.num_classes = kCifar10NumClasses;
   dataset.input_shape = {kCifar10Channels, kCifar10Side, kCifar10Side};
   dataset.class_names = {"airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"};

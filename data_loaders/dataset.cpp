@@ -74,8 +74,8 @@ Split uint8_split(torch::Tensor images, torch::Tensor labels, const ChannelStats
   TORCH_CHECK(images.dim() == 4 && images.scalar_type() == torch::kByte,
               "uint8_split needs N x C x H x W uint8 images");
   const auto channels = static_cast<size_t>(images.size(1));
-  TORCH_CHECK(stats.mean.size() == channels && stats.std.size() == channels, "uint8_split: ", channels,
-              " channels but statistics for ", stats.mean.size());
+  TORCH_CHECK(stats.mean.size() == channels && stats.std.size() == channels, "images of ", channels,
+              " channel(s), but standardization statistics for ", stats.mean.size());
   torch::Tensor scale = torch::empty({images.size(1), 1, 1}, torch::kFloat32);
   torch::Tensor shift = torch::empty({images.size(1), 1, 1}, torch::kFloat32);
   for (size_t c = 0; c < channels; ++c) {
@@ -96,7 +96,7 @@ torch::Tensor standardize_pixels(const torch::Tensor& pixels, const ChannelStats
               pixels.scalar_type());
   const int64_t channels = pixels.size(1);
   TORCH_CHECK(stats.mean.size() == static_cast<size_t>(channels) && stats.std.size() == static_cast<size_t>(channels),
-              "standardize_pixels: ", channels, " channels but statistics for ", stats.mean.size());
+              "images of ", channels, " channel(s), but standardization statistics for ", stats.mean.size());
   std::vector<std::array<float, 256>> tables(static_cast<size_t>(channels));
   for (size_t c = 0; c < tables.size(); ++c) {
     for (int p = 0; p < 256; ++p) tables[c][p] = static_cast<float>((p / 255.0 - stats.mean[c]) / stats.std[c]);

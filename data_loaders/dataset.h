@@ -82,6 +82,7 @@ struct LoadOptions {
   // it has fewer). Image-file data sets decode only the files kept.
   int64_t train_limit = 0;
   int64_t test_limit = 0;
+  std::string test_limit_key = "data.test_limit";  // what its errors call test_limit
   int64_t side = 0;          // resizable data sets: the image side; 0 = the data set's default
   bool standardize = true;   // false = pixels p / 255 (arrays: features as they are)
   bool skip_bad_images = false;

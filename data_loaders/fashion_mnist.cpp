@@ -47,7 +47,7 @@ const ChannelStats& pixel_stats(bool standardize) {
 }
 
 // Keeps the first `limit` examples (all when limit is 0).
-torch::Tensor apply_limit(const torch::Tensor& data, int64_t limit, const char* option,
+torch::Tensor apply_limit(const torch::Tensor& data, int64_t limit, const std::string& option,
                           const fs::path& path) {
   if (limit == 0) return data;
   TORCH_CHECK(limit <= data.size(0), option, " = ", limit, " exceeds the ", data.size(0),
@@ -56,7 +56,7 @@ torch::Tensor apply_limit(const torch::Tensor& data, int64_t limit, const char* 
 }
 
 Split load_split(const fs::path& dir, const std::string& prefix, int64_t limit,
-                 const char* limit_option, const ChannelStats& stats, torch::Device device) {
+                 const std::string& limit_option, const ChannelStats& stats, torch::Device device) {
   const fs::path image_path = find_idx_file(dir, prefix + "-images-idx3-ubyte");
   const fs::path label_path = find_idx_file(dir, prefix + "-labels-idx1-ubyte");
   torch::Tensor images = read_idx_images(image_path, kFashionMnistRows, kFashionMnistCols);
@@ -86,7 +86,7 @@ Dataset load_fashion_mnist(const LoadOptions& options, torch::Device device) {
   Dataset dataset;
   dataset.name = "fashion_mnist";
   if (!options.test_only) dataset.train = load_split(dir, "train", options.train_limit, "train_limit", stats, device);
-  dataset.test = load_split(dir, "t10k", options.test_limit, "test_limit", stats, device);
+  dataset.test = load_split(dir, "t10k", options.test_limit, options.test_limit_key, stats, device);
   dataset.num_classes = kFashionMnistNumClasses;
   dataset.input_shape = {1, kFashionMnistRows, kFashionMnistCols};
   dataset.class_names = {"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",

@@ -419,6 +419,18 @@ Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const
   const ChannelStats s = stats         ? *stats
                          : standardize ? channel_stats(train.images)
                                        : unit_pixel_stats(test.images.size(1));
+  // data.skip_bad_images may have left a class without training images: a
+  // class the model would be asked to predict with nothing to learn from.
+  if (train.images.defined() && train.skipped > 0) {
+    const torch::Tensor counts = torch::bincount(train.labels, {}, static_cast<int64_t>(class_names.size()));
+    for (size_t k = 0; k < class_names.size(); ++k) {
+      if (counts[static_cast<int64_t>(k)].item<int64_t>() > 0) continue;
+      throw std::runtime_error(fmt::format("{}: every training image of class {} is unreadable and was skipped "
+                                           "(data.skip_bad_images; the first skipped: {}): the class has no training "
+                                           "example",
+                                           name, class_names[k], train.first_skipped.string()));
+    }
+  }
   Dataset dataset;
   dataset.name = name;
   if (train.images.defined()) dataset.train = uint8_split(train.images, train.labels, s, device);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data_loaders/image_files.h"
 
@@ -52,15 +53,27 @@ Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
   TORCH_CHECK(options.split_ratio > 0 && options.split_ratio < 1, "split_ratio must be in (0, 1), got ",
               options.split_ratio);
   require_directory(options.dir, "image folder");
+  std::error_code ec;
+  const bool has_splits = fs::is_directory(options.dir / "train", ec);
   const std::vector<std::string> classes = image_folder_classes(options.dir);
   if (classes.size() < 2) {
-    throw std::runtime_error(fmt::format("{}: an image folder needs at least two class subfolders, found {}",
-                                         options.dir.string(), classes.size()));
+    throw std::runtime_error(fmt::format("{}: an image folder needs at least two class subfolders, found {}{}",
+                                         (has_splits ? options.dir / "train" : options.dir).string(), classes.size(),
+                                         has_splits ? " (with a train/ folder, the classes are its subfolders)" : ""));
+  }
+  // The classes are train/'s: a test class folder beside them would be left out unseen.
+  if (has_splits && fs::is_directory(options.dir / "test", ec)) {
+    for (const auto& entry : fs::directory_iterator(options.dir / "test")) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_directory() || std::binary_search(classes.begin(), classes.end(), name)) continue;
+      throw std::runtime_error(fmt::format("{}: class folder {} is not one of train/'s ({}); the classes are train/'s "
+                                           "subfolders, and test/ must use the same",
+                                           entry.path().string(), name, fmt::join(classes, ", ")));
+    }
   }
 
   PerClass train, test;
-  std::error_code ec;
-  if (fs::is_directory(options.dir / "train", ec)) {
+  if (has_splits) {
     if (!options.test_only) train = class_folder_files(options.dir / "train", classes, "image folder");
     test = class_folder_files(options.dir / "test", classes, "image folder");
   } else if (options.test_only) {  // Note [Out-of-distribution sets]: no split, every image is a test image
@@ -95,7 +108,7 @@ Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
                                 "the training split of " + options.dir.string(), decode);
   }
   decode.label = "image_folder test";
-  DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, "test_limit",
+  DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, options.test_limit_key,
                                            "the test split of " + options.dir.string(), decode);
 
   return uint8_dataset("image_folder", train_images, test_images, classes, options.stats, options.standardize, device);

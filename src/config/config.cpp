@@ -56,16 +56,17 @@ struct Range {
   double lo = -kInf, hi = kInf;
   bool lo_open = false;
   bool allow_inf = false;
+  bool hi_open = false;
   std::string text() const {
     std::string s = lo_open ? fmt::format("> {:g}", lo) : fmt::format(">= {:g}", lo);
-    if (std::isfinite(hi)) s += fmt::format(" and <= {:g}", hi);
+    if (std::isfinite(hi)) s += fmt::format(hi_open ? " and < {:g}" : " and <= {:g}", hi);
     if (allow_inf) s += " (or .inf)";
     return s;
   }
   bool contains(double v) const {
     if (std::isnan(v)) return false;
     if (std::isinf(v)) return allow_inf && v > 0;
-    return (lo_open ? v > lo : v >= lo) && v <= hi;
+    return (lo_open ? v > lo : v >= lo) && (hi_open ? v < hi : v <= hi);
   }
 };
 
@@ -73,7 +74,13 @@ struct Range {
 // value outside float's range would become inf or 0 there, long after the
 // config was read.
 void check_float_range(const std::string& key, const YAML::Node& node, double v) {
-  if (!std::isfinite(v) || v == 0) return;
+  if (v == 0) {  // 1e-400 reads as 0: said as what it is, not as a zero
+    const std::string text = node.Scalar();
+    const std::string mantissa = text.substr(0, text.find_first_of("eE"));
+    if (mantissa.find_first_of("123456789") == std::string::npos) return;
+    bad_value(key, node, "below the smallest normal float32 (1.2e-38), in which bnn computes");
+  }
+  if (!std::isfinite(v)) return;
   if (std::abs(v) > std::numeric_limits<float>::max()) {
     bad_value(key, node, "beyond the float32 range (3.4e38) in which bnn computes");
   }
@@ -90,8 +97,8 @@ Field number(std::string key, double& target, std::string def, Range range, std:
   return {std::move(key), std::move(def), std::move(description),
           [&target, k, range](const YAML::Node& n) {
             const double v = scalar_as<double>(k, n, "a number");
-            if (!range.contains(v)) bad_value(k, n, "must be " + range.text());
             check_float_range(k, n, v);
+            if (!range.contains(v)) bad_value(k, n, "must be " + range.text());
             target = v;
           },
           [&target] { return YAML::Node(target); }};
@@ -107,8 +114,8 @@ Field auto_number(std::string key, std::optional<double>& target, Range range, s
               return;
             }
             const double v = scalar_as<double>(k, n, "a number or auto");
-            if (!range.contains(v)) bad_value(k, n, "must be " + range.text() + " or auto");
             check_float_range(k, n, v);
+            if (!range.contains(v)) bad_value(k, n, "must be " + range.text() + " or auto");
             target = v;
           },
           [&target] { return target ? YAML::Node(*target) : YAML::Node("auto"); }};
@@ -284,7 +291,8 @@ std::vector<Field> fields(Config& c) {
                "chest_xray: training examples made from each image of class NORMAL, PNEUMONIA: the image and "
                "copies - 1 random augmentations (crop, rotation, flip, brightness; seeded by run.seed). "
                "[1, 1] turns augmentation off."),
-      number("data.split_ratio", c.data.split_ratio, "0.8", {0, 1, true, false},
+      number("data.split_ratio", c.data.split_ratio, "0.8", {0, 1, /*lo_open=*/true, /*allow_inf=*/false,
+                                                             /*hi_open=*/true},
              "image_folder without train/ and test/ folders: fraction of each class used for training "
              "(the class is shuffled with run.seed first)."),
       integer("data.channels", c.data.channels, "3", 1, 3, "image_folder: 1 = grayscale, 3 = RGB."),
@@ -555,11 +563,6 @@ void validate_data(DataConfig& d) {
     throw ConfigError(fmt::format("config key 'data.augment_copies': invalid value '[{}]': needs two entries, the "
                                   "copies of a NORMAL and of a PNEUMONIA image",
                                   fmt::join(d.augment_copies, ", ")));
-  }
-  if (d.split_ratio >= 1) {
-    throw ConfigError(fmt::format("config key 'data.split_ratio': invalid value '{}': must be < 1 (the rest of each "
-                                  "class is the test split)",
-                                  d.split_ratio));
   }
   if (d.channels != 1 && d.channels != 3) {
     throw ConfigError(

@@ -26,6 +26,7 @@ std::vector<OodSet> load_ood_sets(const config::Config& config, const data_loade
     data_loaders::LoadOptions o;
     o.dir = c.dir;
     o.test_limit = c.limit;
+    o.test_limit_key = "limit";
     o.test_only = true;
     o.stats = data.pixel_stats;
     o.skip_bad_images = config.data.skip_bad_images;

@@ -162,9 +162,21 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
       {"label beyond the class names",
        [&] { io::write_file_atomically(dir / "class_names.txt", "a\nb\n"); },
        d + "train_y.npy: label 2 at index 2 is out of range for the 2 classes named in class_names.txt"},
-      {"stray test label", [&] { io::write_npy(dir / "test_y.npy", torch::tensor({0, 6}, torch::kLong)); },
-       d + "train_y.npy: no training example has label 3, 4, 5, 6 of the 7 classes that the largest label, 6 (in "
+      {"stray test label", [&] { io::write_npy(dir / "test_y.npy", torch::tensor({0, 5}, torch::kLong)); },
+       d + "train_y.npy: no training example has label 3, 4, 5 of the 6 classes that the largest label, 5 (in "
            "test_y.npy), implies; fix the labels, or list every class in class_names.txt"},
+      {"many classes without examples",
+       [&] {
+         torch::Tensor y = cycling(20, 3);
+         y[7] = 19;
+         write_npy_split(dir, "train", torch::rand({20, 3}), y);
+       },
+       d + "train_y.npy: no training example has label 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, ... (16 labels in all) of "
+           "the 20 classes that the largest label, 19 (in train_y.npy), implies"},
+      {"a label beyond the examples",
+       [&] { io::write_npy(dir / "test_y.npy", torch::tensor({int64_t{0}, int64_t{1} << 40}, torch::kLong)); },
+       d + "test_y.npy: label 1099511627776 (row 1) implies 1099511627777 classes, more than the 6 training examples; "
+           "fix the labels, or list every class in class_names.txt"},
       {"stray training label", [&] { io::write_npy(dir / "train_y.npy", torch::tensor({0, 1, 2, 0, 1, 4})); },
        d + "train_y.npy: no training example has label 3 of the 5 classes that the largest label, 4 (in "
            "train_y.npy), implies"},

@@ -132,7 +132,7 @@ TEST_F(Cifar10Test, LimitsKeepTheFirstExamplesAcrossFiles) {
                                "data_batch_5.bin)");
   o.train_limit = 0;
   o.test_limit = 5;
-  EXPECT_EQ(load_error(o), "test_limit = 5 exceeds the 4 examples in " + dir_.string() + " (test_batch.bin)");
+  EXPECT_EQ(load_error(o), "data.test_limit = 5 exceeds the 4 examples in " + dir_.string() + " (test_batch.bin)");
 }
 
 TEST_F(Cifar10Test, TruncatedFileNamesTheFileAndItsSize) {

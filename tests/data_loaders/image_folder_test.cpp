@@ -122,7 +122,47 @@ TEST_F(ImageFolder, EmptySplitAndTooFewClasses) {
                 ": empty split: no image files (.jpeg, .jpg, .png, .bmp) in its class folders cat, dog");
   fs::remove_all(dir_ / "train" / "dog");
   EXPECT_EQ(error_of([&] { load(); }),
+            (dir_ / "train").string() +
+                ": an image folder needs at least two class subfolders, found 1 (with a train/ folder, the classes "
+                "are its subfolders)");
+  fs::remove_all(dir_ / "train");
+  fs::remove_all(dir_ / "test");
+  write_class(dir_, "cat", 1);
+  EXPECT_EQ(error_of([&] { load(); }),
             dir_.string() + ": an image folder needs at least two class subfolders, found 1");
+}
+
+// The classes are train/'s: a test class folder train/ lacks is an error, not
+// images left out.
+TEST_F(ImageFolder, ATestClassFolderOutsideTrainIsRefused) {
+  write_class(dir_ / "train", "cat", 2);
+  write_class(dir_ / "train", "dog", 2);
+  write_class(dir_ / "test", "cat", 1);
+  write_class(dir_ / "test", "dog", 1);
+  write_class(dir_ / "test", "emu", 1);
+  EXPECT_EQ(error_of([&] { load(); }),
+            (dir_ / "test" / "emu").string() +
+                ": class folder emu is not one of train/'s (cat, dog); the classes are train/'s subfolders, and test/ "
+                "must use the same");
+  options_.test_only = true;  // an OOD set too: its images would be left out
+  options_.stats = unit_pixel_stats(3);
+  EXPECT_NE(error_of([&] { load(); }).find("class folder emu is not one of train/'s"), std::string::npos);
+}
+
+// data.skip_bad_images leaves bad files out, but not a whole class.
+TEST_F(ImageFolder, SkippingEveryImageOfAClassIsAnError) {
+  write_class(dir_ / "train", "cat", 2);
+  write_class(dir_ / "train", "dog", 2);
+  write_class(dir_ / "test", "cat", 1);
+  write_class(dir_ / "test", "dog", 1);
+  options_.skip_bad_images = true;
+  bnn::testing::write_garbage(dir_ / "train" / "dog" / "dog_0.png");
+  EXPECT_EQ(load().train.size(), 3);  // one skipped, each class still there
+  bnn::testing::write_garbage(dir_ / "train" / "dog" / "dog_1.jpg");
+  EXPECT_EQ(error_of([&] { load(); }),
+            "image_folder: every training image of class dog is unreadable and was skipped (data.skip_bad_images; "
+            "the first skipped: " +
+                (dir_ / "train" / "dog" / "dog_0.png").string() + "): the class has no training example");
 }
 
 TEST_F(ImageFolder, SplitRatioThatEmptiesASplit) {

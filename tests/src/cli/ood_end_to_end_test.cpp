@@ -145,7 +145,12 @@ TEST(OodEndToEnd, SetsTheModelCannotTakeAreRefusedBeforeAnythingIsWritten) {
                  "config key 'evaluation.ood': set 'arrays' (arrays in " + (work / "big").string() +
                      "): its images have shape (1 x 8 x 8), but the model takes the training data's (1 x 6 x 6)");
   expect_refused("[{dataset: arrays, dir: " + (work / "rgb").string() + ", name: rgb}]",
-                 "an OOD set needs the training data's input shape (1 x 6 x 6)");
+                 "set 'rgb' (arrays in " + (work / "rgb").string() +
+                     "): images of 3 channel(s), but standardization statistics for 1; an OOD set needs the training "
+                     "data's input shape (1 x 6 x 6)");
+  expect_refused("[{dataset: arrays, dir: " + (work / "big").string() + ", name: few, limit: 61}]",
+                 "set 'few' (arrays in " + (work / "big").string() + "): " + (work / "big" / "test_x.npy").string() +
+                     ": limit = 61 exceeds its 60 examples");
   expect_refused("[{dataset: arrays, dir: " + (work / "features").string() + ", name: feat}]",
                  "set 'feat' (arrays in " + (work / "features").string() +
                      "): features of shape [4, 20], but the training data's standardization has 1 mean(s) and "

@@ -136,6 +136,10 @@ TEST(Config, NumbersMustFitInFloat) {
   expect_error([] { load_config("", {"prior.precision=1e-39"}); },
                "config key 'prior.precision': invalid value '1e-39': below the smallest normal float32");
   EXPECT_EQ(load_config("", {"prior.precision=0"}).prior.precision, 0);  // exactly 0 is a float
+  EXPECT_EQ(load_config("", {"prior.precision=0.0e-500"}).prior.precision, 0);
+  // Below double's range it reads as 0; said as too small, not as "must be > 0".
+  expect_error([] { load_config("", {"sampler.step_size=1e-400"}); },
+               "config key 'sampler.step_size': invalid value '1e-400': below the smallest normal float32");
   EXPECT_TRUE(std::isinf(load_config("", {"sampler.rho=.inf", "sampler.friction=1"}).sampler.rho));
   expect_error([] { load_config("", {"sampler.friction=1e300"}); },
                "config key 'sampler.friction': invalid value '1e300': beyond the float32 range");
@@ -203,7 +207,10 @@ TEST(Config, ImageDatasetKeysAreChecked) {
                "config key 'data.augment_copies': invalid value '[18]': needs two entries");
   expect_error([] { load_config("", {"data.augment_copies=[0, 6]"}); },
                "config key 'data.augment_copies': invalid value '[0, 6]': every entry must be >= 1");
-  expect_error([] { load_config("", {"data.split_ratio=1"}); }, "config key 'data.split_ratio': invalid value '1'");
+  expect_error([] { load_config("", {"data.split_ratio=1"}); },
+               "config key 'data.split_ratio': invalid value '1': must be > 0 and < 1");
+  expect_error([] { load_config("", {"data.split_ratio=0"}); },
+               "config key 'data.split_ratio': invalid value '0': must be > 0 and < 1");
   expect_error([] { load_config("", {"data.channels=2"}); }, "config key 'data.channels': invalid value '2'");
   expect_error([] { load_config("", {"data.dataset=mnist"}); },
                "valid: fashion_mnist, cifar10, chest_xray, celeba, image_folder, arrays");
