@@ -346,7 +346,7 @@ std::vector<Field> fields(Config& c) {
       auto_number("sampler.friction", c.sampler.friction, positive(), "gamma; auto = 1/rho."),
       number("sampler.temperature", c.sampler.temperature, "1.0", positive(), "T: samples exp(-f/T)."),
       text("sampler.order", c.sampler.order, "auto", {"auto", "sms", "rr", "iid"},
-           "Minibatch order; auto = the sampler's own (sms for sms_*, iid for sg_*, rr otherwise)."),
+           "Minibatch order; auto = the sampler's own (sms for sms_*, iid for sg_* and nogin, rr otherwise)."),
       text("sampler.gradient", c.sampler.gradient, "control_variate", {"plain", "control_variate"},
            "Stochastic gradient estimator (control variate at x*, as the reference runs)."),
       text("sampler.anchor_gradients", c.sampler.anchor_gradients, "auto", {"auto", "stored", "recomputed"},
@@ -640,8 +640,13 @@ void validate_and_resolve(Config& c) {
     bool given;
     std::string value;
   };
+  const bool localized = std::isfinite(s.rho);
+  // bnn before 2026-11-28 wrote 1/rho (or 1) as the friction of a sampler
+  // that reads none into the run's config.yaml; read back, that is no key the
+  // user gave.
+  const bool filled_in_friction = s.friction && *s.friction == (localized ? 1.0 / s.rho : 1.0);
   const std::vector<SpecificKey> specific = {
-      {"sampler.friction", samplers::SamplerOption::kFriction, s.friction.has_value(),
+      {"sampler.friction", samplers::SamplerOption::kFriction, s.friction.has_value() && !filled_in_friction,
        s.friction ? fmt::format("{}", *s.friction) : ""},
       {"sampler.cycle_length", samplers::SamplerOption::kCycleLength, s.cycle_length > 0,
        std::to_string(s.cycle_length)},
@@ -659,16 +664,16 @@ void validate_and_resolve(Config& c) {
                                   "do: {}); remove the key",
                                   k.key, k.value, s.name, fmt::join(readers, ", ")));
   }
-  const bool localized = std::isfinite(s.rho);
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
-  if (!s.friction) {
-    // A sampler that reads no friction (sgld) gets a value only so that every key has one.
-    const bool read = samplers::reads_option(s.name, samplers::SamplerOption::kFriction);
-    if (!localized && read) {
+  // A sampler that reads no friction (sgld) keeps none: its config.yaml says auto.
+  if (!samplers::reads_option(s.name, samplers::SamplerOption::kFriction)) {
+    s.friction.reset();
+  } else if (!s.friction) {
+    if (!localized) {
       throw ConfigError("config key 'sampler.friction': auto means 1/rho, which needs a finite sampler.rho; "
                         "set sampler.friction explicitly for a global sampler");
     }
-    s.friction = localized ? 1.0 / s.rho : 1.0;
+    s.friction = 1.0 / s.rho;
   }
   if (localized && std::isfinite(*s.rho_max) && *s.rho_max < s.rho) {
     throw ConfigError(fmt::format("config key 'sampler.rho_max': invalid value '{}': must be at least "

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "samplers/registry.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/run_directory.h"
 
@@ -62,11 +63,11 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
   if (!loss_up && !accuracy_down) return std::nullopt;
   d.reason = fmt::format(
       "after burn-in the chain's mean training loss is {:.4g} and its test accuracy {:.4g}, against {:.4g} and "
-      "{:.4g} at x* ({}: sampler.max_loss_increase {}, sampler.max_accuracy_drop {}); lower sampler.step_size or "
-      "raise sampler.friction",
+      "{:.4g} at x* ({}: sampler.max_loss_increase {}, sampler.max_accuracy_drop {}); lower sampler.step_size{}",
       d.chain_loss, d.chain_accuracy, d.reference_loss, d.reference_accuracy,
       loss_up && accuracy_down ? "both past" : loss_up ? "loss past" : "accuracy past", s.max_loss_increase,
-      s.max_accuracy_drop);
+      s.max_accuracy_drop,
+      samplers::reads_option(s.name, samplers::SamplerOption::kFriction) ? " or raise sampler.friction" : "");
   return d;
 }
 
