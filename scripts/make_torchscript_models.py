@@ -109,31 +109,23 @@ class NanLogits(nn.Module):
         return self.net(torch.log(x))
 
 
-class Detached(nn.Module):
-    def __init__(self):
+class Spoilt(nn.Module):
+    """The mlp with its logits spoilt one way: detached, integer, or noisy."""
+
+    def __init__(self, how: str):
         super().__init__()
         self.net = mlp()
+        self.how = how
 
     def forward(self, x):
-        return self.net(x).detach()
-
-
-class IntegerLogits(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = mlp()
-
-    def forward(self, x):
-        return self.net(x).long()
-
-
-class NoisyForward(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = mlp()
-
-    def forward(self, x):
-        return self.net(x + 0.1 * torch.randn_like(x))
+        if self.how == "noisy":
+            x = x + 0.1 * torch.randn_like(x)
+        logits = self.net(x)
+        if self.how == "detached":
+            return logits.detach()
+        if self.how == "integer":
+            return logits.long()
+        return logits
 
 
 class NoForward(nn.Module):
@@ -179,11 +171,11 @@ def main():
     save(torch.jit.script(FailsOnBatches()), outdir, "fails_on_batches.pt")
     save(torch.jit.script(BnTied()), outdir, "bn_tied.pt")
     save(torch.jit.script(NanLogits()), outdir, "nan_logits.pt")
-    save(torch.jit.script(Detached()), outdir, "detached.pt")
-    save(torch.jit.script(IntegerLogits()), outdir, "integer_logits.pt")
-    save(torch.jit.script(NoisyForward()), outdir, "noisy_forward.pt")
+    save(torch.jit.script(Spoilt("detached")), outdir, "detached.pt")
+    save(torch.jit.script(Spoilt("integer")), outdir, "integer_logits.pt")
+    save(torch.jit.script(Spoilt("noisy")), outdir, "noisy_forward.pt")
     dropout = nn.Sequential(nn.Flatten(), nn.Linear(36, 8), nn.Dropout(0.5), nn.Linear(8, 2))
-    save(torch.jit.trace(dropout.train(), example), outdir, "dropout_traced_train.pt")
+    save(torch.jit.trace(dropout.train(), example, check_trace=False), outdir, "dropout_traced_train.pt")
 
 
 if __name__ == "__main__":

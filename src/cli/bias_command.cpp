@@ -1,5 +1,6 @@
 #include "src/cli/bias_command.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -18,19 +19,24 @@
 namespace bnn::cli {
 namespace {
 
-std::vector<std::string> split_list(const std::string& text) {
+// The entries of a comma-separated option value; an empty one (",," or an
+// empty value) is an error naming the option, not left out.
+std::vector<std::string> split_list(const std::string& text, const std::string& option) {
   std::vector<std::string> out;
   std::stringstream in(text);
   std::string item;
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
+  while (std::getline(in, item, ',')) out.push_back(item);
+  if (!text.empty() && text.back() == ',') out.emplace_back();
+  if (out.empty() || std::find(out.begin(), out.end(), "") != out.end()) {
+    throw config::ConfigError(
+        fmt::format("option {}: '{}' has an empty entry; give comma-separated values", option, text));
   }
   return out;
 }
 
 std::vector<double> parse_step_sizes(const std::string& text) {
   std::vector<double> out;
-  for (const auto& item : split_list(text)) {
+  for (const auto& item : split_list(text, "--step-sizes")) {
     size_t used = 0;
     double h = 0;
     try {
@@ -63,13 +69,13 @@ int cmd_bias(int argc, char** argv) {
       "bins", "Histogram bins over mean +- 8 sd", cxxopts::value<int64_t>()->default_value("80000"))(
       "seed", "Seed", cxxopts::value<uint64_t>()->default_value("1"))(
       "o,out", "CSV file (sampler,h,w1)", cxxopts::value<std::string>()->default_value("bias.csv"))(
-      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int>()->default_value("0"))(
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int>())(
       "h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv);
   if (!parsed) return 0;
   const cxxopts::ParseResult& args = *parsed;
   experiments::BiasOptions o;
-  if (args.count("samplers")) o.samplers = split_list(args["samplers"].as<std::string>());
+  if (args.count("samplers")) o.samplers = split_list(args["samplers"].as<std::string>(), "--samplers");
   o.step_sizes = parse_step_sizes(args["step-sizes"].as<std::string>());
   o.chains = args["chains"].as<int64_t>();
   o.sample_time = args["time"].as<double>();
@@ -84,7 +90,7 @@ int cmd_bias(int argc, char** argv) {
   }
   const std::string out = args["out"].as<std::string>();
   experiments::check_bias_csv_path(out);
-  runtime::configure_threads(args["threads"].as<int>());
+  runtime::configure_threads(args.count("threads") ? args["threads"].as<int>() : 0);
   const auto rows = experiments::run_bias(o, [](const experiments::BiasRow& r) {
     fmt::print(stderr, "bias: {} h={:g} W1={:.4g}\n", r.sampler, r.h, r.w1);
   });
@@ -126,7 +132,7 @@ int cmd_coupled_bias(int argc, char** argv) {
   if (!args.count("config")) throw config::ConfigError("bnn coupled-bias needs --config FILE (see --help)");
   const config::Config config = config::load_config(args["config"].as<std::string>(), config_overrides(args));
   experiments::CoupledBiasOptions o;
-  o.samplers = split_list(args["samplers"].as<std::string>());
+  o.samplers = split_list(args["samplers"].as<std::string>(), "--samplers");
   o.h0 = args["h0"].as<double>();
   o.levels = args["levels"].as<int64_t>();
   o.epochs = args["epochs"].as<int64_t>();

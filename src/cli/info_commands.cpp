@@ -8,12 +8,32 @@
 #include "models/registry.h"
 #include "samplers/fused_step.h"
 #include "samplers/registry.h"
+#include "src/config/config.h"
 #include "src/runtime/linkage.h"
 #include "src/runtime/threads.h"
 
 namespace bnn::cli {
+namespace {
 
-int cmd_version(int, char**) {
+// These commands take no options: one is refused rather than ignored; -h or
+// --help prints what the command does (true: done).
+bool help_or_nothing(const char* command, const char* what, int argc, char** argv) {
+  if (argc < 2) return false;
+  const std::string arg = argv[1];
+  if (arg == "-h" || arg == "--help") {
+    fmt::print("usage: bnn {}\n  {}\n", command, what);
+    return true;
+  }
+  throw config::ConfigError(fmt::format("bnn {} takes no options or arguments, got '{}'", command, arg));
+}
+
+}  // namespace
+
+int cmd_version(int argc, char** argv) {
+  if (help_or_nothing("version", "LibTorch version, CUDA availability, threads, std::filesystem's library", argc,
+                      argv)) {
+    return 0;
+  }
   fmt::print("bnn {}\n", BNN_VERSION_STRING);
   fmt::print("LibTorch {}.{}.{}\n", TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, TORCH_VERSION_PATCH);
   fmt::print("CUDA available: {} ({} devices)\n", torch::cuda::is_available() ? "yes" : "no",
@@ -37,7 +57,8 @@ int cmd_version(int, char**) {
   return 0;
 }
 
-int cmd_models(int, char**) {
+int cmd_models(int argc, char** argv) {
+  if (help_or_nothing("models", "list the models", argc, argv)) return 0;
   fmt::print("{:<18} {:<10} {:>7} {:>12}  {}\n", "name", "input", "classes", "parameters", "description");
   for (const auto& name : models::model_names()) {
     if (name == "torchscript") {
@@ -53,7 +74,8 @@ int cmd_models(int, char**) {
   return 0;
 }
 
-int cmd_samplers(int, char**) {
+int cmd_samplers(int argc, char** argv) {
+  if (help_or_nothing("samplers", "list the samplers", argc, argv)) return 0;
   fmt::print("{:<10} {}\n", "name", "description");
   for (const auto& name : samplers::sampler_names()) fmt::print("{:<10} {}\n", name, samplers::sampler_summary(name));
   return 0;

@@ -1,5 +1,8 @@
 #include "src/cli/options.h"
 
+#include <cmath>
+#include <string>
+
 #include <fmt/format.h>
 
 #include "src/config/config.h"
@@ -7,6 +10,23 @@
 namespace bnn::cli {
 
 namespace {
+
+// What an option's value failed to be: a value that is a number, but not one
+// the option takes, is a fraction or a negative number where a count is
+// wanted (or too large for it).
+std::string wanted(const std::string& value) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value.size()) return "a number";
+  if (v != std::floor(v) || value.find_first_of(".eE") != std::string::npos) return "a whole number, in digits";
+  if (v < 0) return "a whole number, 0 or more";
+  return "a smaller whole number";
+}
 
 // cxxopts names the value it could not convert, not the option: "Argument
 // 'abc' failed to parse" (with typographic quotes where it uses them). Find
@@ -29,7 +49,8 @@ namespace {
     for (const size_t q : {size_t{1}, size_t{3}}) {
       if (quoted.size() == value.size() + 2 * q && quoted.compare(q, value.size(), value) == 0) {
         throw config::ConfigError(
-            fmt::format("option {}: '{}' is not a valid value; it takes a number (see --help)", option, value));
+            fmt::format("option {}: '{}' is not a valid value; it takes {} (see --help)", option, value,
+                        wanted(value)));
       }
     }
   }

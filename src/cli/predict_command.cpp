@@ -25,7 +25,7 @@ int cmd_predict(int argc, char** argv) {
       "method", "swa, bayes or both (bayes needs evaluation.save_sample_weights: true in the run)",
       cxxopts::value<std::string>()->default_value("both"))(
       "device", "auto, cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("auto"))(
-      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>()->default_value("0"))(
+      "threads", "CPU threads (default: the CPUs this process may use)", cxxopts::value<int64_t>())(
       "h,help", "Show this help");
   opts.parse_positional({"images"});
   opts.positional_help("--run RUN_DIR --images PATH [PATH...]").show_positional_help();
@@ -53,7 +53,7 @@ int cmd_predict(int argc, char** argv) {
   }
   if (args.count("out")) pipeline::check_predictions_path(args["out"].as<std::string>());
   options.device = args["device"].as<std::string>();
-  runtime::configure_threads(static_cast<int>(args["threads"].as<int64_t>()));
+  runtime::configure_threads(args.count("threads") ? static_cast<int>(args["threads"].as<int64_t>()) : 0);
   const pipeline::Predictions predictions = pipeline::predict_images(options);
   if (!args.count("out")) {
     fmt::print("{}", pipeline::to_table(predictions));

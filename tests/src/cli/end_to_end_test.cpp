@@ -145,6 +145,25 @@ TEST(EndToEnd, NoginRunsOnANetwork) {
   EXPECT_TRUE(std::filesystem::exists(out / "member_000" / "bayes_probs.npy"));
 }
 
+// SGLD reads no friction: its run keeps none (config.yaml says auto), so the
+// run's own config is read back by evaluate and resume. It once held the
+// 1/rho bnn filled in, which reading back refused as a key SGLD does not use.
+TEST(EndToEnd, SgldRunsAreReadBackByTheirOwnCommands) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto out = kE2eWork / "sgld";
+  std::filesystem::remove_all(out);
+  Result r = bnn("run --config " + kTinyConfig + " --out " + out.string() +
+                 " --members 0 --threads 1 --set sampler.name=sgld --set sampler.step_size=1e-5");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("Sgld(h=1e-05, rho="), std::string::npos) << r.output;  // no gamma
+  EXPECT_TRUE(std::filesystem::exists(out / "metrics.json"));
+  EXPECT_NE(bnn::io::read_file(out / "config.yaml").find("friction: auto"), std::string::npos);
+  r = bnn("run --resume " + out.string() + " --threads 1");
+  EXPECT_EQ(r.code, 0) << r.output;
+  r = bnn("evaluate " + out.string() + " --out " + (kE2eWork / "sgld_evaluated").string() + " --no-figures");
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
 TEST(EndToEnd, BadInputIsOneClearLine) {
   struct Case {
     std::string args, text;
@@ -159,6 +178,18 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
       {"run --config " + kTinyConfig + " --set data.dir=/no/such/dir --out " + (kE2eWork / "nodata").string(),
        "/no/such/dir"},
       {"frobnicate", "unknown command 'frobnicate'"},
+      // Option values: what was wrong with a number, empty list entries, and
+      // options where a command takes none.
+      {"evaluate /no/run --burn-in 2.5", "option --burn-in: '2.5' is not a valid value; it takes a whole number, in "
+                                         "digits (see --help)"},
+      {"bias --seed -1", "option --seed: '-1' is not a valid value; it takes a whole number, 0 or more"},
+      {"bias --chains many", "option --chains: 'many' is not a valid value; it takes a number"},
+      {"bias --samplers ''", "option --samplers: '' has an empty entry; give comma-separated values"},
+      {"bias --step-sizes 0.25,,0.1", "option --step-sizes: '0.25,,0.1' has an empty entry"},
+      {"samplers --anything", "bnn samplers takes no options or arguments, got '--anything'"},
+      {"version extra", "bnn version takes no options or arguments, got 'extra'"},
+      {"hessian --checkpoint /no/member --iterations 0", "--iterations 0 must be at least 1"},
+      {"hessian --checkpoint /no/member --tolerance 0", "--tolerance 0 must be positive"},
   };
   for (const auto& c : cases) {
     const Result r = bnn(c.args);
@@ -175,6 +206,12 @@ TEST(EndToEnd, HelpVersionAndModels) {
   r = bnn("run --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("sampler.step_size"), std::string::npos);
+  r = bnn("samplers --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("usage: bnn samplers"), std::string::npos) << r.output;
+  r = bnn("hessian --help");  // one default per option
+  EXPECT_EQ(r.code, 0);
+  EXPECT_EQ(r.output.find("may use) (default"), std::string::npos) << r.output;  // --threads
   r = bnn("version");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("LibTorch"), std::string::npos);
