@@ -29,7 +29,8 @@ int cmd_rhat(int argc, char** argv) {
       "in member_NNN/chains.json and read by later commands into the same folder; the tables are written once "
       "every repeat is saved",
       cxxopts::value<std::string>())(
-      "rho", "Standard deviation of the start's perturbation of x* (default sampler.rho, the paper's 50^-1/2)",
+      "rho", "Standard deviation of the start's perturbation of x* (default sampler.rho, the paper's 50^-1/2; "
+      "50^-1/2 where sampler.rho is .inf)",
       cxxopts::value<double>())(
       "repeats-at-once",
       "Repeats run at once, each in a worker thread and on a GPU on its own CUDA stream: K, or auto (as bnn "

@@ -311,6 +311,22 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   const auto& dir = options.out_dir;
   const torch::Device device = resolve_device(config.run.device);
   const data_loaders::Dataset data = load_dataset(config, device);
+  if (options.loss_every > 0) {  // windows need the steps per epoch, known with the data
+    // As analyse() keeps them: whole windows that start after burn-in.
+    const int64_t per_epoch = data.train.size() / config.data.batch_size;
+    const auto kept = [&](int64_t k) {
+      return config.sampler.epochs * per_epoch / k - (config.sampler.burn_in * per_epoch + k - 1) / k;
+    };
+    if (kept(options.loss_every) < kMinDraws) {
+      int64_t largest = options.loss_every;
+      while (largest > 1 && kept(largest) < kMinDraws) --largest;
+      throw config::ConfigError(fmt::format(
+          "--loss-every {} leaves {} window(s) after burn-in ({} sampling steps of {} per epoch); R-hat needs at "
+          "least {}: use --loss-every {} or less",
+          options.loss_every, std::max<int64_t>(kept(options.loss_every), 0),
+          (config.sampler.epochs - config.sampler.burn_in) * per_epoch, per_epoch, kMinDraws, largest));
+    }
+  }
   // Note [Run ownership]: the folder is this experiment's alone, and only this
   // process's until it returns; claimed once the data has loaded, so that a
   // wrong data.dir leaves nothing behind to refuse the corrected config.

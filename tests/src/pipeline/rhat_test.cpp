@@ -427,6 +427,13 @@ TEST(RhatCommand, RefusesBadOptions) {
   r = bnn_on(s, "rhat" + config + " --rho=-1");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--rho must be finite and >= 0"), std::string::npos) << r.output;
+  // 6 steps an epoch, 7 epochs, 2 of burn-in: windows of 9 steps keep 2 (steps 19-27 and 28-36).
+  r = bnn_on(s, "rhat" + config + " --loss-every 9");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("--loss-every 9 leaves 2 window(s) after burn-in (30 sampling steps of 6 per epoch); "
+                          "R-hat needs at least 4: use --loss-every 7 or less"),
+            std::string::npos)
+      << r.output;
   r = bnn_on(s, "rhat --chains 3");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("bnn rhat needs --config"), std::string::npos) << r.output;
