@@ -50,7 +50,8 @@ Dataset load_chest_xray(const LoadOptions& options, torch::Device device) {
     train = decode_split(train_files, options.train_limit, "train_limit", (dir / "train").string(), decode);
   }
   decode.label = "chest_xray test";
-  DecodedImages test = decode_split(test_files, options.test_limit, options.test_limit_key, (dir / "test").string(), decode);
+  DecodedImages test =
+      decode_split(test_files, options.test_limit, options.test_limit_key, (dir / "test").string(), decode);
 
   return uint8_dataset("chest_xray", train, test, class_names(), options.stats, options.standardize, device);
 }

@@ -108,8 +108,9 @@ Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
                                 "the training split of " + options.dir.string(), decode);
   }
   decode.label = "image_folder test";
-  DecodedImages test_images = decode_split(interleave_classes(labelled(test)), options.test_limit, options.test_limit_key,
-                                           "the test split of " + options.dir.string(), decode);
+  DecodedImages test_images =
+      decode_split(interleave_classes(labelled(test)), options.test_limit, options.test_limit_key,
+                   "the test split of " + options.dir.string(), decode);
 
   return uint8_dataset("image_folder", train_images, test_images, classes, options.stats, options.standardize, device);
 }
