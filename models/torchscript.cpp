@@ -145,7 +145,9 @@ TorchScriptClassifier::TorchScriptClassifier(const TorchScriptOptions& options) 
   }
   {
     // Gradients flow from the logits to the parameters (not detached, not
-    // under torch.no_grad); eval mode leaves BatchNorm statistics alone.
+    // under torch.no_grad); eval mode leaves BatchNorm statistics alone. On
+    // even where the caller loads the model under a NoGradGuard.
+    const torch::AutoGradMode grad_on(true);
     module_.eval();
     torch::Tensor logits;
     try {
