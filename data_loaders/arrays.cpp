@@ -221,7 +221,10 @@ Dataset load_arrays(const LoadOptions& options, torch::Device device) {
         }
       }
     }
-    for (int64_t k = 0; k < data.num_classes; ++k) data.class_names.push_back(std::to_string(k));
+    // An OOD set's labels are not read (a stray 2^40 would make 2^40 names).
+    if (!options.test_only) {
+      for (int64_t k = 0; k < data.num_classes; ++k) data.class_names.push_back(std::to_string(k));
+    }
   }
 
   const auto stats_of = [&](const torch::Tensor& x, bool images) {

@@ -425,10 +425,10 @@ Dataset uint8_dataset(const std::string& name, const DecodedImages& train, const
     const torch::Tensor counts = torch::bincount(train.labels, {}, static_cast<int64_t>(class_names.size()));
     for (size_t k = 0; k < class_names.size(); ++k) {
       if (counts[static_cast<int64_t>(k)].item<int64_t>() > 0) continue;
-      throw std::runtime_error(fmt::format("{}: every training image of class {} is unreadable and was skipped "
-                                           "(data.skip_bad_images; the first skipped: {}): the class has no training "
+      throw std::runtime_error(fmt::format("{}: no training image of class {} is left after data.skip_bad_images "
+                                           "skipped {} unreadable file(s) (the first: {}): the class has no training "
                                            "example",
-                                           name, class_names[k], train.first_skipped.string()));
+                                           name, class_names[k], train.skipped, train.first_skipped.string()));
     }
   }
   Dataset dataset;

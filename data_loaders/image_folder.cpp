@@ -38,7 +38,8 @@ std::vector<std::string> image_folder_classes(const fs::path& dir) {
   const fs::path root = fs::is_directory(dir / "train", ec) ? dir / "train" : dir;
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(root)) {
-    if (entry.is_directory()) names.push_back(entry.path().filename().string());
+    const std::string name = entry.path().filename().string();
+    if (entry.is_directory() && name.front() != '.') names.push_back(name);  // not .ipynb_checkpoints and the like
   }
   std::sort(names.begin(), names.end());
   return names;
@@ -65,7 +66,9 @@ Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
   if (has_splits && fs::is_directory(options.dir / "test", ec)) {
     for (const auto& entry : fs::directory_iterator(options.dir / "test")) {
       const std::string name = entry.path().filename().string();
-      if (!entry.is_directory() || std::binary_search(classes.begin(), classes.end(), name)) continue;
+      if (!entry.is_directory() || name.front() == '.' || std::binary_search(classes.begin(), classes.end(), name)) {
+        continue;
+      }
       throw std::runtime_error(fmt::format("{}: class folder {} is not one of train/'s ({}); the classes are train/'s "
                                            "subfolders, and test/ must use the same",
                                            entry.path().string(), name, fmt::join(classes, ", ")));

@@ -131,9 +131,9 @@ TorchScriptClassifier::TorchScriptClassifier(const TorchScriptOptions& options) 
                        "of the data set",
                        fmt::join(logits.sizes(), ", "), fmt::join(probe.sizes(), ", "), options_.num_classes));
     }
-    if (logits.scalar_type() != torch::kFloat) {
-      fail(fmt::format("forward returns {} logits; bnn needs float32 logits, differentiable in the parameters "
-                       "(no argmax, rounding or integer casts at the end)",
+    if (!at::isFloatingType(logits.scalar_type())) {
+      fail(fmt::format("forward returns {} logits; bnn needs floating-point logits, differentiable in the "
+                       "parameters (no argmax, rounding or integer casts at the end)",
                        c10::toString(logits.scalar_type())));
     }
     if (!torch::isfinite(logits).all().item<bool>()) {

@@ -96,11 +96,9 @@ std::vector<std::pair<std::string, double>> KineticLangevin::option_values() con
           {"noise_covariance", static_cast<double>(o.noise_covariance())}};
 }
 
-std::string KineticLangevin::describe(const std::string& name, const std::string& extra, bool friction) const {
-  return fmt::format("{}(h={:g}{}, rho={:g}, rho_max={:g}, lambda={:g}, T={:g}, order={}, gradient={}{}{})", name,
-                     options_.step_size(),
-                     friction ? fmt::format(", gamma={:g}", options_.friction()) : std::string(), options_.rho(),
-                     options_.rho_max(),
+std::string KineticLangevin::describe(const std::string& name, const std::string& extra) const {
+  return fmt::format("{}(h={:g}, gamma={:g}, rho={:g}, rho_max={:g}, lambda={:g}, T={:g}, order={}, gradient={}{}{})",
+                     name, options_.step_size(), options_.friction(), options_.rho(), options_.rho_max(),
                      options_.prior_precision(), options_.temperature(), to_string(order_.kind()),
                      to_string(options_.estimator()),
                      options_.estimator() == GradientEstimator::kControlVariate

@@ -72,8 +72,7 @@ class KineticLangevin : public Sampler {
     if (left_box) bounce();
   }
   // Common part of pretty_string(); `extra` is appended inside the brackets.
-  // `friction` false leaves gamma out (a sampler that reads none).
-  std::string describe(const std::string& name, const std::string& extra = {}, bool friction = true) const;
+  std::string describe(const std::string& name, const std::string& extra = {}) const;
 
   // x, v, noise and order; then save_extra / load_extra for derived state.
   void save_state(torch::serialize::OutputArchive& archive) const final;

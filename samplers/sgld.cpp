@@ -11,7 +11,7 @@ Sgld::Sgld(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options
   enable_fused_steps();
 }
 
-std::string Sgld::pretty_string() const { return describe("Sgld", {}, /*friction=*/false); }
+std::string Sgld::pretty_string() const { return describe("Sgld"); }
 
 torch::Tensor Sgld::do_step() {
   if (fused_steps()) return fused_step();

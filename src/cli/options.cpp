@@ -11,9 +11,10 @@ namespace bnn::cli {
 
 namespace {
 
-// What an option's value failed to be: a value that is a number, but not one
-// the option takes, is a fraction or a negative number where a count is
-// wanted (or too large for it).
+// What an option's value failed to be, judged from the value (cxxopts does not
+// say the option's type): inf and nan are refused by every option; a number
+// in another form (a fraction, an exponent, a sign +) by a whole-number one;
+// a negative one by a count; a whole number in digits only when too large.
 std::string wanted(const std::string& value) {
   size_t used = 0;
   double v = 0;
@@ -23,7 +24,10 @@ std::string wanted(const std::string& value) {
     used = 0;
   }
   if (used == 0 || used != value.size()) return "a number";
-  if (v != std::floor(v) || value.find_first_of(".eE") != std::string::npos) return "a whole number, in digits";
+  if (!std::isfinite(v)) return "a finite number";
+  if (v != std::floor(v) || value.find_first_not_of("-0123456789") != std::string::npos) {
+    return "a whole number, in digits";
+  }
   if (v < 0) return "a whole number, 0 or more";
   return "a smaller whole number";
 }

@@ -641,9 +641,8 @@ void validate_and_resolve(Config& c) {
     std::string value;
   };
   const bool localized = std::isfinite(s.rho);
-  // bnn before 2026-11-28 wrote 1/rho (or 1) as the friction of a sampler
-  // that reads none into the run's config.yaml; read back, that is no key the
-  // user gave.
+  // The friction filled in below for a sampler that reads none is written to
+  // the run's config.yaml; read back, it is no key the user gave.
   const bool filled_in_friction = s.friction && *s.friction == (localized ? 1.0 / s.rho : 1.0);
   const std::vector<SpecificKey> specific = {
       {"sampler.friction", samplers::SamplerOption::kFriction, s.friction.has_value() && !filled_in_friction,
@@ -665,15 +664,16 @@ void validate_and_resolve(Config& c) {
                                   k.key, k.value, s.name, fmt::join(readers, ", ")));
   }
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
-  // A sampler that reads no friction (sgld) keeps none: its config.yaml says auto.
-  if (!samplers::reads_option(s.name, samplers::SamplerOption::kFriction)) {
-    s.friction.reset();
-  } else if (!s.friction) {
-    if (!localized) {
+  if (!s.friction) {
+    // A sampler that reads no friction (sgld) gets a value only so that every
+    // key has one (and its runs, checkpoints and R-hat folders stay what older
+    // bnn made): filled_in_friction above lets that value be read back.
+    const bool read = samplers::reads_option(s.name, samplers::SamplerOption::kFriction);
+    if (!localized && read) {
       throw ConfigError("config key 'sampler.friction': auto means 1/rho, which needs a finite sampler.rho; "
                         "set sampler.friction explicitly for a global sampler");
     }
-    s.friction = 1.0 / s.rho;
+    s.friction = localized ? 1.0 / s.rho : 1.0;
   }
   if (localized && std::isfinite(*s.rho_max) && *s.rho_max < s.rho) {
     throw ConfigError(fmt::format("config key 'sampler.rho_max': invalid value '{}': must be at least "

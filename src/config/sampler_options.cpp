@@ -7,8 +7,7 @@ namespace bnn::config {
 samplers::LangevinOptions langevin_options(const Config& config, int64_t num_batches, int64_t num_parameters) {
   const auto& s = config.sampler;
   samplers::LangevinOptions o(s.step_size);
-  if (s.friction) o.friction(*s.friction);  // none for a sampler that reads none (sgld)
-  o.rho(s.rho).rho_max(*s.rho_max).prior_precision(config.prior.precision);
+  o.friction(*s.friction).rho(s.rho).rho_max(*s.rho_max).prior_precision(config.prior.precision);
   o.temperature(s.temperature);
   if (s.order != "auto") o.order(samplers::parse_batch_order(s.order));
   if (s.name == "csghmc") o.cycle_length(s.cycle_length > 0 ? s.cycle_length : 4 * num_batches);

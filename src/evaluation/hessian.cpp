@@ -45,6 +45,16 @@ HessianVectorProduct log_posterior_hvp(models::Classifier& model, const torch::T
                                        double localization, int64_t chunk, bool prior_on_biases) {
   TORCH_CHECK(images.size(0) == labels.size(0) && images.size(0) > 0, "images (", images.sizes(), ") and labels (",
               labels.sizes(), ") must hold the same positive number of examples");
+  return log_posterior_hvp(
+      model, [images](int64_t start, int64_t n) { return images.slice(0, start, start + n); }, labels,
+      prior_precision, localization, chunk, prior_on_biases);
+}
+
+HessianVectorProduct log_posterior_hvp(models::Classifier& model, InputSlice inputs, const torch::Tensor& labels,
+                                       double prior_precision, double localization, int64_t chunk,
+                                       bool prior_on_biases) {
+  TORCH_CHECK(labels.dim() == 1 && labels.size(0) > 0, "labels (", labels.sizes(),
+              ") must hold a positive number of examples");
   TORCH_CHECK(chunk >= 1, "chunk must be positive, got ", chunk);
   TORCH_CHECK(prior_precision >= 0 && localization >= 0, "prior precision (", prior_precision,
               ") and localization 1/rho^2 (", localization, ") must be non-negative");
@@ -59,7 +69,8 @@ HessianVectorProduct log_posterior_hvp(models::Classifier& model, const torch::T
     prior.push_back(bias && !prior_on_biases ? 0.0 : prior_precision);
     dim += item.value().numel();
   }
-  return [&model, images, labels, params, prior, dim, localization, chunk](const torch::Tensor& v) {
+  return [&model, inputs = std::move(inputs), labels, params, prior, dim, localization,
+          chunk](const torch::Tensor& v) {
     TORCH_CHECK(v.dim() == 1 && v.numel() == dim, "Hessian-vector product needs a flat vector of ", dim,
                 " entries, got shape ", v.sizes());
     // The quadratic terms have constant Hessians: lambda mask v and v / rho^2.
@@ -74,10 +85,10 @@ HessianVectorProduct log_posterior_hvp(models::Classifier& model, const torch::T
     for (size_t j = 0; j < params.size(); ++j) {
       out.push_back(pieces[j] * (prior[j] + localization));
     }
-    for (int64_t start = 0; start < images.size(0); start += chunk) {
-      const int64_t end = std::min(start + chunk, images.size(0));
+    for (int64_t start = 0; start < labels.size(0); start += chunk) {
+      const int64_t end = std::min(start + chunk, labels.size(0));
       const torch::Tensor loss = torch::nn::functional::cross_entropy(
-          model.forward(images.slice(0, start, end)), labels.slice(0, start, end),
+          model.forward(inputs(start, end - start)), labels.slice(0, start, end),
           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
       const auto grads = torch::autograd::grad({loss}, params, /*grad_outputs=*/{}, /*retain_graph=*/true,
                                                /*create_graph=*/true);

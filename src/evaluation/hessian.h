@@ -60,4 +60,14 @@ HessianVectorProduct log_posterior_hvp(models::Classifier& model, const torch::T
                                        double localization = 0, int64_t chunk = 1000,
                                        bool prior_on_biases = false);
 
+// The model inputs of examples [start, start + n).
+using InputSlice = std::function<torch::Tensor(int64_t start, int64_t n)>;
+
+// The same, with each chunk's inputs made by `inputs` as they are needed (say,
+// uint8 pixels standardised a chunk at a time, rather than the whole data set
+// in float32 at once); `labels` gives the number of examples.
+HessianVectorProduct log_posterior_hvp(models::Classifier& model, InputSlice inputs, const torch::Tensor& labels,
+                                       double prior_precision, double localization = 0, int64_t chunk = 1000,
+                                       bool prior_on_biases = false);
+
 }  // namespace bnn::evaluation

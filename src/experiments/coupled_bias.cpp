@@ -178,9 +178,7 @@ std::vector<CoupledBiasRow> run_coupled_bias(const config::Config& config, const
                   map.evaluations, map.objective, map.max_gradient, map.converged ? "" : " (above map.tolerance)",
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()));
   const torch::Tensor x_star = coarse.flat->values().clone();
-  // The config's sampler may read no friction (sgld): then auto's 1/rho.
-  const double gamma = config.sampler.friction.value_or(
-      std::isfinite(config.sampler.rho) ? 1.0 / config.sampler.rho : 1.0);
+  const double gamma = *config.sampler.friction;
 
   std::vector<CoupledBiasRow> rows;
   for (const std::string& name : options.samplers) {

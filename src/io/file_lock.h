@@ -17,8 +17,10 @@
 // A lock lives on the file's inode, not its name: a user who deletes a held
 // lock file (or replaces it) lets the next process lock a new file under the
 // same name while the first goes on. check_still_held() finds that out: the
-// holder calls it before each write, and stops rather than write over the
-// member (or folder) the other process now owns.
+// holder of a member's lock calls it before each write, and stops rather than
+// write over the member the other process now owns (a data-parallel run's
+// ranks, which could not stop together, do not check; nor do the holders of
+// evaluate.lock and rhat.lock).
 #pragma once
 
 #include <filesystem>

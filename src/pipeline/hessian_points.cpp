@@ -86,9 +86,9 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
                                           options.examples, data.train.size()));
   }
   const int64_t n = options.examples == 0 ? data.train.size() : options.examples;
-  // As training sees them: uint8 pixels standardised (Note [Pixel storage]).
+  // As training sees them: uint8 pixels standardised (Note [Pixel storage]),
+  // a chunk at a time.
   const data_loaders::Split head = data.train.slice(0, n);
-  const torch::Tensor images = head.inputs();
   const torch::Tensor labels = head.labels;
 
   models::ModelSpec spec = model_spec(config, data);
@@ -97,8 +97,9 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   model->to(device);
   model->train();
   models::FlatParameters flat(*model);
-  const auto hvp = evaluation::log_posterior_hvp(*model, images, labels, config.prior.precision,
-                                                 /*localization=*/0, /*chunk=*/1000, config.prior.biases);
+  const auto hvp = evaluation::log_posterior_hvp(
+      *model, [head](int64_t start, int64_t count) { return head.slice(start, count).inputs(); }, labels,
+      config.prior.precision, /*localization=*/0, /*chunk=*/1000, config.prior.biases);
   const double localization = std::isinf(config.sampler.rho) ? 0.0 : 1.0 / (config.sampler.rho * config.sampler.rho);
 
   // The initialisation, the member's point estimates (adam and swa, or map)

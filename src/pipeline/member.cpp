@@ -53,6 +53,18 @@ MemberOutcome lock_lost(int64_t index, const io::LockLost& e) {
   return outcome;
 }
 
+// Note [Member locks]: why a failure happened, where the member's lock is gone.
+std::optional<io::LockLost> lock_gone(const MemberContext& context) {
+  if (context.lock == nullptr) return std::nullopt;
+  try {
+    context.lock->check_still_held();
+  } catch (const io::LockLost& e) {
+    return e;
+  } catch (const std::exception&) {  // cannot tell: the failure stays what it was
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Member::Member(const MemberContext& ctx, int64_t index)
@@ -193,7 +205,9 @@ std::optional<Divergence> Member::divergence() const {
 }
 
 void Member::discard_checkpoint() const {
-  if (!writes()) return;
+  // Called once status.json says done, its lock checked just before: the
+  // member's last word, whatever happens to the lock file now.
+  if (!writer_) return;
   std::error_code ec;
   std::filesystem::remove(checkpoint_path(), ec);
 }
@@ -393,6 +407,7 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
   } catch (const NonFiniteError& e) {
     outcome.message = e.what();
   } catch (const c10::Error& e) {
+    if (const auto lost = lock_gone(context)) return lock_lost(index, *lost);
     // In a data-parallel member such an error may hit one rank only (say, out
     // of memory): going on to the next member would pair that rank's
     // collectives with the others' current ones. It ends the run instead; a
@@ -403,6 +418,11 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     if (const std::string line = out_of_memory_line(outcome.message, context.device.str()); !line.empty()) {
       outcome.message = line;
     }
+  } catch (const std::exception&) {
+    // An I/O error may be the new lock holder's doing (it removes the
+    // temporary files it finds): then the lost lock is the story.
+    if (const auto lost = lock_gone(context)) return lock_lost(index, *lost);
+    throw;
   }
   status["status"] = "failed";
   status["error"] = outcome.message;

@@ -311,9 +311,11 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   const auto& dir = options.out_dir;
   const torch::Device device = resolve_device(config.run.device);
   const data_loaders::Dataset data = load_dataset(config, device);
-  if (options.loss_every > 0) {  // windows need the steps per epoch, known with the data
+  // Windows need the steps per epoch, known with the data (none: the batch
+  // size's own error comes later).
+  const int64_t per_epoch = data_loaders::Partition::batches_in(data.train.size(), config.data.batch_size);
+  if (options.loss_every > 0 && per_epoch > 0) {
     // As analyse() keeps them: whole windows that start after burn-in.
-    const int64_t per_epoch = data.train.size() / config.data.batch_size;
     const auto kept = [&](int64_t k) {
       return config.sampler.epochs * per_epoch / k - (config.sampler.burn_in * per_epoch + k - 1) / k;
     };

@@ -595,6 +595,7 @@ int run(const config::Config& config, const RunOptions& options) {
   std::atomic<int64_t> failed{0};
   std::atomic<int64_t> left{0};
   std::atomic<int64_t> held_elsewhere{0};  // Note [Member locks]: skipped
+  std::atomic<int64_t> lost{0};            // Note [Member locks]: stopped, their lock files gone
   std::vector<std::exception_ptr> errors(workers.size());
   auto worker = [&](size_t w) {
     try {
@@ -632,6 +633,8 @@ int run(const config::Config& config, const RunOptions& options) {
         if (timed && outcome.ok) options.deadline->member_took(options.deadline->elapsed() - began);
         if (outcome.stopped) {
           ++left;
+        } else if (outcome.lock_lost) {
+          ++lost;
         } else if (!outcome.ok) {
           ++failed;
         }
@@ -690,10 +693,16 @@ int run(const config::Config& config, const RunOptions& options) {
   }
   evaluate_run(dir);
   fmt::print("{}", metrics_text(dir));
+  if (lost > 0) {
+    spdlog::error("{} member(s) stopped when their lock files were deleted under this process (Note [Member locks]); "
+                  "metrics cover the members that finished, and bnn run --resume {} continues the others once no "
+                  "other process trains them",
+                  lost.load(), dir.string());
+  }
   if (failed > 0) {
     spdlog::error("{} of {} members failed; metrics cover the members that finished", failed.load(), members.size());
-    return 3;
   }
+  if (failed > 0 || lost > 0) return 3;
   // Note [Divergence check]: as long as a diverged member is in the run,
   // by the thresholds in use.
   std::vector<std::string> diverged;

@@ -128,6 +128,22 @@ TEST(Arrays, AClassBeyondTheTrainLimitIsLoaded) {
   fs::remove_all(dir);
 }
 
+// An OOD set (test_only) is used for its inputs: its labels are not read,
+// not even a stray 2^40 (which once made 2^40 class names).
+TEST(Arrays, AnOodSetsLabelsAreNotRead) {
+  const auto dir = bnn::testing::unique_temp_dir("bnn_arrays_ood_labels");
+  write_npy_split(dir, "test", torch::zeros({2, 1, 4, 4}, torch::kByte),
+                  torch::tensor({int64_t{0}, int64_t{1} << 40}, torch::kLong));
+  LoadOptions o;
+  o.dir = dir;
+  o.test_only = true;
+  o.stats = unit_pixel_stats(1);
+  const Dataset d = load_arrays(o, torch::kCPU);
+  EXPECT_EQ(d.test.size(), 2);
+  EXPECT_TRUE(d.class_names.empty());
+  fs::remove_all(dir);
+}
+
 TEST(Arrays, BadInputIsOneLineNamingTheFile) {
   const auto dir = bnn::testing::unique_temp_dir("bnn_arrays_bad");
   const auto good = [&] {

@@ -139,6 +139,10 @@ TEST_F(ImageFolder, ATestClassFolderOutsideTrainIsRefused) {
   write_class(dir_ / "train", "dog", 2);
   write_class(dir_ / "test", "cat", 1);
   write_class(dir_ / "test", "dog", 1);
+  // Hidden folders (a notebook's, a tool's) are no classes on either side.
+  fs::create_directories(dir_ / "test" / ".ipynb_checkpoints");
+  fs::create_directories(dir_ / "train" / ".cache");
+  EXPECT_EQ(load().class_names, (std::vector<std::string>{"cat", "dog"}));
   write_class(dir_ / "test", "emu", 1);
   EXPECT_EQ(error_of([&] { load(); }),
             (dir_ / "test" / "emu").string() +
@@ -160,8 +164,8 @@ TEST_F(ImageFolder, SkippingEveryImageOfAClassIsAnError) {
   EXPECT_EQ(load().train.size(), 3);  // one skipped, each class still there
   bnn::testing::write_garbage(dir_ / "train" / "dog" / "dog_1.jpg");
   EXPECT_EQ(error_of([&] { load(); }),
-            "image_folder: every training image of class dog is unreadable and was skipped (data.skip_bad_images; "
-            "the first skipped: " +
+            "image_folder: no training image of class dog is left after data.skip_bad_images skipped 2 unreadable "
+            "file(s) (the first: " +
                 (dir_ / "train" / "dog" / "dog_0.png").string() + "): the class has no training example");
 }
 

@@ -265,7 +265,7 @@ TEST(TorchScript, BadModulesAreOneLineNamingTheFile) {
        "the logits forward returns carry no gradient to the parameters (detached, or computed under "
        "torch.no_grad()): bnn trains by gradients of the loss"},
       {module_file("integer_logits.pt"),
-       "forward returns Long logits; bnn needs float32 logits, differentiable in the parameters"},
+       "forward returns Long logits; bnn needs floating-point logits, differentiable in the parameters"},
       {module_file("noisy_forward.pt"), "in eval mode forward gives other logits for the same batch each time"},
       {module_file("dropout_traced_train.pt"), "in eval mode forward gives other logits for the same batch each time"},
   };
