@@ -13,7 +13,8 @@
 #
 #   scripts/pack-members.sh pack RUN_DIR PREFIX [MAX]   (MAX: N MiB or NK KiB; default 15)
 #       writes PREFIX_01.tar, PREFIX_02.tar, ... (removing PREFIX_NN.tar
-#       files of an earlier pack beyond them) and prints one line per archive;
+#       files of an earlier pack of the same run beyond them; PREFIX_NN.tar
+#       files of another run are refused) and prints one line per archive;
 #       exits 1 if a member alone does not fit in MAX (its archive is written)
 #   scripts/pack-members.sh unpack RUN_DIR ARCHIVE...
 #       puts the archives' members into RUN_DIR (made if missing), then:
@@ -81,6 +82,14 @@ pack() {
   done
   [[ ${#skipped[@]} -eq 0 ]] || echo "pack-members: not finished, left out: ${skipped[*]}"
   [[ ${#members[@]} -gt 0 ]] || die "$run has no finished member to pack"
+  # Archives already at PREFIX are replaced only where they are this run's
+  # (an earlier pack of it): another run's may be the only copy of its members.
+  local old
+  for old in "${prefix}"_[0-9][0-9].tar; do
+    [[ -f "$old" ]] || continue
+    cmp -s <(tar -xOf "$old" bnn.json 2> /dev/null) "$run/bnn.json" ||
+      die "$old holds another run's members (its bnn.json is not $run's): give another PREFIX, or move it away"
+  done
   mkdir -p "$(dirname "$prefix")"
   # An archive: the run's files, its members' files, then two zero blocks,
   # all rounded up to tar's 10 KiB records.

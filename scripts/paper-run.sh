@@ -157,13 +157,15 @@ fi
 
 config="$(cd "$(dirname "$0")/.." && pwd)/configs/fashion_mnist_paper.yaml"
 if [[ "${1:-}" == "--config" ]]; then
-  config="${2:?--config needs a file}"
+  [[ -n "${2:-}" ]] || { echo "paper-run: --config needs a file" >&2; exit 2; }
+  config="$2"
   shift 2
 fi
 usage="usage: scripts/paper-run.sh [--config FILE] BNN RUN_DIR OUT_DIR [OPTION...]"
-bnn="${1:?$usage}"
-run="${2:?$usage}"
-out="${3:?$usage}"
+[[ $# -ge 3 ]] || { echo "$usage" >&2; exit 2; }
+bnn="$1"
+run="$2"
+out="$3"
 shift 3
 root="$(cd "$(dirname "$0")/.." && pwd)"
 [[ -x "$bnn" ]] || { echo "paper-run: $bnn is not an executable bnn" >&2; exit 2; }
@@ -177,6 +179,8 @@ else
 fi
 [[ -f "$out/slices.tsv" ]] || printf 'started_utc\tseconds\texit_code\tcommand\n' > "$out/slices.tsv"
 slice=$(( $(wc -l < "$out/slices.tsv") ))
+# A killed call wrote no row: its log keeps its number, and this one takes the next.
+while [[ -e "$out/slice_$slice.log" ]]; do slice=$((slice + 1)); done
 started="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 t0=$(date +%s.%N)
 set +e

@@ -10,8 +10,9 @@
 #
 # NAME (letters, digits, '-') names the slice's files, MEMBERS is bnn run's
 # --members (0-3, 4-19), and the OPTIONs go to bnn run (--device cuda,
-# --members-per-device 8; not --time-limit, --out or --config, which the
-# slice sets). Into
+# --members-per-device 8; not --members, --time-limit, --out or --config,
+# which the slice sets; an OPTION bnn refuses ends the slice with exit 2,
+# leaving NAME free). Into
 # OUT_DIR:
 #
 #   NAME_01.tar, ...  the finished members (scripts/pack-members.sh, at most
@@ -59,10 +60,11 @@
 # /tmp/bnn-slice); BNN_COMMIT as for paper-run.sh.
 #
 # Exit: 0 when every member finished and is packed; 75 when the deadline
-# stopped some (those that finished are packed: train the others in a later
-# slice, or call again on the same machine); 2 for bad arguments, before
-# anything runs; 1 for anything else that failed (no bnn, no time left to
-# train, training failed, packing failed), NAME.log says what.
+# stopped some, or another process holds some (those that finished are
+# packed: train the others in a later slice, or call again on the same
+# machine); 2 for bad arguments; 1 for anything else that failed (no bnn,
+# no time left to train, training failed, packing failed), NAME.log says
+# what. A TERM, INT or HUP to the script stops bnn too.
 set -uo pipefail
 
 usage="usage: scripts/paper-slice.sh NAME MEMBERS OUT_DIR [bnn run OPTION...]"
@@ -79,6 +81,11 @@ slice_name_and_deadline "$name" 60
   bad "MEMBERS '$members' is not a member list such as 0-3 or 4,6-9"
 slice_options --members-per-device "members per device" "$@"
 options=("$@")
+for option in "${options[@]}"; do
+  case "$option" in
+    --members | --members=*) bad "--members is MEMBERS, the second argument: give it there" ;;
+  esac
+done
 design=streams
 for ((i = 0; i < ${#options[@]}; ++i)); do
   case "${options[i]}" in
@@ -125,16 +132,35 @@ slice_throughput "$design" run members
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"
 started_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 t0=$(date +%s)
+# The rows of slices.tsv below its header: paper-run.sh writes one per command it ends.
+table_rows() {
+  if [[ -s "$work/log/slices.tsv" ]]; then echo $(($(wc -l < "$work/log/slices.tsv") - 1)); else echo 0; fi
+}
+rows=$(table_rows)
 # --whole-members: a member starts only where a whole member fits the time
 # left, since one stopped part-way is lost with the machine (its checkpoint
 # does not travel) and would slow those that can finish.
-timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" "$work/log" \
-  --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "${throughput[@]}" "$@" >> "$log" 2>&1
-code=$?
-if [[ $code -eq 124 || $code -eq 137 ]]; then
+run_stoppable timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" \
+  "$work/log" --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "${throughput[@]}" "$@" \
+  >> "$log" 2>&1
+if [[ $code -eq 2 && $resume == 0 ]]; then
+  # bnn refused an OPTION before training anything: nothing to keep, and the NAME stays free.
+  sed -n '/^bnn: error: /p' "$work"/log/slice_*.log 2> /dev/null | tee -a "$log"
+  rm -rf "$work"
+  say "bnn run refused its arguments (exit 2; $log has its log): nothing was trained, and $name may be used again"
+  exit 2
+fi
+deadline=0
+[[ $code -eq 124 || $code -eq 137 ]] && deadline=1
+if [[ $(table_rows) -eq $rows ]]; then
   # Stopped outright: paper-run.sh wrote no row for it.
+  why="training stopped by a signal"
+  [[ $deadline == 1 ]] && why="training stopped at the slice's deadline"
+  [[ -s "$work/log/slices.tsv" ]] || printf 'started_utc\tseconds\texit_code\tcommand\n' > "$work/log/slices.tsv"
   printf '%s\t%s\t%s\t%s\n' "$started_utc" "$(($(date +%s) - t0))" "$code" \
-    "scripts/paper-slice.sh $name $members (training stopped at the slice's deadline)" >> "$work/log/slices.tsv"
+    "scripts/paper-slice.sh $name $members ($why)" >> "$work/log/slices.tsv"
+fi
+if [[ $deadline == 1 ]]; then
   say "training was stopped at the deadline (exit $code)"
   code=75
 fi
@@ -149,8 +175,15 @@ if ! grep -qs '"status": *"done"' "$work"/run/member_*/status.json; then
   exit "$code"
 fi
 
-bash "$root/scripts/pack-members.sh" pack "$work/run" "$out/$name" 15 2>&1 | tee -a "$log"
+rm -f "$work/pack.txt"
+bash "$root/scripts/pack-members.sh" pack "$work/run" "$out/$name" 15 2>&1 | tee -a "$log" "$work/pack.txt"
 pack=${PIPESTATUS[0]}
 [[ $pack -eq 0 ]] || { say "scripts/pack-members.sh exited $pack"; exit 1; }
+# bnn exits 0 where another process holds the members it has left (one an
+# interrupted call of this slice left running, say): they are not packed.
+if [[ $code -eq 0 ]] && grep -q "^pack-members: not finished, left out: " "$work/pack.txt"; then
+  say "members not finished (another process may still be training them): call again on this machine"
+  code=75
+fi
 say "done in $(elapsed) s"
 exit "$code"

@@ -79,7 +79,8 @@ work="${BNN_SLICE_WORK:-/tmp/bnn-slice}/rhat_$name"
 mkdir -p "$out" "$work/rhat" || exit 1
 out="$(cd "$out" && pwd)"
 log="$out/rhat_$name.log"
-: > "$log"
+# A slice called again adds to its log: the earlier call's lines stay.
+[[ -s "$log" ]] && echo "--- called again $(date -u +%Y-%m-%dT%H:%M:%SZ)" >> "$log"
 
 # The repeats earlier slices saved, into the folder: bnn rhat reads them
 # (and refuses a file of another experiment by name). A file already there
@@ -106,9 +107,8 @@ fi
 slice_throughput streams rhat repeats
 say "running repeats for at most $left s ($(date -u +%H:%M:%SZ))"
 t0=$(date +%s)
-timeout -k 5 $((left + 20)) "$bnn" rhat "$@" "${throughput[@]}" --no-figures --time-limit "${left}s" \
+run_stoppable timeout -k 5 $((left + 20)) "$bnn" rhat "$@" "${throughput[@]}" --no-figures --time-limit "${left}s" \
   --config "$config" --out "$work/rhat" >> "$log" 2>&1
-code=$?
 stopped=0
 if [[ $code -eq 124 || ($code -eq 137 && $(($(date +%s) - t0)) -ge $((left + 20))) ]]; then
   say "bnn rhat was stopped at the deadline (exit $code)"
@@ -116,6 +116,9 @@ if [[ $code -eq 124 || ($code -eq 137 && $(($(date +%s) - t0)) -ge $((left + 20)
   code=75
 else
   say "bnn rhat exited $code"
+  if [[ $code -eq 2 ]] && grep -q "give --out a new folder" "$log"; then
+    say "(the slice sets --out: for other options, give the slice another NAME)"
+  fi
 fi
 
 # Every saved repeat is archived, also where bnn failed (a repeat that ran

@@ -49,6 +49,25 @@ slice_config() {
   [[ -f "$config" ]] || bad "no config file $config"
 }
 
+# run_stoppable COMMAND...: runs COMMAND, a `timeout ...` (which puts itself
+# in a process group of its own, out of reach of a signal to this script's
+# group), so that a TERM, INT or HUP to this script reaches it too, and sets
+# code to its exit status. Without it, a slice stopped by a scheduler or a
+# closed terminal left bnn training on, writing into the records of the
+# next call.
+run_stoppable() {
+  "$@" &
+  local child=$!
+  trap 'kill -TERM "$child" 2> /dev/null' TERM INT HUP
+  wait "$child"
+  code=$?
+  while kill -0 "$child" 2> /dev/null; do  # wait returned for a trapped signal: the command's own status next
+    wait "$child"
+    code=$?
+  done
+  trap - TERM INT HUP
+}
+
 # The script's line, on its output and in the log.
 say() { echo "$slice_script: $*" | tee -a "$log"; }
 elapsed() { echo $(($(date +%s) - start)); }

@@ -44,6 +44,11 @@ TEST(Deploy, KubernetesIndexedJobRunsOneMemberPerIndex) {
   const YAML::Node job = YAML::LoadFile((kSource / "deploy/k8s/bnn-job.yaml").string());
   EXPECT_EQ(job["kind"].as<std::string>(), "Job");
   EXPECT_EQ(job["spec"]["completionMode"].as<std::string>(), "Indexed");
+  // backoffLimitPerIndex is accepted only with restartPolicy Never; a
+  // replacement must wait for the old pod, which holds the member's lock.
+  EXPECT_TRUE(job["spec"]["backoffLimitPerIndex"].IsDefined());
+  EXPECT_EQ(job["spec"]["template"]["spec"]["restartPolicy"].as<std::string>(), "Never");
+  EXPECT_EQ(job["spec"]["podReplacementPolicy"].as<std::string>(), "Failed");
   const YAML::Node container = job["spec"]["template"]["spec"]["containers"][0];
   const std::string command = container["args"][0].as<std::string>();
   EXPECT_TRUE(contains(command, "--members \"$JOB_COMPLETION_INDEX\"")) << command;
@@ -58,6 +63,7 @@ TEST(Deploy, KubernetesIndexedJobRunsOneMemberPerIndex) {
 TEST(Deploy, SlurmArrayTaskIsTheMember) {
   const std::string script = read("deploy/slurm/bnn.sbatch");
   EXPECT_TRUE(contains(script, "--members \"${SLURM_ARRAY_TASK_ID:?run as an array job}\"")) << script;
+  EXPECT_TRUE(contains(script, "#SBATCH --open-mode=append")) << script;  // a requeued task keeps the log
   EXPECT_EQ(std::system(("bash -n " + (kSource / "deploy/slurm/bnn.sbatch").string()).c_str()), 0);
 }
 
@@ -80,7 +86,19 @@ TEST(Deploy, SlurmTaskStoppedByItsTimeLimitRequeuesItself) {
     return WEXITSTATUS(std::system(cmd.c_str()));
   };
   const auto member = work / "run" / "member_001";
-  EXPECT_EQ(task("BNN_TIME_LIMIT=0.001", "log1.txt"), 0) << bnn::io::read_file(work / "log1.txt");
+  // A limit shorter than start-up: no epoch, so no requeue (it would loop).
+  EXPECT_EQ(task("BNN_TIME_LIMIT=0.001", "log0.txt"), 1) << bnn::io::read_file(work / "log0.txt");
+  EXPECT_NE(bnn::io::read_file(work / "log0.txt")
+                .find("bnn.sbatch: member 1 made no progress before its time limit (0.001): not requeued"),
+            std::string::npos)
+      << bnn::io::read_file(work / "log0.txt");
+  EXPECT_FALSE(std::filesystem::exists(work / "scontrol.txt"));
+  // Stopped after its SWA checkpoint (as a time limit in sampling would).
+  bnn::io::write_file_atomically(work / "bin" / "bnn-stops",
+                                 "#!/bin/sh\nenv BNN_KILL_AT_SAMPLER_STEP=1 " BNN_BINARY " \"$@\"\nexit 75\n");
+  std::filesystem::permissions(work / "bin" / "bnn-stops", std::filesystem::perms::owner_all);
+  EXPECT_EQ(task("BNN=" + (work / "bin" / "bnn-stops").string(), "log1.txt"), 0)
+      << bnn::io::read_file(work / "log1.txt");
   EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\n");
   EXPECT_FALSE(std::filesystem::exists(member / "status.json"));
   EXPECT_EQ(task("", "log2.txt"), 0) << bnn::io::read_file(work / "log2.txt");

@@ -255,6 +255,47 @@ exec {shutil.which("tar")} "$@"
                           "streams run in it; members at once as bnn chooses", r.stdout)
             self.assertNotIn("--throughput", self.read("out", name + ".tsv"))
 
+    def test_members_another_process_holds_leave_the_slice_unfinished(self):
+        # bnn exits 0 where another process holds the members it has left (a killed call's bnn still
+        # training, say): here member 1 is left so, and the slice says it is not done.
+        status = self.path("work", "a", "run", "member_001", "status.json")
+        holds = self.bnn_wrapper("bnn-holds", f'if [[ "$1" == run ]]; then\n'
+                                              f'  {BNN} "$@"; code=$?; rm -f {status}; exit $code\nfi')
+        r = self.slice("a", "0-1", BNN_SLICE_BNN=holds)
+        self.assertEqual(r.returncode, 75, r.stdout + r.stderr)
+        self.assertIn("pack-members: not finished, left out: member_001", r.stdout)
+        self.assertIn("paper-slice: members not finished (another process may still be training them): call again "
+                      "on this machine", r.stdout)
+        self.assertIn("a_01.tar: 1 member(s) (member_000)", r.stdout)
+
+    def test_an_option_bnn_refuses_leaves_the_name_free(self):
+        r = self.slice("a", "0", "--set", "nosuch.key=1")
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("nosuch.key", r.stdout)
+        self.assertIn("paper-slice: bnn run refused its arguments (exit 2; ", r.stdout)
+        self.assertFalse(os.path.exists(self.path("work", "a")))
+        r = self.slice("a", "0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
+    def test_pack_refuses_to_replace_another_run_s_archives(self):
+        r = self.slice("a", "0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(self.path("out", "a_01.tar"), "rb") as f:
+            archive = f.read()
+        other = self.path("other")
+        subprocess.run([BNN, "run", "--config", TINY, "--out", other, "--members", "0", "--device", "cpu",
+                        "--threads", "1", "--set", "run.seed=9"], check=True, capture_output=True)
+        r = subprocess.run(["bash", PACK, "pack", other, self.path("out", "a")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(f"pack-members: {self.path('out', 'a_01.tar')} holds another run's members (its bnn.json is "
+                      f"not {other}'s): give another PREFIX, or move it away", r.stderr)
+        with open(self.path("out", "a_01.tar"), "rb") as f:
+            self.assertEqual(f.read(), archive)
+        # The same run packed again replaces its own archives.
+        r = subprocess.run(["bash", PACK, "pack", self.path("work", "a", "run"), self.path("out", "a")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+
     def test_bad_arguments_are_named_before_anything_runs(self):
         cases = [
             (("a/b", "0"), {}, 2,
@@ -280,6 +321,10 @@ exec {shutil.which("tar")} "$@"
             (("a", "0", "--members-per-device=4"), {"BNN_SLICE_THROUGHPUT": self.path("t.csv")}, 2,
              re.escape("paper-slice: BNN_SLICE_THROUGHPUT chooses the members per device: drop "
                        "--members-per-device 4")),
+            (("a", "0-1", "--members", "2"), {}, 2,
+             re.escape("paper-slice: --members is MEMBERS, the second argument: give it there")),
+            (("a", "0-1", "--members=3"), {}, 2,
+             re.escape("paper-slice: --members is MEMBERS, the second argument: give it there")),
             (("a", "0"), {"BNN_SLICE_BNN": self.path("none")}, 1,
              re.escape(f"paper-slice: {self.path('none')} is not an executable bnn")),
         ]

@@ -215,7 +215,8 @@ class RhatSliceScript(unittest.TestCase):
         shutil.copy(self.path("out", "rhat_other.tar"), self.saved)
         r = self.slice("c")
         self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
-        self.assertIn("rhat-slice: bnn rhat exited 2\n", r.stdout)
+        self.assertIn("rhat-slice: bnn rhat exited 2\nrhat-slice: (the slice sets --out: for other options, give the "
+                      "slice another NAME)\n", r.stdout)
         self.assertIn("holds R-hat chains of this experiment with other options (rhat.chains: 3 there, 2 now",
                       self.read("out", "rhat_c.log"))
         # What the folder holds comes back as it came: bnn ran no repeat.
