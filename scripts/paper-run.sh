@@ -56,7 +56,7 @@ assemble() {
   fi
   local commit="${BNN_COMMIT:-$(git -C "$root" rev-parse HEAD 2> /dev/null || echo unknown)}"
   python3 - "$out/slices.tsv" "$staging/README.md" "$commit" "$device" "$version" "$closing" "$root" <<'EOF'
-import csv, os, sys
+import csv, json, os, sys
 slices_file, readme, commit, device, version, closing, root = sys.argv[1:]
 rows = list(csv.DictReader(open(slices_file), delimiter="\t"))
 for number, r in enumerate(rows, start=2):
@@ -72,8 +72,14 @@ try:
     setting = read_setting(os.path.join(os.path.dirname(readme), "config.yaml"))
 except BadMetrics:
     setting = {}
-title = ", ".join(filter(None, [setting.get("data.dataset"), setting.get("model.name"),
-                                setting.get("run.members") and f"{setting['run.members']} members"]))
+# The members are those the evaluation scored (metrics.json), not the config's run.members.
+try:
+    scored = len(json.load(open(os.path.join(os.path.dirname(readme), "metrics.json")))["members"])
+except (OSError, ValueError, KeyError, TypeError):
+    scored = None
+members = f"{scored} of {setting['run.members']} members" if scored is not None and setting.get("run.members") and \
+    str(scored) != str(setting["run.members"]) else (f"{scored} members" if scored is not None else None)
+title = ", ".join(filter(None, [setting.get("data.dataset"), setting.get("model.name"), members]))
 lines = [
     f"# {title or 'A run'}: results of bnn",
     "",
@@ -89,6 +95,11 @@ lines += [f"| {r['started_utc']} | {r['seconds']} | {r['exit_code']} | `{r['comm
 lines += ["", closing, ""] if closing else [""]
 open(readme, "w").write("\n".join(lines))
 EOF
+  # Only an earlier assembly is replaced: a folder of anyone else's stays.
+  if [[ -e "$results" ]] && ! head -1 "$results/README.md" 2> /dev/null | grep -q ': results of bnn$'; then
+    echo "paper-run: $results is not results this script assembled (no README.md of its own): move it away" >&2
+    exit 2
+  fi
   rm -rf "$results.old"
   if [[ -d "$results" ]]; then mv "$results" "$results.old"; fi
   mv "$staging" "$results"
@@ -112,11 +123,23 @@ EOF
 
 if [[ "${1:-}" == "--assemble" ]]; then
   usage="usage: scripts/paper-run.sh --assemble RUN_DIR OUT_DIR [SLICES_TSV...]"
-  run="${2:?$usage}"
-  out="${3:?$usage}"
+  [[ $# -ge 3 ]] || { echo "$usage" >&2; exit 2; }
+  run="$2"
+  out="$3"
   shift 3
   [[ -f "$run/metrics.json" ]] ||
     { echo "paper-run: $run/metrics.json is missing: run bnn evaluate $run first" >&2; exit 2; }
+  # Members unpacked after the evaluation would be missing from its tables.
+  python3 - "$run" <<'EOF' || exit 2
+import glob, json, os, sys
+run = sys.argv[1]
+scored = json.load(open(os.path.join(run, "metrics.json"))).get("members", [])
+done = [os.path.basename(os.path.dirname(p)) for p in sorted(glob.glob(os.path.join(run, "member_*", "status.json")))
+        if json.load(open(p)).get("status") == "done"]
+if sorted(scored) != done:
+    sys.exit(f"paper-run: {run}/metrics.json scores {len(scored)} member(s), but {len(done)} are finished there: "
+             f"run bnn evaluate {run} again first")
+EOF
   [[ -n "${BNN_COMMIT:-}" ]] ||
     { echo "paper-run: --assemble needs BNN_COMMIT=<the commit that trained the members>" >&2; exit 2; }
   mkdir -p "$out"

@@ -205,6 +205,33 @@ TEST(PackMembers, MembersTrainedApartAreEvaluatedTogether) {
   EXPECT_NE(readme.find("- bnn commit: `test-commit`"), std::string::npos) << readme;
   EXPECT_TRUE(std::filesystem::exists(work / "out" / "results" / "paper_comparison.md"));
   EXPECT_NE(readme.find("scripts/pack-members.sh carried the finished ones back"), std::string::npos) << readme;
+  EXPECT_EQ(readme.rfind("# fashion_mnist, mlp, 2 members: results of bnn\n", 0), 0U) << readme;
+  // The title counts the members scored, not the config's run.members; an
+  // evaluation older than the members in the folder, and a results folder
+  // that is not an earlier assembly, are refused.
+  std::tie(code, log) = sh("cp -r " + merged.string() + " " + (work / "one").string() + " && rm -r " +
+                           (work / "one" / "member_001").string() + " && " + BNN_BINARY + " evaluate " +
+                           (work / "one").string() + " && BNN_COMMIT=c " + paper_run + (work / "one").string() + " " +
+                           (work / "out_one").string() + " " + (work / "a.tsv").string());
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_EQ(read_file(work / "out_one" / "results" / "README.md").rfind("# fashion_mnist, mlp, 1 of 2 members: ", 0),
+            0U);
+  std::tie(code, log) = sh("cp -r " + (merged / "member_001").string() + " " + (work / "one").string() +
+                           " && BNN_COMMIT=c " + paper_run + (work / "one").string() + " " +
+                           (work / "out_one").string());
+  EXPECT_EQ(code, 2) << log;
+  EXPECT_NE(log.find("/metrics.json scores 1 member(s), but 2 are finished there: run bnn evaluate "),
+            std::string::npos)
+      << log;
+  std::filesystem::create_directories(work / "mine" / "results");
+  bnn::io::write_file_atomically(work / "mine" / "results" / "notes.md", "my notes\n");
+  std::tie(code, log) = sh("BNN_COMMIT=c " + paper_run + merged.string() + " " + (work / "mine").string() + " " +
+                           (work / "a.tsv").string());
+  EXPECT_EQ(code, 2) << log;
+  EXPECT_NE(log.find((work / "mine" / "results").string() + " is not results this script assembled"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(read_file(work / "mine" / "results" / "notes.md"), "my notes\n");
   std::tie(code, log) = sh(paper_run + (work / "first" / "member_000").string() + " " + (work / "out").string());
   EXPECT_EQ(code, 2);
   EXPECT_NE(log.find("metrics.json is missing: run bnn evaluate "), std::string::npos) << log;
