@@ -37,17 +37,9 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 std::vector<double> parse_step_sizes(const std::string& text) {
   std::vector<double> out;
   for (const auto& item : split_list(text, "--step-sizes")) {
-    size_t used = 0;
-    double h = 0;
-    try {
-      h = std::stod(item, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != item.size()) {
-      throw config::ConfigError(fmt::format("bnn bias: --step-sizes: '{}' is not a number", item));
-    }
-    out.push_back(h);
+    const std::optional<double> h = number_in(item);
+    if (!h) throw config::ConfigError(fmt::format("bnn bias: --step-sizes: '{}' is not a number", item));
+    out.push_back(*h);
   }
   return out;
 }

@@ -16,14 +16,9 @@ namespace {
 // in another form (a fraction, an exponent, a sign +) by a whole-number one;
 // a negative one by a count; a whole number in digits only when too large.
 std::string wanted(const std::string& value) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != value.size()) return "a number";
+  const std::optional<double> number = number_in(value);
+  if (!number) return "a number";
+  const double v = *number;
   if (!std::isfinite(v)) return "a finite number";
   if (v != std::floor(v) || value.find_first_not_of("-0123456789") != std::string::npos) {
     return "a whole number, in digits";
@@ -62,6 +57,18 @@ std::string wanted(const std::string& value) {
 }
 
 }  // namespace
+
+std::optional<double> number_in(const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  if (used != text.size()) return std::nullopt;
+  return v;
+}
 
 std::optional<cxxopts::ParseResult> parse_or_help(cxxopts::Options& options, int argc, char** argv,
                                                   const std::string& help_suffix) {

@@ -24,6 +24,10 @@ namespace bnn::cli {
 std::optional<cxxopts::ParseResult> parse_or_help(cxxopts::Options& options, int argc, char** argv,
                                                   const std::string& help_suffix = "");
 
+// The number `text` is, all of it (std::stod's forms, inf and nan included);
+// nullopt for anything else.
+std::optional<double> number_in(const std::string& text);
+
 // The config overrides of a command that takes --set key=value (repeatable)
 // and the shortcuts --device, --threads and --seed, in that order.
 std::vector<std::string> config_overrides(const cxxopts::ParseResult& args);
