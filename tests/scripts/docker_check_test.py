@@ -23,8 +23,8 @@ SCRIPT = os.path.join(ROOT, "scripts", "docker-check.sh")
 
 # docker, as far as the script uses it. `run ... -v HOST:/runs ... bnn:cpu ARGS`
 # runs the host's bnn on ARGS, with /runs and /opt/bnn read as HOST and the
-# repository, and FAKE_DOCKER_EXTRA's arguments appended (an image that
-# computes differently); with FAKE_DOCKER_BROKEN_IMAGE its bnn cannot start.
+# repository, and FAKE_DOCKER_EXTRA's arguments appended to a `run` (an image
+# that computes differently); with FAKE_DOCKER_BROKEN_IMAGE its bnn cannot start.
 FAKE_DOCKER = """#!{python}
 import os, sys
 args = sys.argv[1:]
@@ -50,7 +50,8 @@ if args[0] == "run":
     image = args.index("bnn:cpu")
     host = args[args.index("-v") + 1].rsplit(":/runs", 1)[0]
     rest = [a.replace("/opt/bnn", {root!r}, 1).replace("/runs", host, 1) for a in args[image + 1:]]
-    rest += env("FAKE_DOCKER_EXTRA", "").split()
+    if rest[:1] == ["run"]:  # bnn version takes no options
+        rest += env("FAKE_DOCKER_EXTRA", "").split()
     os.execv({bnn!r}, [{bnn!r}] + rest)
 sys.exit("fake docker: unexpected " + " ".join(args))
 """
