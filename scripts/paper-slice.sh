@@ -143,9 +143,12 @@ rows=$(table_rows)
 run_stoppable timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" \
   "$work/log" --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "${throughput[@]}" "$@" \
   >> "$log" 2>&1
-if [[ $code -eq 2 && $resume == 0 ]]; then
-  # bnn refused an OPTION before training anything: nothing to keep, and the NAME stays free.
-  sed -n '/^bnn: error: /p' "$work"/log/slice_*.log 2> /dev/null | tee -a "$log"
+if [[ $code -eq 2 && $resume == 0 && ! -e "$work/run" ]]; then
+  # bnn refused an OPTION before it made the run folder (it does so only
+  # once the data and model loaded): nothing was trained, and the NAME
+  # stays free. An exit 2 later (a failed write) keeps everything.
+  sed -n '/^bnn: error: /p' "$work"/log/slice_*.log 2> /dev/null
+  cat "$work"/log/slice_*.log >> "$log" 2> /dev/null
   rm -rf "$work"
   say "bnn run refused its arguments (exit 2; $log has its log): nothing was trained, and $name may be used again"
   exit 2

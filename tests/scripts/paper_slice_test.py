@@ -277,6 +277,15 @@ exec {shutil.which("tar")} "$@"
         r = self.slice("a", "0")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
 
+    def test_an_exit_2_after_training_began_keeps_the_work(self):
+        # A failed write (a full disk) is exit 2 too: the run folder and its members stay.
+        body = f'if [[ "$1" == run ]]; then\n  {BNN} "$@"; echo "bnn: error: cannot write x" >&2; exit 2\nfi'
+        writes_fail = self.bnn_wrapper("bnn-write-fails", body)
+        r = self.slice("a", "0", BNN_SLICE_BNN=writes_fail)
+        self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+        self.assertIn("paper-slice: paper-run.sh exited 2\n", r.stdout)
+        self.assertTrue(os.path.exists(self.path("work", "a", "run", "member_000", "status.json")))
+
     def test_pack_refuses_to_replace_another_run_s_archives(self):
         r = self.slice("a", "0")
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
