@@ -59,6 +59,15 @@ const std::filesystem::path& tiny_run() {
   return dir;
 }
 
+// A fresh folder `name` holding tiny_run()'s evaluation without figures.
+std::filesystem::path evaluated_without_figures(const std::string& name) {
+  const auto out = evaluate_work() / name;
+  std::filesystem::remove_all(out);
+  const EvaluateResult r = evaluate_cli("evaluate " + tiny_run().string() + " --out " + out.string() + " --no-figures");
+  EXPECT_EQ(r.code, 0) << r.output;
+  return out;
+}
+
 TEST(SelectSampleSteps, BurnInThenEveryKth) {
   using bnn::pipeline::select_sample_steps;
   const std::vector<int64_t> stored = {20, 30, 40, 50, 60};
@@ -323,9 +332,8 @@ TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
 TEST(Evaluate, FiguresThatCannotBeWrittenKeepTheMetrics) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto out = evaluate_work() / "figures_a_file";
-  std::filesystem::remove_all(out);
-  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures").code, 0);
+  const auto out = evaluated_without_figures("figures_a_file");
+  if (::testing::Test::HasFailure()) return;
   std::filesystem::remove(out / "metrics.json");
   bnn::io::write_file_atomically(out / "figures", "not a folder");
   const EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + out.string());
@@ -340,9 +348,8 @@ TEST(Evaluate, FiguresThatCannotBeWrittenKeepTheMetrics) {
 TEST(Evaluate, RemovesWhatAStoppedEvaluationLeft) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto& run = tiny_run();
-  const auto out = evaluate_work() / "stale";
-  std::filesystem::remove_all(out);
-  ASSERT_EQ(evaluate_cli("evaluate " + run.string() + " --out " + out.string() + " --no-figures").code, 0);
+  const auto out = evaluated_without_figures("stale");
+  if (::testing::Test::HasFailure()) return;
   const std::string tail = ".tmp.4242.0123456789abcdef.0";
   const std::vector<std::filesystem::path> stale = {out / ("metrics.json" + tail), out / ("report.html" + tail),
                                                     out / "figures" / "data" / ("loss_traces.dat" + tail)};
