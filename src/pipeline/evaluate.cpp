@@ -647,7 +647,16 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
       markdown, fmt::format("bnn report: {} on {}, {}", config.model.name, config.data.dataset, config.sampler.name),
       embedded);
   // Note [Evaluation lock]: the tables and reports last, one after another,
-  // once everything is computed and the figures drawn.
+  // once everything is computed and the figures drawn; not at all where the
+  // lock file was deleted meanwhile, since another evaluation may hold a new one.
+  try {
+    lock->check_still_held();
+  } catch (const io::LockLost& e) {
+    throw std::runtime_error(fmt::format("{}; another bnn may be evaluating into {} now, so this evaluation wrote no "
+                                         "tables or reports (never delete the lock files of a folder in use; run bnn "
+                                         "evaluate again once no other does)",
+                                         e.what(), out_dir.string()));
+  }
   io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
   io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
   io::write_file_atomically(

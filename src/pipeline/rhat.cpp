@@ -18,6 +18,7 @@
 #include "samplers/random.h"
 #include "src/evaluation/figures.h"
 #include "src/io/atomic_file.h"
+#include "src/io/file_lock.h"
 #include "src/pipeline/run.h"
 #include "src/pipeline/run_directory.h"
 #include "src/pipeline/sampling_phase.h"
@@ -202,6 +203,20 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
 }
 
 // The experiment the folder's manifest names (claimed by this command).
+// Note [Member locks]: where rhat.lock was deleted while this process held
+// it, another bnn rhat may have claimed the folder since: nothing more is
+// written into it.
+void still_ours(const io::FileLock& lock, const std::filesystem::path& dir) {
+  try {
+    lock.check_still_held();
+  } catch (const io::LockLost& e) {
+    throw std::runtime_error(fmt::format("{}; another bnn rhat may be writing into {} now, so this one writes no "
+                                         "more there (never delete the lock files of a folder in use; run bnn rhat "
+                                         "again once no other does: the repeats saved are kept)",
+                                         e.what(), dir.string()));
+  }
+}
+
 std::string folder_experiment(const std::filesystem::path& dir) {
   return nlohmann::json::parse(io::read_file(dir / kManifestFile)).at("experiment").get<std::string>();
 }
@@ -396,6 +411,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
         const double began = deadline != nullptr ? deadline->elapsed() : 0.0;
         repeat = to_run[i];
         std::vector<ChainLosses> chains = run_member_chains(context, repeat, chain_options);
+        still_ours(lock, dir);
         save_repeat(dir, experiment, repeat, chains, options.loss_every);
         if (deadline != nullptr) deadline->member_took(deadline->elapsed() - began);
         const std::lock_guard<std::mutex> lock(done);
@@ -445,6 +461,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
     result.figure_error = outcome.error;
     if (!outcome.error.empty()) spdlog::warn("figure not drawn: {}", outcome.error);
   }
+  still_ours(lock, dir);
   write_outputs(config, options, result);
   return result;
 }

@@ -327,6 +327,31 @@ TEST(Evaluate, MissingGnuplotKeepsTheMetrics) {
   EXPECT_NE(bnn::io::read_file(out / "report.md").find("Not drawn: gnuplot not found"), std::string::npos);
 }
 
+// Note [Evaluation lock]: an evaluation whose evaluate.lock was deleted and
+// made again while it ran (here by a stand-in gnuplot, as it draws the
+// figures) writes no tables: another evaluation may own the folder now.
+TEST(Evaluate, AnEvaluationWhoseLockFileIsReplacedWritesNoTables) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto& run = tiny_run();
+  const auto out = evaluate_work() / "lock_replaced";
+  std::filesystem::remove_all(out);
+  const auto fake = evaluate_work() / "lock_replacing_gnuplot.sh";
+  bnn::io::write_file_atomically(fake, "#!/bin/sh\nrm -f '" + (out / "evaluate.lock").string() + "'\n: > '" +
+                                           (out / "evaluate.lock").string() + "'\nexit 1\n");
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  ::setenv("BNN_GNUPLOT", fake.c_str(), 1);
+  const EvaluateResult r = evaluate_cli("evaluate " + run.string() + " --out " + out.string());
+  ::unsetenv("BNN_GNUPLOT");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("evaluate.lock was replaced by another file while this process held it; another bnn may "
+                          "be evaluating into"),
+            std::string::npos)
+      << r.output;
+  for (const char* name : {"metrics.json", "metrics.csv", "metrics.txt", "uncertainty.json", "report.md"}) {
+    EXPECT_FALSE(std::filesystem::exists(out / name)) << name;
+  }
+}
+
 // Figures that cannot be written (here figures/ is a file) are a warning:
 // the tables and reports, written after them, are still written.
 TEST(Evaluate, FiguresThatCannotBeWrittenKeepTheMetrics) {

@@ -373,6 +373,32 @@ TEST(RhatCommand, TimeLimitAndThroughput) {
   if (!HasFailure()) fs::remove_all(s.dir);
 }
 
+// Note [Member locks]: a bnn rhat whose rhat.lock was deleted and made again
+// while it ran (here by a stand-in gnuplot, as it draws the figure after the
+// repeats) writes no tables; the repeats it saved stay for the next command.
+TEST(RhatCommand, ARhatWhoseLockFileIsReplacedWritesNoTables) {
+  const Experiment s = make_experiment("lock");
+  const auto out = s.dir / "out";
+  const auto lock = out / "rhat.lock";
+  const auto fake = s.dir / "lock_replacing_gnuplot.sh";
+  bnn::io::write_file_atomically(fake, "#!/bin/sh\nrm -f '" + lock.string() + "'\n: > '" + lock.string() +
+                                           "'\nexit 1\n");
+  fs::permissions(fake, fs::perms::owner_all);
+  ::setenv("BNN_GNUPLOT", fake.c_str(), 1);
+  const CommandResult r =
+      bnn_on(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 1 --out " + out.string());
+  ::unsetenv("BNN_GNUPLOT");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("rhat.lock was replaced by another file while this process held it; another bnn rhat may be "
+                          "writing into " +
+                          out.string()),
+            std::string::npos)
+      << r.output;
+  for (const char* name : {"summary.json", "chains.csv", "rhat.csv"}) EXPECT_FALSE(fs::exists(out / name)) << name;
+  EXPECT_TRUE(fs::exists(out / "member_000" / "chains.json")) << r.output;
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
 // Starts far from x* (rho = 1 against weights of order 0.1, beyond the
 // bounce box of 6 x 0.14): every chain's loss starts an order of magnitude
 // above x*'s and is still falling after a few dozen steps, so the chains have
