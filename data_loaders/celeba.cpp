@@ -162,7 +162,7 @@ Dataset load_celeba(const LoadOptions& options, torch::Device device) {
   DecodedImages train;
   if (!options.test_only) {
     decode.label = "celeba train";
-    train = decode_split(train_files, options.train_limit, "train_limit", "the CelebA training partition", decode);
+    train = decode_split(train_files, options.train_limit, "data.train_limit", "the CelebA training partition", decode);
   }
   decode.label = "celeba test";
   DecodedImages test = decode_split(test_files, options.test_limit, options.test_limit_key, "the CelebA test partition",

@@ -47,7 +47,7 @@ Dataset load_chest_xray(const LoadOptions& options, torch::Device device) {
   DecodedImages train;
   if (!options.test_only) {
     decode.label = "chest_xray train";
-    train = decode_split(train_files, options.train_limit, "train_limit", (dir / "train").string(), decode);
+    train = decode_split(train_files, options.train_limit, "data.train_limit", (dir / "train").string(), decode);
   }
   decode.label = "chest_xray test";
   DecodedImages test =

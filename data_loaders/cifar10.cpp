@@ -124,7 +124,7 @@ Dataset load_cifar10(const LoadOptions& options, torch::Device device) {
   Dataset dataset;
   dataset.name = "cifar10";
   if (!options.test_only) {
-    dataset.train = load_batches(dir, train_files(), options.train_limit, "train_limit", stats, device);
+    dataset.train = load_batches(dir, train_files(), options.train_limit, "data.train_limit", stats, device);
   }
   dataset.test = load_batches(dir, test_files(), options.test_limit, options.test_limit_key, stats, device);
   dataset.num_classes = kCifar10NumClasses;

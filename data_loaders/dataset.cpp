@@ -148,8 +148,8 @@ Split Partition::first_batches(int64_t k) const {
 }
 
 void check_limits(int64_t train_limit, int64_t test_limit) {
-  TORCH_CHECK(train_limit >= 0, "train_limit must be >= 0 (0 keeps every example), got ", train_limit);
-  TORCH_CHECK(test_limit >= 0, "test_limit must be >= 0 (0 keeps every example), got ", test_limit);
+  TORCH_CHECK(train_limit >= 0, "data.train_limit must be >= 0 (0 keeps every example), got ", train_limit);
+  TORCH_CHECK(test_limit >= 0, "data.test_limit must be >= 0 (0 keeps every example), got ", test_limit);
 }
 
 void require_directory(const std::filesystem::path& dir, const std::string& dataset_name) {

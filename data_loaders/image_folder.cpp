@@ -107,7 +107,7 @@ Dataset load_image_folder(const LoadOptions& options, torch::Device device) {
   DecodedImages train_images;
   if (!options.test_only) {
     decode.label = "image_folder train";
-    train_images = decode_split(interleave_classes(labelled(train)), options.train_limit, "train_limit",
+    train_images = decode_split(interleave_classes(labelled(train)), options.train_limit, "data.train_limit",
                                 "the training split of " + options.dir.string(), decode);
   }
   decode.label = "image_folder test";

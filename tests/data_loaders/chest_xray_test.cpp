@@ -120,7 +120,7 @@ TEST_F(ChestXray, CopiesAndLimitsAreOptions) {
   EXPECT_EQ(d.test.size(), 2);
   options_.train_limit = 9;
   EXPECT_EQ(error_of([&] { load(); }),
-            "train_limit = 9 exceeds the 8 image files of " + (dir_ / "train").string());
+            "data.train_limit = 9 exceeds the 8 image files of " + (dir_ / "train").string());
 }
 
 TEST_F(ChestXray, CorruptJpegIsAnErrorNamingTheFile) {

@@ -127,7 +127,7 @@ TEST_F(Cifar10Test, LimitsKeepTheFirstExamplesAcrossFiles) {
   expect_example(data.test, 1, /*seed=*/0, /*record=*/1, 1);
 
   o.train_limit = 16;
-  EXPECT_EQ(load_error(o), "train_limit = 16 exceeds the 15 examples in " + dir_.string() +
+  EXPECT_EQ(load_error(o), "data.train_limit = 16 exceeds the 15 examples in " + dir_.string() +
                                " (data_batch_1.bin, data_batch_2.bin, data_batch_3.bin, data_batch_4.bin, "
                                "data_batch_5.bin)");
   o.train_limit = 0;
@@ -196,7 +196,7 @@ TEST_F(Cifar10Test, BadRecordsBeyondTheLimitAreStillErrors) {
 TEST_F(Cifar10Test, NegativeLimitIsRejected) {
   LoadOptions o = options();
   o.train_limit = -1;
-  EXPECT_NE(load_error(o).find("train_limit must be >= 0"), std::string::npos);
+  EXPECT_NE(load_error(o).find("data.train_limit must be >= 0"), std::string::npos);
 }
 
 }  // namespace

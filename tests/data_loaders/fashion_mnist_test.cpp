@@ -236,7 +236,7 @@ TEST_F(FashionMnistTest, LimitErrors) {
   LoadOptions too_many = options();
   too_many.train_limit = 6;
   const std::string message = error_of([&] { load_fashion_mnist(too_many, torch::kCPU); });
-  EXPECT_NE(message.find("train_limit = 6 exceeds the 5 examples in"), std::string::npos)
+  EXPECT_NE(message.find("data.train_limit = 6 exceeds the 5 examples in"), std::string::npos)
       << message;
   EXPECT_NE(message.find("train-images-idx3-ubyte"), std::string::npos) << message;
 
@@ -244,7 +244,7 @@ TEST_F(FashionMnistTest, LimitErrors) {
   negative.test_limit = -1;
   const std::string negative_message =
       error_of([&] { load_fashion_mnist(negative, torch::kCPU); });
-  EXPECT_NE(negative_message.find("test_limit must be >= 0"), std::string::npos)
+  EXPECT_NE(negative_message.find("data.test_limit must be >= 0"), std::string::npos)
       << negative_message;
 }
 
