@@ -184,6 +184,20 @@ if [[ -n "$nvcc" && "$torch_cuda" != cpu && "${BNN_CUDA_KERNELS:-AUTO}" != OFF ]
     export BNN_CUDA_KERNELS=OFF
   fi
 fi
+# The GPUs' architectures for torch's CMake config, where the environment
+# names none and nvidia-smi gives them (9.0 on an H100 or H200): without
+# TORCH_CUDA_ARCH_LIST, torch's config detects them itself and, where that
+# fails, falls back to a list down to compute_50, which CUDA 13's nvcc
+# refuses ("Unsupported gpu architecture"). bnn's own kernels take
+# BNN_CUDA_ARCHITECTURES (cmake/cuda_kernels.cmake).
+if [[ -z "${TORCH_CUDA_ARCH_LIST:-}" && "$torch_cuda" != cpu ]] && command -v nvidia-smi > /dev/null; then
+  arch_list="$(timeout 30 nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2> /dev/null |
+    grep -E '^ *[0-9]+\.[0-9]+ *$' | tr -d ' ' | sort -u | paste -sd';' || true)"
+  if [[ -n "$arch_list" ]]; then
+    export TORCH_CUDA_ARCH_LIST="$arch_list"
+    echo "build-pip-torch: TORCH_CUDA_ARCH_LIST=$arch_list (this machine's GPUs, from nvidia-smi)"
+  fi
+fi
 
 # The source files that go into bnn, as one digest (a kit's bnn is reused
 # only where they are these; files of other kinds, such as editors' backups,
@@ -284,12 +298,24 @@ if [[ -n "$from_kit" ]] && use_kit; then exit 0; fi
 rm -f "$build/kit.txt"  # it names a kit's bnn, and this one is compiled
 generator=()
 if command -v ninja > /dev/null; then generator=(-G Ninja); fi
-cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+# A configure that fails says why in CMake's own log, which stays in the
+# build folder: its end is printed too, so that a log that comes back from
+# a machine that keeps nothing has it.
+if ! cmake -S "$root" -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DBNN_CUDA_KERNELS="${BNN_CUDA_KERNELS:-AUTO}" -DBNN_DISTRIBUTED="${BNN_DISTRIBUTED:-ON}" \
   ${nvcc:+-DCMAKE_CUDA_COMPILER="$nvcc"} \
   -DCMAKE_PREFIX_PATH="$prefix_paths" -DBNN_BUILD_TESTS="$tests" -DBNN_BUILD_BENCH="$tests" \
   ${nccl_include:+-DBNN_C10D_INCLUDE_DIRS="$nccl_include"} \
-  ${debs:+"-DCMAKE_BUILD_RPATH=\$ORIGIN/../deps/usr/lib/x86_64-linux-gnu"}
+  ${debs:+"-DCMAKE_BUILD_RPATH=\$ORIGIN/../deps/usr/lib/x86_64-linux-gnu"}; then
+  for cmake_log in "$build/CMakeFiles/CMakeConfigureLog.yaml" "$build/CMakeFiles/CMakeError.log"; do
+    if [[ -s "$cmake_log" ]]; then
+      echo "build-pip-torch: configuring failed; the last 120 lines of $cmake_log:"
+      tail -120 "$cmake_log"
+      break
+    fi
+  done
+  exit 1
+fi
 native=()  # the build tool's own keep-going option: Ninja's -k 0, Make's -k
 if [[ $keep_going == 1 ]]; then
   if [[ -f "$build/build.ninja" ]]; then native=(-- -k 0); else native=(-- -k); fi
@@ -322,15 +348,19 @@ write_kit() {
 
 # With --save-kit and the tests to build too, bnn and its kit come first: a
 # build stopped at a time limit while it compiles the tests (as
-# scripts/gpu-check.sh's may be) leaves them. Where bnn fails, --keep-going
-# goes on to the whole build all the same, for the log's every error.
+# scripts/gpu-check.sh's may be) leaves them. Where bnn fails, the build
+# ends there, with --keep-going too (which has then named every error of
+# bnn's sources): the tests need bnn's libraries, and a caller against the
+# clock (scripts/gpu-check.sh builds again without the parts that may have
+# failed) needs the minutes the rest would take.
 kit_written=0
 if [[ -n "$save_kit" && -z "$target" && $tests == ON ]]; then
   if cmake --build "$build" -j "$jobs" --target bnn "${native[@]}"; then
     echo "build-pip-torch: bnn built in $build; its kit first"
     write_kit
     kit_written=1
-  elif [[ $keep_going == 0 ]]; then
+  else
+    echo "build-pip-torch: bnn did not build (above); the tests and benchmarks are not built either" >&2
     exit 1
   fi
 fi

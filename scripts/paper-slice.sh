@@ -47,9 +47,10 @@
 # leaves one in build-torch/members_table/), bnn run chooses them for the
 # most members that end whole in its time (--throughput); an OPTION
 # --members-per-device other than auto is then refused. A table that is
-# missing or holds no finished run is named in NAME.log, and the members at
-# once are bnn's default (the table comes from a check that may not have
-# got that far).
+# missing or holds no finished run is named in NAME.log, and the members
+# are trained one at a time (the table comes from a check that may not
+# have got that far; bnn's default would start up to 8 at once before any
+# is timed, which in a slice's minutes could finish none).
 #
 # Environment: BNN_SLICE_BNN, a bnn to use as it is (default: bnn built by
 # scripts/build-pip-torch.sh, from BNN_SLICE_KIT where it fits, else
@@ -128,7 +129,7 @@ if [[ $resume == 1 ]]; then
   setting=()
   say "resuming $work/run"
 fi
-slice_throughput "$design" run members
+slice_throughput "$design" run members --members-per-device
 say "training members $members for at most $left s ($(date -u +%H:%M:%SZ))"
 started_utc="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 t0=$(date +%s)
@@ -141,7 +142,7 @@ rows=$(table_rows)
 # left, since one stopped part-way is lost with the machine (its checkpoint
 # does not travel) and would slow those that can finish.
 run_stoppable timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --config "$config" "$bnn" "$work/run" \
-  "$work/log" --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "${throughput[@]}" "$@" \
+  "$work/log" --members "$members" "${setting[@]}" --time-limit "${left}s" --whole-members "$@" "${throughput[@]}" \
   >> "$log" 2>&1
 if [[ $code -eq 2 && $resume == 0 && ! -e "$work/run" ]]; then
   # bnn refused an OPTION before it made the run folder (it does so only

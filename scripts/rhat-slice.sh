@@ -41,7 +41,7 @@
 # chooses them for the most repeats that end whole in its time
 # (--throughput); an OPTION --repeats-at-once other than auto is then
 # refused. A table that is missing or holds no finished run is named in
-# the log, and the repeats at once are bnn's default.
+# the log, and the repeats run one at a time (as in paper-slice.sh).
 #
 # Environment: BNN_SLICE_BNN, BNN_SLICE_KIT, BNN_SLICE_DEBS and
 # BNN_SLICE_BUILD as for scripts/paper-slice.sh; BNN_SLICE_CONFIG (default
@@ -104,7 +104,7 @@ if [[ $left -lt 5 ]]; then
     "the archive)"
   exit 1
 fi
-slice_throughput streams rhat repeats
+slice_throughput streams rhat repeats --repeats-at-once
 say "running repeats for at most $left s ($(date -u +%H:%M:%SZ))"
 t0=$(date +%s)
 run_stoppable timeout -k 5 $((left + 20)) "$bnn" rhat "$@" "${throughput[@]}" --no-figures --time-limit "${left}s" \

@@ -100,12 +100,17 @@ slice_bnn() {
   [[ -x "$bnn" ]] || { say "$bnn is not an executable bnn"; exit 1; }
 }
 
-# slice_throughput DESIGN COMMAND NOUN: sets throughput to (--throughput
-# TABLE) where BNN_SLICE_THROUGHPUT names a table with a row bnn COMMAND can
-# choose from: a finished run of DESIGN, or of one member alone (columns 1,
-# 2, 3 and 5 as bench/members_per_device.sh writes them;
-# src/pipeline/throughput.h). Else it says why not, and NOUN at once are
-# as bnn chooses.
+# slice_throughput DESIGN COMMAND NOUN AT_ONCE: sets throughput to
+# (--throughput TABLE) where BNN_SLICE_THROUGHPUT names a table with a row
+# bnn COMMAND can choose from: a finished run of DESIGN, or of one member
+# alone (columns 1, 2, 3 and 5 as bench/members_per_device.sh writes them;
+# src/pipeline/throughput.h). Where it names none such (the check that was
+# to measure it ran out of time), it says why not and sets throughput to
+# (AT_ONCE 1), one NOUN at a time, to go after the caller's options (bnn
+# takes the last): bnn's own default fills the GPU's memory, up to 8 at
+# once, all started before any has been timed, and in the minutes a slice
+# has, 8 sharing one GPU could leave none finished where one alone
+# finishes one or two.
 slice_throughput() {
   throughput=()
   [[ -n "${BNN_SLICE_THROUGHPUT:-}" ]] || return 0
@@ -117,6 +122,8 @@ slice_throughput() {
     throughput=(--throughput "$table")
     say "$3 at once from $table (bnn $2 --throughput)"
   else
-    say "not using BNN_SLICE_THROUGHPUT=$table: no such file, or no finished $1 run in it; $3 at once as bnn chooses"
+    throughput=("$4" 1)
+    say "not using BNN_SLICE_THROUGHPUT=$table: no such file, or no finished $1 run in it; one of the $3 at a" \
+      "time ($4 1), since K at once before any is timed could leave none finished"
   fi
 }

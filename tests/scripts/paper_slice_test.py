@@ -239,21 +239,23 @@ exec {shutil.which("tar")} "$@"
         log = self.read("out", "a.log")
         self.assertIn(f"cpu: 2 member(s) at a time by --throughput {table}: ", log)
         self.assertIn("2 workers on cpu: 2 members at a time per device", log)
-        self.assertRegex(self.read("out", "a.tsv"), r"--time-limit \d+s --whole-members --throughput " +
-                         re.escape(table) + " --device cpu --threads 1 --members-per-device auto\n")
+        self.assertRegex(self.read("out", "a.tsv"), r"--time-limit \d+s --whole-members --device cpu --threads 1 "
+                         "--members-per-device auto --throughput " + re.escape(table) + "\n")
         self.assertIn("a_01.tar: 2 member(s) (member_000 member_001)", r.stdout)
         # A table that is not there (the check did not get to it), or holds no finished run bnn could
         # choose for the streams design (a failed one, another design's, a rate of 0): the slice goes on,
-        # with bnn's own choice, and says so.
+        # one member at a time (after the caller's auto, so that bnn takes it), and says so.
         with open(self.path("failed.csv"), "w") as f:
             f.write("design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member\n"
                     "streams,1,3,10,nan,1,1\nstacked,2,0,10,1000,1,1\nstreams,2,0,10,0,1,1\n")
         for name, missing in (("b", self.path("none.csv")), ("c", self.path("failed.csv"))):
-            r = self.slice(name, "0", BNN_SLICE_THROUGHPUT=missing)
+            r = self.slice(name, "0", "--members-per-device", "auto", BNN_SLICE_THROUGHPUT=missing)
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn(f"paper-slice: not using BNN_SLICE_THROUGHPUT={missing}: no such file, or no finished "
-                          "streams run in it; members at once as bnn chooses", r.stdout)
+                          "streams run in it; one of the members at a time (--members-per-device 1), since K at "
+                          "once before any is timed could leave none finished", r.stdout)
             self.assertNotIn("--throughput", self.read("out", name + ".tsv"))
+            self.assertRegex(self.read("out", name + ".tsv"), r"--members-per-device auto --members-per-device 1\n")
 
     def test_members_another_process_holds_leave_the_slice_unfinished(self):
         # bnn exits 0 where another process holds the members it has left (a killed call's bnn still

@@ -176,7 +176,9 @@ class RhatSliceScript(unittest.TestCase):
         r = self.slice("b", BNN_SLICE_THROUGHPUT=self.path("none.csv"))
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"rhat-slice: not using BNN_SLICE_THROUGHPUT={self.path('none.csv')}: no such file, or no "
-                      "finished streams run in it; repeats at once as bnn chooses\n", r.stdout)
+                      "finished streams run in it; one of the repeats at a time (--repeats-at-once 1), since K at "
+                      "once before any is timed could leave none finished\n", r.stdout)
+        self.assertNotIn("repeats at a time on cpu", self.read("out", "rhat_b.log"))
         r = self.slice("c", "--repeats-at-once", "2", BNN_SLICE_THROUGHPUT=table)
         self.assertEqual(r.returncode, 2)
         self.assertEqual(r.stderr, "rhat-slice: BNN_SLICE_THROUGHPUT chooses the repeats at once: drop "
