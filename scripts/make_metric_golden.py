@@ -22,7 +22,8 @@ Cases:
                       at 100 matters; some rows are exactly one-hot (0 log 0).
   binary_edges_k2     K = 2, with confidences exactly on the ECE bin edges b/15.
   tiny_n7_k3          N = 7 < 20 bins: most ACE bins are empty.
-Ensemble: M = 5 members (N = 50, K = 4), rows for sizes 1, 2, 4 (groups 5, 2, 1).
+Ensemble: M = 5 members (N = 50, K = 4), rows for sizes 1, 2, 4 (groups 5, 2, 1)
+and 5, the whole ensemble (one group).
 Reference: M = 4 members and reference probabilities on multiples of 1/4 (N = 60,
 K = 4, many argmax ties): top-1 agreement and total variation per ensemble size.
 """
@@ -172,12 +173,17 @@ def metric_cases(rng):
     ]
 
 
+def ensemble_sizes(members):
+    # 1, 2, 4, ... up to M, and M itself where it is not a power of two.
+    sizes = [2 ** i for i in range(members.bit_length()) if 2 ** i <= members]
+    return sizes if sizes[-1] == members else sizes + [members]
+
+
 def ensemble_case(rng, members=5, n=50, k=4):
     y = rng.integers(0, k, size=n)
     probs = [rng.dirichlet(np.full(k, 0.8), size=n) for _ in range(members)]
     rows = []
-    size = 1
-    while size <= members:
+    for size in ensemble_sizes(members):
         groups = members // size
         per_group = [
             all_metrics(np.mean(np.stack(probs[g * size : (g + 1) * size]), axis=0), y)
@@ -189,7 +195,6 @@ def ensemble_case(rng, members=5, n=50, k=4):
             row[name] = {"mean": float(np.mean(values)), "std": sample_std(values),
                          "values": [float(v) for v in values]}
         rows.append(row)
-        size *= 2
     return {
         "method": "bayes",
         "members": [p.tolist() for p in probs],
@@ -214,8 +219,7 @@ def reference_case(rng, members=4, n=60, k=4):
     probs = [rng.multinomial(4, np.full(k, 1.0 / k), size=n) / 4.0 for _ in range(members)]
     reference = rng.multinomial(4, np.full(k, 1.0 / k), size=n) / 4.0
     rows = []
-    size = 1
-    while size <= members:
+    for size in ensemble_sizes(members):
         groups = members // size
         means = [np.mean(np.stack(probs[g * size : (g + 1) * size]), axis=0) for g in range(groups)]
         row = {"size": size, "groups": groups}
@@ -224,7 +228,6 @@ def reference_case(rng, members=4, n=60, k=4):
             row[name] = {"mean": float(np.mean(values)), "std": sample_std(values),
                          "values": [float(v) for v in values]}
         rows.append(row)
-        size *= 2
     return {
         "members": [p.tolist() for p in probs],
         "labels": y.tolist(),

@@ -149,10 +149,18 @@ std::vector<EnsembleRow> ensemble_table(const std::string& method,
   }
   const auto total = static_cast<int64_t>(members.size());
   std::vector<EnsembleRow> rows;
-  for (int64_t size = 1; size <= total; size *= 2) {
+  for (const int64_t size : ensemble_sizes(total)) {
     rows.push_back(score_size(method, members, labels, size, reference));
   }
   return rows;
+}
+
+std::vector<int64_t> ensemble_sizes(int64_t members) {
+  TORCH_CHECK(members >= 1, "ensemble sizes of ", members, " members");
+  std::vector<int64_t> sizes;
+  for (int64_t size = 1; size <= members; size *= 2) sizes.push_back(size);
+  if (sizes.back() != members) sizes.push_back(members);
+  return sizes;
 }
 
 nlohmann::json summary_json(const Summary& s) {

@@ -53,9 +53,13 @@ struct EnsembleRow {
   Summary agreement, total_variation;
 };
 
+// The ensemble sizes of M >= 1 members: 1, 2, 4, ... (powers of two) up to M,
+// and M itself where it is not one (the whole ensemble, one group).
+std::vector<int64_t> ensemble_sizes(int64_t members);
+
 // member_probs: M >= 1 tensors of the same shape N x K, one per member (for the
 // Bayesian method already averaged over that member's retained samples); labels: N.
-// For es = 1, 2, 4, ... (powers of two) up to M, members are split into
+// For each es of ensemble_sizes(M), members are split into
 // floor(M / es) disjoint consecutive groups [g es, (g + 1) es) -- members left over
 // are not used at that size -- probabilities are averaged within each group, and
 // the metrics of compute_metrics are summarised across groups. `method` names the

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "src/evaluation/ensemble.h"
+
 namespace bnn::evaluation {
 namespace {
 
@@ -142,7 +144,7 @@ std::vector<OodRow> ood_table(const std::string& set, const std::string& method,
   TORCH_CHECK(!members.empty(), "OOD table of '", method, "' without members");
   const auto total = static_cast<int64_t>(members.size());
   std::vector<OodRow> rows;
-  for (int64_t size = 1; size <= total; size *= 2) {
+  for (const int64_t size : ensemble_sizes(total)) {
     const int64_t groups = total / size;
     bool every_group_mixes = true;
     std::vector<std::pair<MixtureAccumulator, MixtureAccumulator>> mixtures;

@@ -75,7 +75,7 @@ struct MemberMixtures {
   int64_t draws = 1;
 };
 
-// For ensemble sizes 1, 2, 4, ... up to M = members.size(), the groups of
+// For the ensemble sizes of M = members.size() (ensemble_sizes), the groups of
 // ensemble_table (floor(M / es) disjoint consecutive groups; members weigh
 // equally within a group): every score's detection metrics of each group,
 // summarised over groups. mutual_information rows appear only where every

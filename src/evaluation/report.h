@@ -72,4 +72,9 @@ std::string render_report(const ReportInputs& in);
 // at its lower bound on tau marked "(bound)" and explained below the table.
 std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t burn_in);
 
+// The report's "R-hat against epoch" section: `curve` (R-hat across the
+// members of `traces`), or where it is empty, what it would need and lacks.
+std::string rhat_section(const std::vector<RhatAtEpoch>& curve, const std::vector<LossTrace>& traces,
+                         int64_t burn_in);
+
 }  // namespace bnn::evaluation

@@ -4,7 +4,7 @@
 // (src/evaluation/figures.h) and a Markdown report.
 //
 // Outputs in the output directory, each written atomically:
-//   metrics.json, metrics.csv, metrics.txt   ensemble tables (sizes 1, 2, 4, ..);
+//   metrics.json, metrics.csv, metrics.txt   ensemble tables (sizes 1, 2, 4, .. and M);
 //                      metrics.json also has each group's values and "members",
 //                      the member folders in the order the groups take them
 //   metrics_ood.csv    with evaluation.ood: OOD detection rows (src/evaluation/ood.h),

@@ -150,12 +150,12 @@ TEST(EnsembleGolden, ReferenceAgreementMatchesNumpy) {
   EXPECT_THROW(ensemble_table("bayes", members, labels, reference.narrow(0, 0, 10)), c10::Error);
 }
 
-TEST(Ensemble, SixMembersGiveSizesOneTwoFour) {
+TEST(Ensemble, SixMembersGiveSizesOneTwoFourAndSix) {
   const auto members = synthetic_members(/*members=*/6, /*n=*/40, /*k=*/3);
   const torch::Tensor labels = synthetic_labels(40, 3);
   const std::vector<EnsembleRow> rows = ensemble_table("adam", members, labels);
 
-  ASSERT_EQ(rows.size(), 3u);
+  ASSERT_EQ(rows.size(), 4u);
   EXPECT_EQ(rows[0].size, 1);
   EXPECT_EQ(rows[0].groups, 6);
   EXPECT_EQ(rows[1].size, 2);
@@ -173,6 +173,15 @@ TEST(Ensemble, SixMembersGiveSizesOneTwoFour) {
   EXPECT_NEAR(rows[0].nll.mean, nll_sum / 6.0, 1e-12);
   const torch::Tensor first_four = (members[0] + members[1] + members[2] + members[3]) / 4.0;
   EXPECT_NEAR(rows[2].ace.mean, ace(first_four, labels), 1e-12);
+  // The whole ensemble, not a power of two, is a size of its own: one group of all six.
+  EXPECT_EQ(rows[3].size, 6);
+  EXPECT_EQ(rows[3].groups, 1);
+  const torch::Tensor all_six = (first_four * 4.0 + members[4] + members[5]) / 6.0;
+  EXPECT_NEAR(rows[3].nll.mean, nll(all_six, labels), 1e-12);
+  EXPECT_TRUE(std::isnan(rows[3].nll.std));
+  EXPECT_EQ(ensemble_sizes(1), std::vector<int64_t>({1}));
+  EXPECT_EQ(ensemble_sizes(8), std::vector<int64_t>({1, 2, 4, 8}));
+  EXPECT_EQ(ensemble_sizes(3), std::vector<int64_t>({1, 2, 3}));
 }
 
 // The spread across groups is the sample standard deviation (over n - 1), as

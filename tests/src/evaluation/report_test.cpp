@@ -1,5 +1,6 @@
 // Tests for src/evaluation/report.h's sampling diagnostics: an ESS at its
-// lower bound on tau is marked, with the bound's value.
+// lower bound on tau is marked, with the bound's value; an R-hat across
+// members not computed says why.
 #include "src/evaluation/report.h"
 
 #include <cmath>
@@ -40,6 +41,23 @@ TEST(SamplingDiagnostics, AnEssAtItsBoundIsMarked) {
   EXPECT_EQ(line.substr(0, line.find('\n')).find("(bound)"), std::string::npos) << line;
   // Without a bounded row, no note.
   EXPECT_EQ(diagnostics_section({drifting}, 0).find("(bound)"), std::string::npos);
+}
+
+// Where R-hat across members is not computed, the report says what it lacks:
+// members, epochs after the burn-in, or the same epochs in every member.
+TEST(RhatSection, SaysWhatItLacks) {
+  const LossTrace eight = sampling_trace("member_000", {0.5, 0.4, 0.5, 0.4, 0.5, 0.4, 0.5, 0.4});
+  EXPECT_NE(rhat_section({}, {eight}, 0).find("needs at least 2 members (1 here)."), std::string::npos);
+  const std::string short_of_epochs = rhat_section({}, {eight, eight, eight, eight}, /*burn_in=*/5);
+  EXPECT_NE(short_of_epochs.find(fmt::format("needs at least {} sampling epochs after the burn-in of 5 epoch(s) (3 "
+                                             "here).",
+                                             kMinDiagnosticDraws)),
+            std::string::npos)
+      << short_of_epochs;
+  EXPECT_EQ(short_of_epochs.find("member(s) here"), std::string::npos) << short_of_epochs;
+  const LossTrace six = sampling_trace("member_001", {0.5, 0.4, 0.5, 0.4, 0.5, 0.4});
+  EXPECT_NE(rhat_section({}, {eight, six}, 0).find("the same sampling epochs in every member (here from 6 to 8)."),
+            std::string::npos);
 }
 
 }  // namespace
