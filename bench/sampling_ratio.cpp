@@ -39,8 +39,10 @@ using Clock = std::chrono::steady_clock;
 
 torch::Device g_device = torch::kCPU;
 
+// Waits for the benchmark's own GPU (torch::cuda::synchronize() alone waits
+// for the current device, 0, whatever --device cuda:N says).
 void sync() {
-  if (g_device.is_cuda()) torch::cuda::synchronize();
+  if (g_device.is_cuda()) torch::cuda::synchronize(g_device.has_index() ? g_device.index() : 0);
 }
 
 template <typename F>

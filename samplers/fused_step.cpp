@@ -367,6 +367,11 @@ std::unique_ptr<FusedPasses> make_fused_passes(FusedChoice choice, ChunkedNormal
   }
   const int64_t dim = x.numel();
   if (dim == 0 || (noise.numel() != dim && noise.numel() != 2 * dim)) return nullptr;
+  // The passes index every vector up to x's length (on a GPU, a shorter one
+  // would be written past its end, and the error would fail every member).
+  for (const torch::Tensor* t : {&v, &anchor, &gradient, &force}) {
+    TORCH_CHECK(t->numel() == dim, "fused sampler passes: a vector of ", t->numel(), " elements beside x's ", dim);
+  }
   if (device.is_cpu()) {
     const auto rounding = aten_add_rounding();
     if (!rounding) return nullptr;

@@ -74,7 +74,31 @@ void ChunkedNormal::save(torch::serialize::OutputArchive& archive, const std::st
   for (size_t c = 0; c < gens_.size(); ++c) write_generator(archive, prefix + "." + std::to_string(c), gens_[c]);
 }
 
+namespace {
+
+// The noise state of a checkpoint written where the noise came from the other
+// kind of generator (float32 on the CPU: xoshiro256 lanes; elsewhere: LibTorch's
+// generators, CUDA's Philox on a GPU) cannot go on here: a member sampled on a
+// GPU and resumed on the CPU, or the other way. Refused, naming both and what
+// to do, rather than as a key missing from the archive.
+void refuse_other_noise(torch::serialize::InputArchive& archive, const std::string& prefix, bool lanes_here,
+                        const torch::Device& device, torch::ScalarType dtype) {
+  torch::Tensor probe;
+  if (archive.try_read(prefix + (lanes_here ? ".xoshiro256" : ".chunks"), probe)) return;
+  if (!archive.try_read(prefix + (lanes_here ? ".chunks" : ".xoshiro256"), probe)) return;  // the usual error
+  TORCH_CHECK(false, "sampler checkpoint: its noise state is ",
+              lanes_here ? "LibTorch's generators' (a chain sampled on a GPU, in float64, or by a bnn older than its "
+                           "own float32 generator)"
+                         : "bnn's float32 generator's (a chain sampled on the CPU in float32)",
+              ", and this chain goes on on ", device, " in ", dtype,
+              ", whose noise comes from the other kind, so it cannot continue; resume it on the device it was "
+              "sampled on (--device), or delete the member's folder to train it again");
+}
+
+}  // namespace
+
 void ChunkedNormal::load(torch::serialize::InputArchive& archive, const std::string& prefix) {
+  refuse_other_noise(archive, prefix, !lanes_.empty(), device_, dtype_);
   if (!lanes_.empty()) {
     const torch::Tensor state = read_tensor(archive, prefix + ".xoshiro256");
     const auto chunks = static_cast<int64_t>(lanes_.size());

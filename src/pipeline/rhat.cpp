@@ -401,7 +401,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   auto worker = [&]() {
     int64_t repeat = -1;
     try {
-      const runtime::WorkerStream stream(workers > 1 ? device : torch::Device(torch::kCPU));
+      const runtime::WorkerStream stream(device, /*own_stream=*/workers > 1);  // as in run.cpp
       for (size_t i; !failed && (i = next++) < to_run.size();) {
         runtime::Deadline* deadline = options.deadline;
         if (deadline != nullptr && !deadline->allows_a_member(repeat_epochs)) {

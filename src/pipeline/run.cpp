@@ -599,8 +599,10 @@ int run(const config::Config& config, const RunOptions& options) {
   std::vector<std::exception_ptr> errors(workers.size());
   auto worker = [&](size_t w) {
     try {
-      // A stacked group's workers keep the device's default stream.
-      const runtime::WorkerStream stream(workers.size() > 1 ? workers[w] : torch::Device(torch::kCPU), !stacked);
+      // A stacked group's workers keep the device's default stream, and so
+      // does a worker alone, whose device is made current all the same (on
+      // cuda:N, LibTorch would otherwise also open a context on GPU 0).
+      const runtime::WorkerStream stream(workers[w], !stacked && workers.size() > 1);
       MemberContext context{config, data.at(workers[w].str()), workers[w], dir, group,
                             &ood.at(workers[w].str()), options.deadline};
       if (stacked) {

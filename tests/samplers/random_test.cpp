@@ -188,15 +188,30 @@ TEST(ChunkedNormal, SaveAndLoadContinueTheSameDraws) {
   }
 }
 
-TEST(ChunkedNormal, LoadingAnotherGeneratorsStateNamesTheEntry) {
+// The other kind of generator's state (a chain sampled on a GPU and resumed on
+// the CPU, or the other way; float64 stands for the GPU here) is refused by
+// what it is and what to do, not as a missing entry.
+TEST(ChunkedNormal, LoadingAnotherGeneratorsStateSaysWhatItIs) {
   torch::Tensor d = torch::empty({10}, torch::kDouble), f = torch::empty({10});
-  const ChunkedNormal libtorch(d, 1);  // LibTorch generator states, as before the float kernel
+  const ChunkedNormal libtorch(d, 1);  // LibTorch generator states, as on a GPU or before the float kernel
   ChunkedNormal normal(f, 1);
-  const std::string error = testing::error_of([&] { copy_state_through_archive(libtorch, normal); });
-  EXPECT_NE(error.find("sampler checkpoint has no entry 'sampler.noise.xoshiro256' (written by another sampler or "
-                       "version?)"),
+  std::string error = testing::error_of([&] { copy_state_through_archive(libtorch, normal); });
+  EXPECT_NE(error.find("sampler checkpoint: its noise state is LibTorch's generators' (a chain sampled on a GPU, in "
+                       "float64, or by a bnn older than its own float32 generator), and this chain goes on on cpu in "
+                       "Float, whose noise comes from the other kind, so it cannot continue; resume it on the device "
+                       "it was sampled on (--device)"),
             std::string::npos)
       << error;
+  ChunkedNormal in_double(d, 1);
+  error = testing::error_of([&] { copy_state_through_archive(normal, in_double); });
+  EXPECT_NE(error.find("its noise state is bnn's float32 generator's (a chain sampled on the CPU in float32), and "
+                       "this chain goes on on cpu in Double"),
+            std::string::npos)
+      << error;
+  // An archive with neither is the missing entry it always was.
+  torch::serialize::InputArchive empty;
+  error = testing::error_of([&] { normal.load(empty, "sampler.noise"); });
+  EXPECT_NE(error.find("sampler checkpoint has no entry 'sampler.noise.xoshiro256'"), std::string::npos) << error;
 }
 
 TEST(ChunkedNormal, LoadingAStateOfAnotherSizeNamesBothShapes) {

@@ -18,6 +18,7 @@
 
 #if defined(BNN_HAVE_C10_CUDA)
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAStream.h>
 #endif
 
 #include "models/flat_parameters.h"
@@ -27,6 +28,7 @@
 #include "samplers/registry.h"
 #include "src/pipeline/model_oracle.h"
 #include "src/pipeline/optimiser_phases.h"
+#include "src/runtime/device_streams.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -152,6 +154,42 @@ TEST_F(CudaSync, AdamStepsDoNotWaitForTheGpu) {
   EXPECT_TRUE(std::isfinite(loss_sum.item<double>()));
   EXPECT_TRUE(torch::isfinite(flat.values()).all().item<bool>());
   EXPECT_FALSE(flat.values().equal(start));
+#endif
+}
+
+// Note [Members per device]: each worker's kernels go to a stream of its own
+// (else members sharing a GPU would queue on its default stream, one after
+// another, and every other test would still pass), two workers' streams
+// differ, and the thread's stream is restored after; a stacked group's
+// worker, or one alone, keeps the default stream.
+TEST_F(CudaSync, EachWorkerQueuesOnAStreamOfItsOwn) {
+#if defined(BNN_HAVE_C10_CUDA)
+  const torch::Device cuda(torch::kCUDA, 0);
+  const c10::cuda::CUDAStream before = c10::cuda::getCurrentCUDAStream(0);
+  ASSERT_EQ(before, c10::cuda::getDefaultCUDAStream(0));
+  c10::cuda::CUDAStream first = before, second = before;
+  {
+    const runtime::WorkerStream one(cuda);
+    EXPECT_TRUE(one.own_stream());
+    first = c10::cuda::getCurrentCUDAStream(0);
+    EXPECT_NE(first, c10::cuda::getDefaultCUDAStream(0));
+    EXPECT_EQ(c10::cuda::current_device(), 0);
+    const torch::Tensor queued = torch::ones({1 << 20}, torch::TensorOptions().device(cuda)).cumsum(0);
+    {
+      const runtime::WorkerStream two(cuda);
+      second = c10::cuda::getCurrentCUDAStream(0);
+    }
+    EXPECT_EQ(c10::cuda::getCurrentCUDAStream(0), first);  // the inner worker's end gives this one back
+    EXPECT_EQ(queued[-1].item<float>(), static_cast<float>(1 << 20));
+  }
+  EXPECT_NE(first, second);
+  EXPECT_NE(second, c10::cuda::getDefaultCUDAStream(0));
+  EXPECT_EQ(c10::cuda::getCurrentCUDAStream(0), before);
+  {
+    const runtime::WorkerStream shared(cuda, /*own_stream=*/false);
+    EXPECT_FALSE(shared.own_stream());
+    EXPECT_EQ(c10::cuda::getCurrentCUDAStream(0), c10::cuda::getDefaultCUDAStream(0));
+  }
 #endif
 }
 
