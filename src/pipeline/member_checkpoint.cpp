@@ -1,5 +1,6 @@
 #include "src/pipeline/member_checkpoint.h"
 
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 
@@ -125,8 +126,11 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
 }
 
 bool same_arithmetic(const std::string& recorded, const std::string& now) {
-  if (recorded.find(" [") != std::string::npos) return recorded == now;
-  return recorded == now.substr(0, now.find(" ["));
+  static const std::regex slots(", stacked in [0-9]+ slots");  // 2 or more: a group has no fewer
+  const std::string a = std::regex_replace(recorded, slots, ", stacked");
+  const std::string b = std::regex_replace(now, slots, ", stacked");
+  if (a.find(" [") != std::string::npos) return a == b;
+  return a == b.substr(0, b.find(" ["));
 }
 
 }  // namespace bnn::pipeline

@@ -71,11 +71,11 @@ int64_t member_epochs(const config::Config& config) {
 
 int64_t parse_members_per_device(const std::string& text, std::string_view option) {
   if (text == "auto") return 0;
-  const std::regex number("^\\s*(\\d{1,6})\\s*$");
+  const std::regex number("^\\s*(\\d+)\\s*$");
   std::smatch m;
-  if (!std::regex_match(text, m, number) || std::stoll(m[1]) < 1) {
+  if (!std::regex_match(text, m, number) || m[1].length() > 6 || std::stoll(m[1]) < 1) {
     throw config::ConfigError(
-        fmt::format("{}: '{}' is not a positive whole number or auto", option, text));
+        fmt::format("{}: '{}' is not a whole number from 1 to 999999, or auto", option, text));
   }
   return std::stoll(m[1]);
 }
@@ -113,6 +113,19 @@ double parse_time_limit(const std::string& text) {
 }
 
 namespace {
+
+// `members` as --members takes them, consecutive ones as ranges: 0-3,5,7-9.
+std::string members_option(const std::vector<int64_t>& members) {
+  std::string out;
+  for (size_t i = 0; i < members.size();) {
+    size_t j = i;
+    while (j + 1 < members.size() && members[j + 1] == members[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + (j > i ? fmt::format("{}-{}", members[i], members[j])
+                                             : std::to_string(members[i]));
+    i = j + 1;
+  }
+  return out;
+}
 // Note [Why no CUDA] (src/runtime/linkage.h).
 std::string why_no_cuda(const runtime::CudaLinkage& linkage) {
   return runtime::why_no_cuda_device(linkage, std::getenv("CUDA_VISIBLE_DEVICES"));
@@ -302,7 +315,14 @@ std::optional<int64_t> members_for_time_left(const RunOptions& options, torch::D
 int64_t members_per_device(const config::Config& config, const data_loaders::Dataset& data, torch::Device device,
                            const RunOptions& options, int64_t members_to_run, int64_t device_entries,
                            int64_t epochs, const AtOnceNames& names = {}) {
-  const int64_t requested = options.members_per_device;
+  int64_t requested = options.members_per_device;
+  // More at once than there are members to train would be workers with
+  // nothing to do, and in a stacked group slots that every pass computes.
+  if (requested > 1 && members_to_run >= 1 && requested > members_to_run) {
+    spdlog::info("{} {}: {} {}(s) to train{}, so {} at a time", names.option, requested, members_to_run, names.noun,
+                 device_entries > 1 ? " on each device" : "", members_to_run);
+    requested = members_to_run;
+  }
   const MemberDesign design = options.design;
   // `--devices cpu,cpu` has chosen its workers already, table or not.
   const bool chosen = device.is_cpu() && device_entries > 1;
@@ -562,11 +582,21 @@ int run(const config::Config& config, const RunOptions& options) {
   const int64_t todo_per_device =
       (static_cast<int64_t>(todo.size()) + static_cast<int64_t>(devices.size()) - 1) /
       static_cast<int64_t>(devices.size());
-  const int64_t per_device =
-      group != nullptr ? 1
-                       : members_per_device(config, data.begin()->second, devices.front(), options,
-                                            todo_per_device, static_cast<int64_t>(devices.size()),
-                                            member_epochs(config));
+  int64_t per_device = group != nullptr ? 1
+                                         : members_per_device(config, data.begin()->second, devices.front(), options,
+                                                              todo_per_device, static_cast<int64_t>(devices.size()),
+                                                              member_epochs(config));
+  // Note [Stacked members in a run]: a member's bits in a stacked pass are
+  // the same whatever the slots beside it, from two slots up; a group of one
+  // slot is its own model's arithmetic. So the stacked design keeps two
+  // slots where one member at a time is asked for (or is all that is left
+  // to resume), one of them free: a stacked run resumed with one member
+  // left ends with the bits it would have had uninterrupted.
+  if (options.design == MemberDesign::kStacked && per_device == 1 && !todo.empty()) {
+    per_device = 2;
+    spdlog::info("--member-design stacked: 2 slots for one member at a time, one of them free, so that its "
+                 "arithmetic is a stacked pass's");
+  }
   std::vector<torch::Device> workers;
   for (const auto& device : devices) {
     for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);
@@ -575,9 +605,6 @@ int run(const config::Config& config, const RunOptions& options) {
   // the entry's workers; they share the device's stream, the one the
   // group's rounds run on.
   const bool stacked = options.design == MemberDesign::kStacked && per_device > 1;
-  if (options.design == MemberDesign::kStacked && !stacked) {
-    spdlog::info("one member at a time per device: --member-design stacked has nothing to stack");
-  }
   std::vector<std::unique_ptr<StackedGroup>> groups;
   if (stacked) {
     for (const auto& device : devices) {
@@ -676,11 +703,13 @@ int run(const config::Config& config, const RunOptions& options) {
   if (!writer) return failed > 0 ? 3 : 0;  // rank 0 evaluates
   if (left > 0) {
     spdlog::warn("time limit of {:g} s reached after {:.1f} s: {} member(s) left unfinished{}, {} finished in {}; "
-                 "continue with: bnn run --resume {} (the metrics are written when the last member finishes; "
+                 "continue with: bnn run --resume {}{}{} (the metrics are written when the last member finishes; "
                  "bnn evaluate {} scores the finished ones now)",
                  options.deadline->seconds(), options.deadline->elapsed(), left.load(),
                  failed > 0 ? fmt::format(", {} failed", failed.load()) : std::string(), finished_members(dir).size(),
-                 dir.string(), dir.string(), dir.string());
+                 dir.string(), dir.string(),
+                 options.members.empty() ? "" : " --members " + members_option(options.members),
+                 options.design == MemberDesign::kStacked ? " --member-design stacked" : "", dir.string());
     return runtime::kExitTimeLimit;
   }
   if (finished_members(dir).empty()) {

@@ -231,7 +231,7 @@ TEST(RhatCommand, RepeatsRunApartGiveTheTablesOfOneCommand) {
   EXPECT_FALSE(fs::exists(diverged / "member_001" / "chains.json"));
   r = bnn_on(s, rhat + " --repeats-at-once 0 --out " + together.string());
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("bnn: error: --repeats-at-once: '0' is not a positive whole number or auto"),
+  EXPECT_NE(r.output.find("bnn: error: --repeats-at-once: '0' is not a whole number from 1 to 999999, or auto"),
             std::string::npos)
       << r.output;
 

@@ -197,6 +197,18 @@ TEST_F(TimeLimit, CommandLine) {
       << r.output;
   EXPECT_FALSE(std::filesystem::exists(dir / "member_000"));
 
+  // The line to go on with carries what the resume needs to continue alike:
+  // the members of this command and the stacked design.
+  const auto slice = work_ / "slice";
+  r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + slice.string() +
+                                " --threads 1 --time-limit 0.001 --members 0-1 --member-design stacked",
+                            work_ / "log4.txt");
+  EXPECT_EQ(r.code, runtime::kExitTimeLimit) << r.output;
+  EXPECT_NE(r.output.find("; continue with: bnn run --resume " + slice.string() +
+                          " --members 0-1 --member-design stacked (the metrics"),
+            std::string::npos)
+      << r.output;
+
   r = bnn::testing::run_bnn("run --resume " + dir.string() + " --threads 1 --time-limit 1h", work_ / "log3.txt");
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(dir / "metrics.json"));
