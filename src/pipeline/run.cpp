@@ -293,8 +293,10 @@ std::optional<int64_t> members_for_time_left(const RunOptions& options, torch::D
     return std::nullopt;
   }
   const std::string each = fmt::format(
-      "each {} about {:.0f} s ({} epochs at {:.4g} member-epochs/s with {} at once, +{:.0f}%)", noun,
-      choice->member_seconds, epochs, choice->member_epochs_per_s, choice->members_per_device,
+      "each {} about {} s ({} epochs at {:.4g} member-epochs/s with {} at once, +{:.0f}%)", noun,
+      choice->member_seconds < 10.0 ? fmt::format("{:.2g}", choice->member_seconds)
+                                    : fmt::format("{:.0f}", choice->member_seconds),
+      epochs, choice->member_epochs_per_s, choice->members_per_device,
       (kThroughputMargin - 1.0) * 100.0);
   if (choice->whole_members == 0) {
     spdlog::warn("{}: {} {}(s) at a time by --throughput {}: {}; no {} is expected to end in the {:.0f} s left",

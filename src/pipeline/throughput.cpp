@@ -58,6 +58,7 @@ ThroughputTable read_throughput_table(const std::filesystem::path& file) {
     }
   }
   ThroughputTable table{file, {}};
+  std::map<std::pair<std::string, int64_t>, int64_t> seen;  // (design, K) -> the line of its finished run
   for (int64_t number = 2; std::getline(in, line); ++number) {
     const std::vector<std::string> fields = split_csv_line(line);
     if (fields.empty()) continue;
@@ -85,8 +86,19 @@ ThroughputTable read_throughput_table(const std::filesystem::path& file) {
                              fields[column.at("members")]));
     }
     const double rate = number_in("member_epochs_per_s");
-    if (!(rate > 0.0) || !std::isfinite(rate)) continue;
-    table.rows.push_back({fields[column.at("design")], static_cast<int64_t>(members), rate});
+    if (rate < 0.0) {
+      throw fail(fmt::format("line {}: '{}' in column member_epochs_per_s is not a rate (0 or more)", number,
+                             fields[column.at("member_epochs_per_s")]));
+    }
+    if (!(rate > 0.0) || !std::isfinite(rate)) continue;  // nan: a run too short to time
+    const std::string& design = fields[column.at("design")];
+    const auto [at, fresh] = seen.emplace(std::make_pair(design, static_cast<int64_t>(members)), number);
+    if (!fresh) {
+      throw fail(fmt::format("lines {} and {} are both a finished {} run of {} members: keep one (tables of two "
+                             "machines or two runs are not merged)",
+                             at->second, number, design, static_cast<int64_t>(members)));
+    }
+    table.rows.push_back({design, static_cast<int64_t>(members), rate});
   }
   return table;
 }

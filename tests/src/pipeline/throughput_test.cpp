@@ -102,6 +102,17 @@ TEST_F(Throughput, BadTablesAreNamed) {
     EXPECT_EQ(message("huge.csv", std::string(kHeader) + "streams," + huge + ",0,61.2,0.6,1,1\n"),
               "--throughput " + w + "huge.csv: line 2: '" + huge + "' in column members is not a member count");
   }
+  EXPECT_EQ(message("negative.csv", std::string(kHeader) + "streams,1,0,61.2,-5,1,1\n"),
+            "--throughput " + w + "negative.csv: line 2: '-5' in column member_epochs_per_s is not a rate (0 or more)");
+  EXPECT_EQ(message("twice.csv", std::string(kHeader) + "streams,1,0,61.2,0.6,1,1\nstacked,1,0,61.2,0.5,1,1\n"
+                                                          "streams,1,0,61.2,60,1,1\n"),
+            "--throughput " + w + "twice.csv: lines 2 and 4 are both a finished streams run of 1 members: keep one "
+                                  "(tables of two machines or two runs are not merged)");
+  // A failed run of the same K beside a finished one is no second finished run.
+  EXPECT_EQ(read_throughput_table(write("retried.csv", std::string(kHeader) + "streams,2,1,61.2,nan,1,1\n"
+                                                                              "streams,2,0,61.2,1.0,1,1\n"))
+                .rows.size(),
+            1u);
   EXPECT_EQ(message("blank.csv", "  \r\n"),
             "--throughput " + w + "blank.csv: is empty, not a members_per_device.csv of bench/members_per_device.sh");
   EXPECT_EQ(message("short.csv", std::string(kHeader) + "streams,1,0,61.2,0.6,1\r\n"),
@@ -219,7 +230,7 @@ TEST_F(Throughput, CommandLine) {
                             work_ / "log5.txt");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("cpu: 2 member(s) at a time by --throughput " + table.string() +
-                          ": each member about 0 s (6 epochs at 1000 member-epochs/s with 2 at once, +10%); 3 "
+                          ": each member about 0.013 s (6 epochs at 1000 member-epochs/s with 2 at once, +10%); 3 "
                           "whole member(s) expected in the "),
             std::string::npos)
       << r.output;
