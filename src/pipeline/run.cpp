@@ -21,6 +21,7 @@
 #include "src/io/atomic_file.h"
 #include "src/io/file_lock.h"
 #include "src/io/npy.h"
+#include "src/io/zip_check.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/ood.h"
@@ -564,6 +565,20 @@ int run(const config::Config& config, const RunOptions& options) {
     for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
   }
   std::vector<int64_t> todo = writer ? unfinished_members(dir, members) : std::vector<int64_t>{};
+  // Note [Checkpoint integrity]: the checkpoints to resume from, before any
+  // member starts: with several at once, one found damaged only when its
+  // turn came would end the command after the others had trained, with no
+  // metrics; refused here, it costs nothing.
+  for (const int64_t index : todo) {
+    const auto checkpoint = member_dir(dir, index) / kCheckpointFile;
+    std::error_code ec;
+    if (!std::filesystem::exists(checkpoint, ec)) continue;
+    if (const std::string damage = io::zip_file_damage(checkpoint); !damage.empty()) {
+      throw std::runtime_error(fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member (no member "
+                                           "was trained)",
+                                           checkpoint.string(), damage));
+    }
+  }
   // Note [Member locks]. A data-parallel run's ranks must agree on the
   // members, so rank 0 locks all of its members before sharing the list and
   // holds the locks to the end; other runs lock each member as they start it.

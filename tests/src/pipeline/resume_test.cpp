@@ -144,12 +144,16 @@ TEST_F(Resume, ADamagedCheckpointIsRefused) {
   std::string damaged = whole;
   damaged[damaged.size() / 2] = static_cast<char>(damaged[damaged.size() / 2] ^ 0x04);
   bnn::io::write_file_atomically(path, damaged);
-  auto r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
+  // Two at once: it is refused before either starts, not once member 1 has
+  // trained while member 0 waited its turn.
+  auto r = bnn("run --resume " + cut.string() + " --threads 2 --members-per-device 2");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(path.string() + ": a damaged checkpoint (the data of entry "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("does not match its CRC-32 (damaged bytes)); delete it to restart the member"),
+  EXPECT_NE(r.output.find("does not match its CRC-32 (damaged bytes)); delete it to restart the member (no member "
+                          "was trained)"),
             std::string::npos)
       << r.output;
+  EXPECT_FALSE(std::filesystem::exists(cut / "member_001" / "status.json"));
   EXPECT_EQ(read(path), damaged);
   bnn::io::write_file_atomically(path, whole);
   r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
