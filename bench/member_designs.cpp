@@ -28,6 +28,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -385,12 +386,17 @@ Settings parse(int argc, char** argv, std::string& csv, int& threads, bool& cudn
       ("channels-last", "channels-last convolution weights and images")
       ("cudnn-benchmark", "cuDNN's benchmark mode")
       ("threads", "intra-op threads (0: bnn's default)", cxxopts::value<int>()->default_value("0"))
-      ("csv", "also write the rows to this CSV file", cxxopts::value<std::string>()->default_value(""));
+      ("csv", "also write the rows to this CSV file", cxxopts::value<std::string>()->default_value(""))
+      ("h,help", "show this help");
   cxxopts::ParseResult args;
   try {
     args = options.parse(argc, argv);
   } catch (const std::exception& e) {
     throw UsageError(e.what());
+  }
+  if (args.count("help")) {
+    fmt::print("{}", options.help());
+    std::exit(0);
   }
   if (!args.unmatched().empty()) throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
   Settings s;

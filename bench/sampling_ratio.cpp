@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
@@ -192,40 +193,62 @@ void bench_model(const std::string& name, int64_t batches, int repeats, const st
   std::fflush(stdout);  // a long run killed later keeps this model's numbers
 }
 
+std::vector<std::string> listed(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) out.push_back(item);
+  return out;
+}
+
 int bench_main(int argc, char** argv) {
-  int64_t batches = 20;
-  int repeats = 3;
-  int threads = 0;
-  // nogin only when named: its per-example gradients cost about 2 N_b = 400
-  // backward passes per step with the control variate (minutes per epoch).
-  std::vector<std::string> samplers, models = {"mlp", "fmnist_cnn"};
-  for (const auto& s : bnn::samplers::sampler_names()) {
-    if (s != "nogin") samplers.push_back(s);
+  cxxopts::Options options("bnn_bench_sampling",
+                           "Sampling epoch / plain SGD epoch for every sampler, on mlp and fmnist_cnn");
+  options.add_options()
+      ("batches", "fmnist_cnn's batches of 200 per epoch (the mlp's: 5 times as many)",
+       cxxopts::value<int64_t>()->default_value("20"))
+      ("repeats", "repeats of each timing (the best counts)", cxxopts::value<int>()->default_value("3"))
+      ("threads", "intra-op threads (0: bnn's default)", cxxopts::value<int>()->default_value("0"))
+      // nogin only when named: its per-example gradients cost about 2 N_b = 400
+      // backward passes per step with the control variate (minutes per epoch).
+      ("samplers", "comma-separated samplers (default: all but nogin)", cxxopts::value<std::string>())
+      ("models", "comma-separated models: mlp, fmnist_cnn", cxxopts::value<std::string>()->default_value(
+                                                                 "mlp,fmnist_cnn"))
+      ("device", "cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("cpu"))
+      ("h,help", "show this help");
+  cxxopts::ParseResult args;
+  try {
+    args = options.parse(argc, argv);
+  } catch (const std::exception& e) {
+    throw bnn::config::ConfigError(e.what());
   }
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--samplers") {
-      samplers.clear();
-      std::stringstream list(argv[i + 1]);
-      for (std::string s; std::getline(list, s, ',');) samplers.push_back(s);
-    }
-    if (flag == "--models") {
-      models.clear();
-      std::stringstream list(argv[i + 1]);
-      for (std::string m; std::getline(list, m, ',');) {
-        if (m != "mlp" && m != "fmnist_cnn") {
-          fmt::print(stderr, "--models: unknown model '{}'; valid: mlp, fmnist_cnn\n", m);
-          return 2;
-        }
-        models.push_back(m);
-      }
-    }
-    if (flag == "--batches") batches = std::atoll(argv[i + 1]);
-    if (flag == "--repeats") repeats = std::atoi(argv[i + 1]);
-    if (flag == "--threads") threads = std::atoi(argv[i + 1]);
-    // bnn run's own check: an unavailable device is one line saying why (no CUDA build, hidden GPUs, driver).
-    if (flag == "--device") g_device = bnn::pipeline::resolve_device(argv[i + 1]);
+  if (args.count("help")) {
+    fmt::print("{}", options.help());
+    return 0;
   }
+  if (!args.unmatched().empty()) {
+    throw bnn::config::ConfigError("unexpected argument '" + args.unmatched().front() + "'");
+  }
+  const int64_t batches = args["batches"].as<int64_t>();
+  const int repeats = args["repeats"].as<int>(), threads = args["threads"].as<int>();
+  if (batches < 1 || repeats < 1 || threads < 0) {
+    throw bnn::config::ConfigError("--batches and --repeats must be at least 1, --threads at least 0");
+  }
+  std::vector<std::string> samplers;
+  if (args.count("samplers")) {
+    samplers = listed(args["samplers"].as<std::string>());
+  } else {
+    for (const auto& s : bnn::samplers::sampler_names()) {
+      if (s != "nogin") samplers.push_back(s);
+    }
+  }
+  const std::vector<std::string> models = listed(args["models"].as<std::string>());
+  for (const auto& m : models) {
+    if (m != "mlp" && m != "fmnist_cnn") {
+      throw bnn::config::ConfigError(fmt::format("--models: unknown model '{}'; valid: mlp, fmnist_cnn", m));
+    }
+  }
+  // bnn run's own check: an unavailable device is one line saying why (no CUDA build, hidden GPUs, driver).
+  g_device = bnn::pipeline::resolve_device(args["device"].as<std::string>());
   bnn::runtime::configure_threads(threads);
   fmt::print(
       "device {}, threads {}, batch 200, control variate with stored anchors, bounces; obabo with one MH test per "
