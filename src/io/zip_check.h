@@ -9,7 +9,9 @@
 // bnn checks every entry's CRC-32 before it loads a checkpoint, and a damaged
 // one is an error naming the file and the entry, as an unreadable one is.
 // Checking reads the file once more, a megabyte at a time (about 3 s for a
-// 1 GB checkpoint, at about 330 MB/s of CRC); it happens only on resume.
+// 1 GB checkpoint, at about 330 MB/s of CRC); it happens only on resume, as
+// `bnn run --resume` starts (every member's checkpoint, before any member
+// trains) and as each member loads its own.
 // Entries LibTorch compresses (its code/ files) are not checked: a damaged
 // one fails LibTorch's own load.
 #pragma once

@@ -71,9 +71,11 @@ struct MemberState {
 // MemberState::arithmetic) and goes on under `now` keeps its rounding. An
 // entry written before bnn recorded the platform has no "[...]": only its
 // device, threads and design are compared, as nothing more is known (and
-// the entry is kept as it is, not completed with today's platform). The
-// slots of a stacked group do not count: a member's bits in a stacked pass
-// are the same in two slots or more (Note [Stacked members in a run]).
+// the entry is kept as it is, not completed with today's platform). On the
+// CPU the slots of a stacked group do not count: a member's bits in a
+// stacked pass are the same in two slots or more (Note [Stacked members in
+// a run]); on a GPU they do, as cuBLAS and cuDNN may choose their kernels by
+// the group's size.
 bool same_arithmetic(const std::string& recorded, const std::string& now);
 
 // Whether `adam` is over one tensor: the flat layout of Note [Flat Adam]

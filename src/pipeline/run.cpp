@@ -568,11 +568,14 @@ int run(const config::Config& config, const RunOptions& options) {
   // Note [Checkpoint integrity]: the checkpoints to resume from, before any
   // member starts: with several at once, one found damaged only when its
   // turn came would end the command after the others had trained, with no
-  // metrics; refused here, it costs nothing.
+  // metrics. Under the member's lock, briefly: a member another process
+  // trains is its to check (and its checkpoint may go as it finishes).
   for (const int64_t index : todo) {
     const auto checkpoint = member_dir(dir, index) / kCheckpointFile;
     std::error_code ec;
     if (!std::filesystem::exists(checkpoint, ec)) continue;
+    const std::optional<io::FileLock> lock = io::FileLock::try_acquire(member_dir(dir, index) / kLockFile);
+    if (!lock || member_finished(member_dir(dir, index)) || !std::filesystem::exists(checkpoint, ec)) continue;
     if (const std::string damage = io::zip_file_damage(checkpoint); !damage.empty()) {
       throw std::runtime_error(fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member (no member "
                                            "was trained)",
@@ -610,9 +613,17 @@ int run(const config::Config& config, const RunOptions& options) {
   // to resume), one of them free: a stacked run resumed with one member
   // left ends with the bits it would have had uninterrupted.
   if (options.design == MemberDesign::kStacked && per_device == 1 && !todo.empty()) {
-    per_device = 2;
-    spdlog::info("--member-design stacked: 2 slots for one member at a time, one of them free, so that its "
-                 "arithmetic is a stacked pass's");
+    const auto memory = runtime::device_memory(devices.front());
+    const MemberMemory member = estimate_member_memory(config, data.begin()->second, options.design);
+    if (memory && members_that_fit(member, memory->free_bytes) < 2) {
+      spdlog::warn("--member-design stacked: the free memory of {} holds one member's slot, not the two a stacked "
+                   "pass needs; one member at a time on its own model (its bits then differ from a stacked pass's)",
+                   devices.front().str());
+    } else {
+      per_device = 2;
+      spdlog::info("--member-design stacked: 2 slots for one member at a time, one of them free, so that its "
+                   "arithmetic is a stacked pass's");
+    }
   }
   std::vector<torch::Device> workers;
   for (const auto& device : devices) {

@@ -26,7 +26,14 @@
 // order. A member's results depend on its own inputs only (nothing in the
 // stacked pass mixes members), and on its slot and K only through the
 // shapes; so a stacked run gives the same bits whenever it is repeated or
-// resumed on the CPU (tests/src/pipeline/devices_test.cpp). One thing the
+// resumed on the CPU (tests/src/pipeline/devices_test.cpp). There, from two
+// slots up, K makes no difference to the bits either (measured on
+// fmnist_cnn: 2 and 3 slots alike), but one slot does (a grouped pass of one
+// group is the member's own model's arithmetic): one member at a time runs
+// in two slots, one free (src/pipeline/run.cpp), so that the last member of
+// a stacked run resumed alone keeps its bits. On a GPU, cuBLAS and cuDNN
+// may choose their kernels by K, and a resume under another K says so
+// (same_arithmetic in src/pipeline/member_checkpoint.h). One thing the
 // stacked pass does not do is count BatchNorm's num_batches_tracked in the
 // member's model, which a BatchNorm with a momentum (bnn's models) does not
 // use: it stays as it was in the member's checkpoints.

@@ -125,6 +125,10 @@ std::optional<MembersForTime> members_for_time(const ThroughputTable& table, std
     candidate.members_per_device = row.members;
     candidate.member_epochs_per_s = row.member_epochs_per_s;
     candidate.member_seconds = kThroughputMargin * static_cast<double>(row.members * epochs) / row.member_epochs_per_s;
+    // The stacked design runs one member at a time in two slots, one free
+    // (src/pipeline/run.cpp), each pass computing both: up to twice the
+    // streams row's time.
+    if (design == "stacked" && row.design != design) candidate.member_seconds *= 2.0;
     // In doubles: a rate of 1e300 must not overflow a count.
     const double rounds = std::max(0.0, std::floor(seconds / candidate.member_seconds));
     candidate.whole_members = static_cast<int64_t>(

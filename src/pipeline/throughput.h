@@ -69,11 +69,10 @@ struct MembersForTime {
 };
 
 // The rows `design` may use: its own, and for "stacked" also the streams
-// row of one member, for want of a better. (A stacked design at one member
+// row of one member, for want of a better: a stacked design at one member
 // at a time runs in two slots, one free, so as to keep a stacked pass's
-// bits: src/pipeline/run.cpp. It may then take up to twice that row's
-// time; bench/members_per_device.sh measures the stacked Ks that
-// BNN_BENCH_STACKED names.)
+// bits (src/pipeline/run.cpp), so members_for_time counts twice that row's
+// time.
 bool usable_for(const ThroughputRow& row, std::string_view design);
 
 // Throws ConfigError naming the table's file where it has no row usable

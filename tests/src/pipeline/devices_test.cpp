@@ -144,13 +144,13 @@ TEST(Devices, StackedMembersAgreeWithOneByOneToFloatRounding) {
   expect_stacked_as_one_by_one("bnn_stacked_members_test", "--set model.batch_norm=true", 2, 1e-4);
 }
 
-// Note [Stacked members in a run]: a CNN member's bits in a stacked pass are
-// the same whatever the slots beside it, from two up, but a group of one
-// slot is its own model's arithmetic. So one member trained alone, stacked
-// (as the last member of a stacked run resumed alone is), runs in two slots,
-// one free, and writes the bits it writes beside another. (The mlp's stacked
-// products give its own model's bits, so it could not tell.) A K above the
-// members to train is cut to them.
+// Note [Stacked members in a run]: on the CPU a CNN member's bits in a
+// stacked pass are the same whatever the slots beside it, from two up, but
+// a group of one slot is its own model's arithmetic. So one member trained
+// alone, stacked (as the last member of a stacked run resumed alone is),
+// runs in two slots, one free, and writes the bits it writes among three.
+// (The mlp's stacked products give its own model's bits, so it could not
+// tell.) A K above the members to train is cut to them.
 TEST(Devices, AStackedMemberAloneWritesTheBitsItWritesBesideAnother) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_stacked_alone_test");
@@ -158,9 +158,9 @@ TEST(Devices, AStackedMemberAloneWritesTheBitsItWritesBesideAnother) {
   const std::string cnn = "--set model.name=fmnist_cnn --set data.train_limit=100 --set data.test_limit=20 "
                           "--set adam.epochs=1 --set sampler.epochs=1 --set sampler.burn_in=0 "
                           "--set evaluation.bn_batches=1 --member-design stacked ";
-  auto r = run_tiny(work, "two", cnn + "--members-per-device 5");
+  auto r = run_tiny(work, "three", cnn + "--set run.members=3 --members-per-device 5");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("--members-per-device 5: 2 member(s) to train, so 2 at a time"), std::string::npos)
+  EXPECT_NE(r.output.find("--members-per-device 5: 3 member(s) to train, so 3 at a time"), std::string::npos)
       << r.output;
   r = run_tiny(work, "alone", cnn + "--members 1");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -169,7 +169,7 @@ TEST(Devices, AStackedMemberAloneWritesTheBitsItWritesBesideAnother) {
       << r.output;
   for (const std::string f : {"adam_weights.npy", "swa_weights.npy", "bayes_probs.npy"}) {
     const auto member = std::filesystem::path("member_001") / f;
-    EXPECT_EQ(bnn::io::read_file(work / "two" / member), bnn::io::read_file(work / "alone" / member)) << f;
+    EXPECT_EQ(bnn::io::read_file(work / "three" / member), bnn::io::read_file(work / "alone" / member)) << f;
   }
   const auto status = nlohmann::json::parse(bnn::io::read_file(work / "alone" / "member_001" / "status.json"));
   EXPECT_EQ(status.value("stacked_slots", 0), 2) << status;
@@ -247,6 +247,7 @@ TEST(Devices, ArithmeticComparesThePlatformWhereTheEntryHasOne) {
   EXPECT_TRUE(same_arithmetic("cpu, 2 threads, stacked in 3 slots [LibTorch 1.13.1, x86-64 AVX2, OpenBLAS Haswell]",
                               "cpu, 2 threads, stacked in 2 slots [LibTorch 1.13.1, x86-64 AVX2, OpenBLAS Haswell]"));
   EXPECT_TRUE(same_arithmetic("cpu, 2 threads, stacked in 3 slots", "cpu, 2 threads, stacked in 2 slots [x]"));
+  EXPECT_FALSE(same_arithmetic("cuda:0, stacked in 3 slots [H200]", "cuda:0, stacked in 2 slots [H200]"));
   EXPECT_FALSE(same_arithmetic("cpu, 2 threads, own model", "cpu, 2 threads, data-parallel over 2 ranks, own model"));
 }
 
