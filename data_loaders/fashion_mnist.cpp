@@ -85,7 +85,9 @@ Dataset load_fashion_mnist(const LoadOptions& options, torch::Device device) {
   const ChannelStats stats = options.stats.value_or(pixel_stats(options.standardize));
   Dataset dataset;
   dataset.name = "fashion_mnist";
-  if (!options.test_only) dataset.train = load_split(dir, "train", options.train_limit, "data.train_limit", stats, device);
+  if (!options.test_only) {
+    dataset.train = load_split(dir, "train", options.train_limit, "data.train_limit", stats, device);
+  }
   dataset.test = load_split(dir, "t10k", options.test_limit, options.test_limit_key, stats, device);
   dataset.num_classes = kFashionMnistNumClasses;
   dataset.input_shape = {1, kFashionMnistRows, kFashionMnistCols};

@@ -91,8 +91,8 @@ void refuse_other_noise(torch::serialize::InputArchive& archive, const std::stri
                            "own float32 generator)"
                          : "bnn's float32 generator's (a chain sampled on the CPU in float32)",
               ", and this chain goes on on ", device, " in ", dtype,
-              ", whose noise comes from the other kind, so it cannot continue; resume it on the device it was "
-              "sampled on (--device), or delete the member's folder to train it again");
+              ", whose noise comes from the other kind, so it cannot continue; resume it where it was sampled "
+              "(--device), or delete its checkpoint.pt to train the member again");
 }
 
 }  // namespace

@@ -202,7 +202,6 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
   }
 }
 
-// The experiment the folder's manifest names (claimed by this command).
 // Note [Member locks]: where rhat.lock was deleted while this process held
 // it, another bnn rhat may have claimed the folder since: nothing more is
 // written into it.
@@ -217,6 +216,7 @@ void still_ours(const io::FileLock& lock, const std::filesystem::path& dir) {
   }
 }
 
+// The experiment the folder's manifest names (claimed by this command).
 std::string folder_experiment(const std::filesystem::path& dir) {
   return nlohmann::json::parse(io::read_file(dir / kManifestFile)).at("experiment").get<std::string>();
 }

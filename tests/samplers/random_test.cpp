@@ -198,8 +198,8 @@ TEST(ChunkedNormal, LoadingAnotherGeneratorsStateSaysWhatItIs) {
   std::string error = testing::error_of([&] { copy_state_through_archive(libtorch, normal); });
   EXPECT_NE(error.find("sampler checkpoint: its noise state is LibTorch's generators' (a chain sampled on a GPU, in "
                        "float64, or by a bnn older than its own float32 generator), and this chain goes on on cpu in "
-                       "Float, whose noise comes from the other kind, so it cannot continue; resume it on the device "
-                       "it was sampled on (--device)"),
+                       "Float, whose noise comes from the other kind, so it cannot continue; resume it where it was "
+                       "sampled (--device), or delete its checkpoint.pt to train the member again"),
             std::string::npos)
       << error;
   ChunkedNormal in_double(d, 1);

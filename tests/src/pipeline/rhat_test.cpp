@@ -356,8 +356,8 @@ TEST(RhatCommand, TimeLimitAndThroughput) {
   r = bnn_on(s, rhat + " --time-limit 1h --throughput " + table.string() + " --out " + (s.dir / "a").string());
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("cpu: 2 repeat(s) at a time by --throughput " + table.string() +
-                          ": each repeat about 0.037 s (17 epochs at 1000 member-epochs/s with 2 at once, +10%); 2 whole "
-                          "repeat(s) expected"),
+                          ": each repeat about 0.037 s (17 epochs at 1000 member-epochs/s with 2 at once, +10%); "
+                          "2 whole repeat(s) expected"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("2 repeats at a time on cpu"), std::string::npos) << r.output;
