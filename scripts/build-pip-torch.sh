@@ -9,7 +9,7 @@
 # Without --debs the system's packages are used (the CUDA Dockerfile target).
 #
 #   scripts/build-pip-torch.sh [--python PY] [--debs DIR] [--build DIR]
-#                              [--no-tests] [--target T] [--jobs N] [--keep-going]
+#                              [--no-tests] [--target T] [--jobs N | --max-jobs N] [--keep-going]
 #                              [--save-kit FILE | --from-kit FILE]
 #
 #   --python PY   the Python whose torch to build against (default python3)
@@ -19,6 +19,8 @@
 #   --target T    build only target T (e.g. bnn)
 #   --jobs N      parallel compile jobs (default: all cores, within the
 #                 cgroup's CPU quota, at most one per 2 GiB of available memory)
+#   --max-jobs N  the default, but at most N (where nproc may count a
+#                 sandbox's host's CPUs)
 #   --keep-going  build all that does not depend on a source that failed
 #                 (the log then names every error, not only the first)
 #   --with-data   also unpack dataset-fashion-mnist from --debs into / (needs
@@ -81,11 +83,15 @@ while [[ $# -gt 0 ]]; do
     --no-tests) tests=OFF; shift ;;
     --target) target="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
+    --max-jobs)
+      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "build-pip-torch: --max-jobs takes a whole number >= 1" >&2; exit 2; }
+      (( jobs <= $2 )) || jobs="$2"
+      shift 2 ;;
     --with-data) with_data=1; shift ;;
     --keep-going) keep_going=1; shift ;;
     --save-kit) save_kit="${2:?--save-kit needs a file}"; shift 2 ;;
     --from-kit) from_kit="${2:?--from-kit needs a file}"; shift 2 ;;
-    -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo pipefail$/{/^set /d;p;}' "$0"; exit 0 ;;
     *) echo "build-pip-torch: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

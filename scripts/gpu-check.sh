@@ -176,7 +176,7 @@ echo "gpus=$(timeout 30 nvidia-smi -L 2> /dev/null | grep -c '^GPU ')" >> "$out/
 build_with() {
   step "$1" 3 "$budget" "$out/build.log" env BNN_CUDA_KERNELS="$2" BNN_DISTRIBUTED="$2" \
     bash "$root/scripts/build-pip-torch.sh" --build "$build" ${debs:+--debs "$debs" --with-data} --keep-going \
-    --jobs "$test_jobs" \
+    --max-jobs "$test_jobs" \
     --save-kit "$out/bnn-kit.tar.gz"
 }
 # The parts of bnn that no GPU build has compiled yet (the kernels, whose

@@ -23,10 +23,11 @@ Cases (scores, higher = more likely OOD):
   reversed           every OOD score below: 0, the smallest AUPR, FPR95 1
   n20_exact_95       20 test examples: the 19th smallest accepts exactly 95 %
   n7_ceil            7 test examples: 95 % needs all 7
-Ensembles: M = 4 members, K = 3 classes, 40 test and 30 OOD examples; "bayes" has
+Ensembles: M = 5 members, K = 3 classes, 40 test and 30 OOD examples; "bayes" has
 3 draws per member (mutual information at every size), "point" one draw (mutual
-information from size 2); rows for sizes 1, 2, 4, summarised over groups (mean and
-sample std, ddof 1, none for one group).
+information from size 2); rows for sizes 1, 2, 4 and 5 (the whole ensemble),
+summarised over groups (mean and sample std, ddof 1, none for one group; a
+member left over sits a size out).
 """
 
 import json
@@ -88,7 +89,13 @@ def scores(draws_per_member):
     return out
 
 
-def ensemble_case(rng, draws, members=4, n_in=40, n_out=30, k=3):
+def ensemble_sizes(members):
+    # 1, 2, 4, ... up to M, and M itself where it is not a power of two.
+    sizes = [2 ** i for i in range(members.bit_length()) if 2 ** i <= members]
+    return sizes if sizes[-1] == members else sizes + [members]
+
+
+def ensemble_case(rng, draws, members=5, n_in=40, n_out=30, k=3):
     # OOD draws are flatter (Dirichlet 1) than test draws (Dirichlet 0.3).
     # Continuous, so no two scores tie: mathematically equal scores reached
     # by different sums could round apart differently here and in C++, and
@@ -99,8 +106,7 @@ def ensemble_case(rng, draws, members=4, n_in=40, n_out=30, k=3):
     test = [make(n_in, 0.3) for _ in range(members)]
     ood = [make(n_out, 1.0) for _ in range(members)]
     rows = []
-    size = 1
-    while size <= members:
+    for size in ensemble_sizes(members):
         groups = members // size
         per_score = {}
         for g in range(groups):
@@ -117,7 +123,6 @@ def ensemble_case(rng, draws, members=4, n_in=40, n_out=30, k=3):
                 row[metric] = {"mean": float(values.mean()), "std": float(values.std(ddof=1)) if len(values) > 1 else None,
                                "values": [float(v) for v in values]}
             rows.append(row)
-        size *= 2
     return {
         "draws": draws,
         "test": [d.tolist() for d in test],

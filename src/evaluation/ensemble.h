@@ -1,5 +1,5 @@
 // Ensemble scoring (docs/design.md section 5): members' predictive probabilities are
-// merged into ensembles of size 1, 2, 4, ... and each size is reported as the mean
+// merged into ensembles of size 1, 2, 4, ... (and M) and each size is reported as the mean
 // and spread of the metrics over disjoint groups of members, for Adam, SWA and the
 // Bayesian sampler side by side. Also renders those rows as JSON, CSV and a
 // terminal table. All functions are pure and thread-safe; results are

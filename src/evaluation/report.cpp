@@ -61,31 +61,41 @@ std::string confusion_table(const UncertaintySummary& s, const std::vector<std::
 
 std::string number_or_dash(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : "–"; }
 
-// Why R-hat across members was not computed, for the report: what it lacks.
-std::string rhat_not_computed(const std::vector<LossTrace>& traces, int64_t burn_in) {
-  if (traces.size() < 2) {
-    return fmt::format("Not computed: R-hat across members needs at least 2 members ({} here).\n", traces.size());
-  }
-  std::set<size_t> epochs;
-  for (const LossTrace& t : traces) epochs.insert(sampling_losses(t, /*burn_in=*/0).size());
-  if (epochs.size() > 1) {
-    return fmt::format("Not computed: R-hat across members needs the same sampling epochs in every member (here "
-                       "from {} to {}).\n",
-                       *epochs.begin(), *epochs.rbegin());
-  }
-  const auto after = static_cast<int64_t>(*epochs.begin()) - burn_in;
-  return fmt::format("Not computed: R-hat across members needs at least {} sampling epochs after the burn-in of {} "
-                     "epoch(s) ({} here).\n",
-                     kMinDiagnosticDraws, burn_in, std::max<int64_t>(after, 0));
-}
-
 }  // namespace
 
-std::string rhat_section(const std::vector<RhatAtEpoch>& curve, const std::vector<LossTrace>& traces,
+MembersRhat rhat_across_members(const std::vector<LossTrace>& traces, int64_t burn_in) {
+  if (traces.size() < 2) {
+    return {{}, fmt::format("Not computed: R-hat across members needs at least 2 members ({} here).", traces.size())};
+  }
+  std::vector<torch::Tensor> rows;
+  std::set<size_t> epochs;
+  for (const LossTrace& t : traces) {
+    const std::vector<double> losses = sampling_losses(t, /*burn_in=*/0);
+    epochs.insert(losses.size());
+    rows.push_back(torch::tensor(losses, torch::kDouble));
+  }
+  if (epochs.size() > 1) {
+    return {{},
+            fmt::format("Not computed: R-hat across members needs the same sampling epochs in every member (here "
+                        "from {} to {}).",
+                        *epochs.begin(), *epochs.rbegin())};
+  }
+  const auto have = static_cast<int64_t>(*epochs.begin());
+  if (have < burn_in + static_cast<int64_t>(kMinDiagnosticDraws)) {
+    return {{},
+            fmt::format("Not computed: R-hat across members needs at least {} sampling epochs after the burn-in of "
+                        "{} epoch(s) ({} here).",
+                        kMinDiagnosticDraws, burn_in, std::max<int64_t>(have - burn_in, 0))};
+  }
+  return {rhat_by_epoch(torch::stack(rows), burn_in), ""};
+}
+
+namespace {
+
+std::string rhat_section(const std::vector<RhatAtEpoch>& curve, const std::string& why_not, size_t members,
                          int64_t burn_in) {
-  const size_t members = traces.size();
   std::string out = "\n## R-hat against epoch\n\n";
-  if (curve.empty()) return out + rhat_not_computed(traces, burn_in);
+  if (curve.empty()) return out + why_not + "\n";
   fmt::format_to(std::back_inserter(out),
                  "R-hat and split R-hat across the {} members of the per-epoch sampling-phase training loss, using "
                  "the epochs from the end of burn-in ({} epoch(s)) to each epoch (figure rhat_vs_epoch). The members "
@@ -103,6 +113,8 @@ std::string rhat_section(const std::vector<RhatAtEpoch>& curve, const std::vecto
   }
   return out;
 }
+
+}  // namespace
 
 std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t burn_in) {
   std::string out = fmt::format(
@@ -255,7 +267,7 @@ std::string render_report(const ReportInputs& in) {
     }
   }
   out += diagnostics_section(in.traces, in.burn_in);
-  out += rhat_section(in.rhat_curve, in.traces, in.burn_in);
+  out += rhat_section(in.rhat_curve, in.rhat_not_computed, in.traces.size(), in.burn_in);
 
   out += "\n## Figures\n\n";
   if (!in.figures_requested) return out + "Not drawn (--no-figures).\n";

@@ -47,6 +47,7 @@ struct ReportInputs {
   std::vector<EnsembleRow> rows;
   std::map<std::string, UncertaintySummary> summaries;  // by method
   std::vector<RhatAtEpoch> rhat_curve;                  // across members
+  std::string rhat_not_computed;                        // why rhat_curve is empty (rhat_across_members)
   FigureOutcome figures;
   bool figures_requested = true;
   std::string reference_probs;  // --reference-probs, or empty
@@ -72,9 +73,17 @@ std::string render_report(const ReportInputs& in);
 // at its lower bound on tau marked "(bound)" and explained below the table.
 std::string diagnostics_section(const std::vector<LossTrace>& traces, int64_t burn_in);
 
-// The report's "R-hat against epoch" section: `curve` (R-hat across the
-// members of `traces`), or where it is empty, what it would need and lacks.
-std::string rhat_section(const std::vector<RhatAtEpoch>& curve, const std::vector<LossTrace>& traces,
-                         int64_t burn_in);
+// Note [R-hat across members]: split R-hat of the members' sampling losses
+// per epoch, over epochs burn_in+1 .. e for each e (rhat_vs_epoch). Members
+// start from different SWA points, so this measures whether the loss level
+// mixes between modes, not the within-mode mixing that `bnn rhat` measures
+// (chains from one x*). The curve, or where it cannot be had, why: fewer
+// than 2 members, members of different sampling epochs, or fewer than
+// kMinDiagnosticDraws epochs after the burn-in.
+struct MembersRhat {
+  std::vector<RhatAtEpoch> curve;
+  std::string why_not;  // a sentence for the report, where `curve` is empty
+};
+MembersRhat rhat_across_members(const std::vector<LossTrace>& traces, int64_t burn_in);
 
 }  // namespace bnn::evaluation

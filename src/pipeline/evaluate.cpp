@@ -251,24 +251,6 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
   return m;
 }
 
-// Note [R-hat across members]: split R-hat of the members' sampling losses
-// per epoch, over epochs burn_in+1 .. e for each e (rhat_vs_epoch). Members
-// start from different SWA points, so this measures whether the loss level
-// mixes between modes, not the within-mode mixing that `bnn rhat` measures
-// (chains from one x*). Empty with fewer than 2 members or fewer than
-// kMinDiagnosticDraws epochs after burn-in.
-std::vector<evaluation::RhatAtEpoch> rhat_across_members(const std::vector<MemberData>& members, int64_t burn_in) {
-  if (members.size() < 2) return {};
-  std::vector<torch::Tensor> rows;
-  for (const MemberData& m : members) {
-    const std::vector<double> losses = evaluation::sampling_losses(m.trace, /*burn_in=*/0);
-    if (!rows.empty() && static_cast<int64_t>(losses.size()) != rows.front().numel()) return {};
-    rows.push_back(torch::tensor(losses, torch::kDouble));
-  }
-  if (rows.front().numel() < burn_in + static_cast<int64_t>(evaluation::kMinDiagnosticDraws)) return {};
-  return evaluation::rhat_by_epoch(torch::stack(rows), burn_in);
-}
-
 // --reference-probs: N x K probabilities over the run's test set (N test
 // examples, K classes), each row a distribution; errors name the file.
 torch::Tensor read_reference_probs(const std::filesystem::path& path, int64_t n, int64_t k) {
@@ -569,7 +551,11 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   for (const std::string& method : methods_of(config)) {
     uncertainty["methods"][method] = evaluation::to_json(summaries.at(method));
   }
-  const auto rhat_curve = rhat_across_members(members, selection.burn_in.value_or(config.sampler.burn_in));
+  std::vector<evaluation::LossTrace> traces;
+  for (const MemberData& m : members) traces.push_back(m.trace);
+  const evaluation::MembersRhat members_rhat =
+      evaluation::rhat_across_members(traces, selection.burn_in.value_or(config.sampler.burn_in));
+  const std::vector<evaluation::RhatAtEpoch>& rhat_curve = members_rhat.curve;
   evaluation::FigureOutcome figures;
   if (options.figures) {
     evaluation::FigureInputs inputs;
@@ -630,6 +616,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.rows = rows;
   report.summaries = summaries;
   report.rhat_curve = rhat_curve;
+  report.rhat_not_computed = members_rhat.why_not;
   report.figures = figures;
   report.figures_requested = options.figures;
   report.reference_probs = options.reference_probs.string();

@@ -17,7 +17,7 @@
 //   report.md          all of the above as one document, with split R-hat and
 //                      ESS of each member's sampling-phase training loss, and
 //                      R-hat across members against epoch (figure
-//                      rhat_vs_epoch; Note [R-hat across members] in evaluate.cpp)
+//                      rhat_vs_epoch; Note [R-hat across members] in src/evaluation/report.h)
 //
 // Note [Burn-in and thinning at evaluation]: a run keeps sample s (the global
 // sampler step count, the XXXXXXXX of samples/step_XXXXXXXX.npy) when

@@ -43,21 +43,27 @@ TEST(SamplingDiagnostics, AnEssAtItsBoundIsMarked) {
   EXPECT_EQ(diagnostics_section({drifting}, 0).find("(bound)"), std::string::npos);
 }
 
-// Where R-hat across members is not computed, the report says what it lacks:
-// members, epochs after the burn-in, or the same epochs in every member.
-TEST(RhatSection, SaysWhatItLacks) {
+// Where R-hat across members cannot be computed, the report says what it
+// lacks: members, epochs after the burn-in, or the same epochs in every
+// member; where it can, the curve starts after the burn-in.
+TEST(RhatAcrossMembers, SaysWhatItLacks) {
   const LossTrace eight = sampling_trace("member_000", {0.5, 0.4, 0.5, 0.4, 0.5, 0.4, 0.5, 0.4});
-  EXPECT_NE(rhat_section({}, {eight}, 0).find("needs at least 2 members (1 here)."), std::string::npos);
-  const std::string short_of_epochs = rhat_section({}, {eight, eight, eight, eight}, /*burn_in=*/5);
-  EXPECT_NE(short_of_epochs.find(fmt::format("needs at least {} sampling epochs after the burn-in of 5 epoch(s) (3 "
-                                             "here).",
-                                             kMinDiagnosticDraws)),
-            std::string::npos)
-      << short_of_epochs;
-  EXPECT_EQ(short_of_epochs.find("member(s) here"), std::string::npos) << short_of_epochs;
+  EXPECT_EQ(rhat_across_members({eight}, 0).why_not,
+            "Not computed: R-hat across members needs at least 2 members (1 here).");
+  const MembersRhat short_of_epochs = rhat_across_members({eight, eight, eight, eight}, /*burn_in=*/5);
+  EXPECT_TRUE(short_of_epochs.curve.empty());
+  EXPECT_EQ(short_of_epochs.why_not,
+            fmt::format("Not computed: R-hat across members needs at least {} sampling epochs after the burn-in of "
+                        "5 epoch(s) (3 here).",
+                        kMinDiagnosticDraws));
   const LossTrace six = sampling_trace("member_001", {0.5, 0.4, 0.5, 0.4, 0.5, 0.4});
-  EXPECT_NE(rhat_section({}, {eight, six}, 0).find("the same sampling epochs in every member (here from 6 to 8)."),
-            std::string::npos);
+  EXPECT_EQ(rhat_across_members({eight, six}, 0).why_not,
+            "Not computed: R-hat across members needs the same sampling epochs in every member (here from 6 to 8).");
+  const MembersRhat computed = rhat_across_members({eight, eight}, /*burn_in=*/2);
+  EXPECT_TRUE(computed.why_not.empty());
+  ASSERT_FALSE(computed.curve.empty());
+  EXPECT_EQ(computed.curve.back().epoch, 8);
+  EXPECT_EQ(computed.curve.back().draws, 6);
 }
 
 }  // namespace
