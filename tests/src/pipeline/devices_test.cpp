@@ -33,22 +33,29 @@ std::string cpu_platform() { return " [" + bnn::runtime::arithmetic_platform(tor
 // `bnn run` of configs/tiny.yaml into work/name with `flags`, logged to
 // work/name.txt.
 bnn::testing::CommandResult run_tiny(const std::filesystem::path& work, const std::string& name,
-                                     const std::string& flags) {
+                                     const std::string& flags, const std::string& env = "") {
   return bnn::testing::run_bnn(
       "run --config " + kTinyConfig + " --out " + (work / name).string() + " --threads 1 " + flags,
-      work / (name + ".txt"));
+      work / (name + ".txt"), env);
 }
+
+// cuBLAS repeats its bits on several streams only with a workspace of its
+// own per stream (NVIDIA's cuBLAS documentation, "Results reproducibility"):
+// the GPU tests that compare runs set it, so that what they see is bnn's.
+const std::string kCublasReproducible = "CUBLAS_WORKSPACE_CONFIG=:4096:8";
 
 // A run of tiny.yaml with `flags` on one thread into work/cut, killed by
 // SIGKILL at sampler step 25, then `bnn run --resume` of it with
 // `resume_flags`: the resume's result.
 bnn::testing::CommandResult killed_and_resumed(const std::filesystem::path& work, const std::string& flags,
-                                               const std::string& resume_flags) {
+                                               const std::string& resume_flags, const std::string& env = "") {
   const auto killed = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work / "cut").string() +
                                                 " --threads 1 " + flags,
-                                            work / "cut.txt", "BNN_KILL_AT_SAMPLER_STEP=25");
+                                            work / "cut.txt", env + (env.empty() ? "" : " ") +
+                                                                  "BNN_KILL_AT_SAMPLER_STEP=25");
   EXPECT_EQ(killed.code, 128 + 9) << "expected death by SIGKILL\n" << killed.output;
-  return bnn::testing::run_bnn("run --resume " + (work / "cut").string() + " " + resume_flags, work / "resume.txt");
+  return bnn::testing::run_bnn("run --resume " + (work / "cut").string() + " " + resume_flags, work / "resume.txt",
+                               env);
 }
 
 // The members' outputs of runs `a` and `b`, byte for byte.
@@ -263,9 +270,9 @@ TEST(CudaRun, MembersTrainedTogetherOnOneGpuAgreeWithOneByOne) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_members_per_device_test");
   const auto one = work / "one", three = work / "three";
-  auto r = run_tiny(work, "one", "--device cuda --set run.members=3 --members-per-device 1");
+  auto r = run_tiny(work, "one", "--device cuda --set run.members=3 --members-per-device 1", kCublasReproducible);
   ASSERT_EQ(r.code, 0) << r.output;
-  r = run_tiny(work, "three", "--device cuda --set run.members=3 --members-per-device 3");
+  r = run_tiny(work, "three", "--device cuda --set run.members=3 --members-per-device 3", kCublasReproducible);
   ASSERT_EQ(r.code, 0) << r.output;
   const std::string expected = bnn::runtime::has_worker_streams()
                                    ? "3 members at a time per device, each on its own CUDA stream"
@@ -471,6 +478,30 @@ TEST(CudaRun, TinyRunOnTheGpuScoresAsOnTheCpu) {
     EXPECT_NEAR(accuracy_of(gpu, method, 2), accuracy_of(cpu, method, 2), 0.02) << method;
   }
   EXPECT_NEAR(accuracy_of(gpu, "bayes", 2), accuracy_of(cpu, "bayes", 2), 0.05);
+  if (!HasFailure()) std::filesystem::remove_all(work);
+}
+
+// A GPU run killed in the middle of sampling and resumed: the checkpoint
+// restores the chain and CUDA's generator (Philox seed and offset), so the
+// resumed run draws the noise the uninterrupted one drew. The mlp's kernels
+// on one stream (cuBLAS products, ATen's reductions) repeat their bits, so
+// the two agree to 1e-5; noise drawn from a wrongly restored generator moves
+// the Bayes probabilities by far more. (A difference between 1e-5 and 1e-3
+// would point to a kernel that does not repeat its bits, not to the noise.)
+TEST(CudaRun, AGpuRunKilledAndResumedDrawsTheSameNoise) {
+  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the GPU resume test did not run";
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto work = bnn::testing::unique_temp_dir("bnn_cuda_resume_test");
+  auto r = run_tiny(work, "full", "--device cuda", kCublasReproducible);
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = killed_and_resumed(work, "--device cuda", "--threads 1 --device cuda", kCublasReproducible);
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
+  for (const std::string m : {"member_000", "member_001"}) {
+    for (const std::string f : {"swa_probs.npy", "bayes_probs.npy"}) {
+      EXPECT_LT(largest_difference(work / "full" / m / f, work / "cut" / m / f), 1e-5) << m << "/" << f;
+    }
+  }
   if (!HasFailure()) std::filesystem::remove_all(work);
 }
 
