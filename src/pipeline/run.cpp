@@ -329,6 +329,10 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
   const MemberDesign design = options.design;
   // `--devices cpu,cpu` has chosen its workers already, table or not.
   const bool chosen = device.is_cpu() && device_entries > 1;
+  if (chosen && options.throughput) {
+    spdlog::info("--throughput {}: not used, as the list of CPU workers (--devices) has chosen them",
+                 options.throughput->file.string());
+  }
   if (requested == 0 && options.throughput && options.deadline != nullptr && members_to_run > 0 && !chosen) {
     const MemberMemory member = estimate_member_memory(config, data, design);
     std::optional<int64_t> free_bytes;

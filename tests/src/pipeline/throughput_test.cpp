@@ -247,6 +247,10 @@ TEST_F(Throughput, CommandLine) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("2 workers on cpu, cpu\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("by --throughput"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--throughput " + table.string() + ": not used, as the list of CPU workers (--devices) has "
+                          "chosen them"),
+            std::string::npos)
+      << r.output;
 
   // Where no member is expected to end, the quickest, with a warning.
   const auto slow = write("slow.csv", std::string(kHeader) + "streams,1,0,10,1e-6,1,1\nstreams,2,0,10,1e-6,1,1\n");
