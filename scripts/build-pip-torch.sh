@@ -72,6 +72,7 @@ if [[ -n "$available_kib" ]] && (( jobs > available_kib / 2097152 )); then
   jobs=$(( available_kib / 2097152 > 0 ? available_kib / 2097152 : 1 ))
 fi
 with_data=0
+max_jobs=""
 keep_going=0
 save_kit=""
 from_kit=""
@@ -82,10 +83,9 @@ while [[ $# -gt 0 ]]; do
     --build) build="$(mkdir -p "$2" && cd "$2" && pwd)"; shift 2 ;;
     --no-tests) tests=OFF; shift ;;
     --target) target="$2"; shift 2 ;;
-    --jobs) jobs="$2"; shift 2 ;;
-    --max-jobs)
-      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "build-pip-torch: --max-jobs takes a whole number >= 1" >&2; exit 2; }
-      (( jobs <= $2 )) || jobs="$2"
+    --jobs | --max-jobs)
+      [[ "${2:-}" =~ ^[1-9][0-9]*$ ]] || { echo "build-pip-torch: $1 takes a whole number >= 1" >&2; exit 2; }
+      if [[ "$1" == --jobs ]]; then jobs="$2"; else max_jobs="$2"; fi
       shift 2 ;;
     --with-data) with_data=1; shift ;;
     --keep-going) keep_going=1; shift ;;
@@ -96,6 +96,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+if [[ -n "$max_jobs" ]] && (( jobs > max_jobs )); then jobs="$max_jobs"; fi
 [[ -z "$save_kit" || -z "$target" || "$target" == bnn ]] ||
   { echo "build-pip-torch: --save-kit needs bnn built: no --target other than bnn" >&2; exit 2; }
 if [[ -n "$from_kit" ]]; then

@@ -10,8 +10,9 @@
 // one is an error naming the file and the entry, as an unreadable one is.
 // Checking reads the file once more, a megabyte at a time (about 3 s for a
 // 1 GB checkpoint, at about 330 MB/s of CRC); it happens only on resume, as
-// `bnn run --resume` starts (every member's checkpoint, before any member
-// trains) and as each member loads its own.
+// `bnn run --resume` starts (the checkpoint of every member not finished and
+// not locked by another process, before any member trains) and as each
+// member loads its own.
 // Entries LibTorch compresses (its code/ files) are not checked: a damaged
 // one fails LibTorch's own load.
 #pragma once

@@ -572,15 +572,24 @@ int run(const config::Config& config, const RunOptions& options) {
   // Note [Checkpoint integrity]: the checkpoints to resume from, before any
   // member starts: with several at once, one found damaged only when its
   // turn came would end the command after the others had trained, with no
-  // metrics. Under the member's lock, briefly: a member another process
-  // trains is its to check (and its checkpoint may go as it finishes).
+  // metrics. A member another process trains (its lock taken: a probe,
+  // released at once, as a CRC takes seconds a GB and the other process
+  // would skip the member meanwhile) is its to check, and its checkpoint
+  // may go as it finishes.
   for (const int64_t index : todo) {
-    const auto checkpoint = member_dir(dir, index) / kCheckpointFile;
+    const auto member = member_dir(dir, index);
+    const auto checkpoint = member / kCheckpointFile;
     std::error_code ec;
     if (!std::filesystem::exists(checkpoint, ec)) continue;
-    const std::optional<io::FileLock> lock = io::FileLock::try_acquire(member_dir(dir, index) / kLockFile);
-    if (!lock || member_finished(member_dir(dir, index)) || !std::filesystem::exists(checkpoint, ec)) continue;
-    if (const std::string damage = io::zip_file_damage(checkpoint); !damage.empty()) {
+    if (!io::FileLock::try_acquire(member / kLockFile)) continue;
+    std::string damage;
+    try {
+      damage = io::zip_file_damage(checkpoint);
+    } catch (const std::exception&) {
+      if (!std::filesystem::exists(checkpoint, ec)) continue;  // finished meanwhile
+      throw;
+    }
+    if (!damage.empty() && !member_finished(member)) {
       throw std::runtime_error(fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member (no member "
                                            "was trained)",
                                            checkpoint.string(), damage));
@@ -606,27 +615,33 @@ int run(const config::Config& config, const RunOptions& options) {
   const int64_t todo_per_device =
       (static_cast<int64_t>(todo.size()) + static_cast<int64_t>(devices.size()) - 1) /
       static_cast<int64_t>(devices.size());
-  int64_t per_device = group != nullptr ? 1
-                                         : members_per_device(config, data.begin()->second, devices.front(), options,
-                                                              todo_per_device, static_cast<int64_t>(devices.size()),
-                                                              member_epochs(config));
+  const int64_t per_device =
+      group != nullptr ? 1
+                       : members_per_device(config, data.begin()->second, devices.front(), options,
+                                            todo_per_device, static_cast<int64_t>(devices.size()),
+                                            member_epochs(config));
   // Note [Stacked members in a run]: a member's bits in a stacked pass are
   // the same whatever the slots beside it, from two slots up; a group of one
-  // slot is its own model's arithmetic. So the stacked design keeps two
-  // slots where one member at a time is asked for (or is all that is left
-  // to resume), one of them free: a stacked run resumed with one member
-  // left ends with the bits it would have had uninterrupted.
+  // slot is its own model's arithmetic. So where one member at a time is
+  // asked for (or is all that is left to resume), the stacked design's
+  // group keeps two slots, one of them free, for its one worker: a stacked
+  // run resumed with one member left ends with the bits it would have had
+  // uninterrupted.
+  int64_t slots = per_device;
   if (options.design == MemberDesign::kStacked && per_device == 1 && !todo.empty()) {
-    const auto memory = runtime::device_memory(devices.front());
     const MemberMemory member = estimate_member_memory(config, data.begin()->second, options.design);
-    if (memory && members_that_fit(member, memory->free_bytes) < 2) {
+    const auto full = std::find_if(devices.begin(), devices.end(), [&](const torch::Device& device) {
+      const auto memory = runtime::device_memory(device);
+      return memory && members_that_fit(member, memory->free_bytes) < 2;
+    });
+    if (full != devices.end()) {
       spdlog::warn("--member-design stacked: the free memory of {} holds one member's slot, not the two a stacked "
                    "pass needs; one member at a time on its own model (its bits then differ from a stacked pass's)",
-                   devices.front().str());
+                   full->str());
     } else {
-      per_device = 2;
-      spdlog::info("--member-design stacked: 2 slots for one member at a time, one of them free, so that its "
-                   "arithmetic is a stacked pass's");
+      slots = 2;
+      spdlog::info("--member-design stacked: one member at a time, in a group of 2 slots, one of them free, so "
+                   "that its arithmetic is a stacked pass's");
     }
   }
   std::vector<torch::Device> workers;
@@ -634,13 +649,13 @@ int run(const config::Config& config, const RunOptions& options) {
     for (int64_t k = 0; k < per_device; ++k) workers.push_back(device);
   }
   // Note [Stacked members in a run]: one group per device entry, its slots
-  // the entry's workers; they share the device's stream, the one the
-  // group's rounds run on.
-  const bool stacked = options.design == MemberDesign::kStacked && per_device > 1;
+  // the entry's workers (and a free one beside a worker alone); they share
+  // the device's stream, the one the group's rounds run on.
+  const bool stacked = options.design == MemberDesign::kStacked && slots > 1;
   std::vector<std::unique_ptr<StackedGroup>> groups;
   if (stacked) {
     for (const auto& device : devices) {
-      groups.push_back(make_stacked_group(config, data.at(device.str()), device, per_device));
+      groups.push_back(make_stacked_group(config, data.at(device.str()), device, slots));
     }
   }
   // The data set was put on the device by this thread's stream; the workers'

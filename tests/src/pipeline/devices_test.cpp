@@ -155,9 +155,9 @@ TEST(Devices, StackedMembersAgreeWithOneByOneToFloatRounding) {
 // stacked pass are the same whatever the slots beside it, from two up, but
 // a group of one slot is its own model's arithmetic. So one member trained
 // alone, stacked (as the last member of a stacked run resumed alone is),
-// runs in two slots, one free, and writes the bits it writes among three.
-// (The mlp's stacked products give its own model's bits, so it could not
-// tell.) A K above the members to train is cut to them.
+// runs in a group of two slots, one free, and writes the bits it writes
+// among three. (The mlp's stacked products give its own model's bits, so
+// it could not tell.) A K above the members to train is cut to them.
 TEST(Devices, AStackedMemberAloneWritesTheBitsItWritesBesideAnother) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_stacked_alone_test");
@@ -169,11 +169,13 @@ TEST(Devices, AStackedMemberAloneWritesTheBitsItWritesBesideAnother) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("--members-per-device 5: 3 member(s) to train, so 3 at a time"), std::string::npos)
       << r.output;
-  r = run_tiny(work, "alone", cnn + "--members 1");
+  // One at a time stays one at a time: one worker, its group's other slot free.
+  r = run_tiny(work, "alone", cnn + "--set run.members=3 --members 1-2 --members-per-device 1");
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("--member-design stacked: 2 slots for one member at a time, one of them free"),
+  EXPECT_NE(r.output.find("--member-design stacked: one member at a time, in a group of 2 slots, one of them free"),
             std::string::npos)
       << r.output;
+  EXPECT_EQ(r.output.find(" workers on cpu"), std::string::npos) << r.output;
   for (const std::string f : {"adam_weights.npy", "swa_weights.npy", "bayes_probs.npy"}) {
     const auto member = std::filesystem::path("member_001") / f;
     EXPECT_EQ(bnn::io::read_file(work / "three" / member), bnn::io::read_file(work / "alone" / member)) << f;
@@ -483,18 +485,21 @@ TEST(CudaRun, TinyRunOnTheGpuScoresAsOnTheCpu) {
 
 // A GPU run killed in the middle of sampling and resumed: the checkpoint
 // restores the chain and CUDA's generator (Philox seed and offset), so the
-// resumed run draws the noise the uninterrupted one drew. The mlp's kernels
-// on one stream (cuBLAS products, ATen's reductions) repeat their bits, so
-// the two agree to 1e-5; noise drawn from a wrongly restored generator moves
-// the Bayes probabilities by far more. (A difference between 1e-5 and 1e-3
-// would point to a kernel that does not repeat its bits, not to the noise.)
+// resumed run draws the noise the uninterrupted one drew. One member at a
+// time (member 0 is the one killed), so the mlp's kernels run on one
+// stream, where cuBLAS's products and ATen's reductions repeat their bits:
+// the two agree to 1e-5, while noise drawn from a wrongly restored
+// generator moves the Bayes probabilities by far more. (A difference
+// between 1e-5 and 1e-3 would point to a kernel that does not repeat its
+// bits, not to the noise.)
 TEST(CudaRun, AGpuRunKilledAndResumedDrawsTheSameNoise) {
   if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device visible: the GPU resume test did not run";
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto work = bnn::testing::unique_temp_dir("bnn_cuda_resume_test");
-  auto r = run_tiny(work, "full", "--device cuda", kCublasReproducible);
+  const std::string one_by_one = "--device cuda --members-per-device 1";
+  auto r = run_tiny(work, "full", one_by_one, kCublasReproducible);
   ASSERT_EQ(r.code, 0) << r.output;
-  r = killed_and_resumed(work, "--device cuda", "--threads 1 --device cuda", kCublasReproducible);
+  r = killed_and_resumed(work, one_by_one, "--threads 1 " + one_by_one, kCublasReproducible);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("resuming from"), std::string::npos) << r.output;
   for (const std::string m : {"member_000", "member_001"}) {
