@@ -341,7 +341,10 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
     } else if (const auto memory = runtime::device_memory(device)) {
       free_bytes = memory->free_bytes;
     }
-    const int64_t most = free_bytes ? std::min(members_to_run, members_that_fit(member, *free_bytes)) : members_to_run;
+    int64_t most = free_bytes ? std::min(members_to_run, members_that_fit(member, *free_bytes)) : members_to_run;
+    // On the CPU no more members at once than threads, as auto keeps them
+    // (one member a thread at least; --threads 1 trains them one by one).
+    if (device.is_cpu()) most = std::min<int64_t>(most, std::max(1, torch::get_num_threads()));
     if (const auto k = members_for_time_left(options, device, epochs, members_to_run, most, names)) return *k;
   }
   if (device.is_cpu() && requested == 0) {

@@ -233,14 +233,15 @@ exec {shutil.which("tar")} "$@"
         with open(table, "w") as f:
             f.write("design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member\n"
                     "streams,1,0,10,100,1,1\nstreams,2,0,10,1000,1,1\nstreams,4,1,10,nan,1,1\n")
-        r = self.slice("a", "0-1", "--members-per-device", "auto", BNN_SLICE_THROUGHPUT=table)
+        # Two threads: on the CPU bnn takes no more members at once than threads.
+        r = self.slice("a", "0-1", "--threads", "2", "--members-per-device", "auto", BNN_SLICE_THROUGHPUT=table)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"paper-slice: members at once from {table} (bnn run --throughput)", r.stdout)
         log = self.read("out", "a.log")
         self.assertIn(f"cpu: 2 member(s) at a time by --throughput {table}: ", log)
         self.assertIn("2 workers on cpu: 2 members at a time per device", log)
         self.assertRegex(self.read("out", "a.tsv"), r"--time-limit \d+s --whole-members --device cpu --threads 1 "
-                         "--members-per-device auto --throughput " + re.escape(table) + "\n")
+                         "--threads 2 --members-per-device auto --throughput " + re.escape(table) + "\n")
         self.assertIn("a_01.tar: 2 member(s) (member_000 member_001)", r.stdout)
         # A table that is not there (the check did not get to it), or holds no finished run bnn could
         # choose for the streams design (a failed one, another design's, a rate of 0): the slice goes on,

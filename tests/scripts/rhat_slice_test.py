@@ -169,7 +169,8 @@ class RhatSliceScript(unittest.TestCase):
         with open(table, "w") as f:
             f.write("design,members,exit,wall_s,member_epochs_per_s,peak_gpu_mib,mib_per_member\n"
                     "streams,1,0,10,50.0,0,0\nstreams,2,0,10,100.0,0,0\n")
-        r = self.slice("a", BNN_SLICE_THROUGHPUT=table)
+        # Two threads: on the CPU bnn takes no more repeats at once than threads.
+        r = self.slice("a", "--threads", "2", BNN_SLICE_THROUGHPUT=table)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn(f"rhat-slice: repeats at once from {table} (bnn rhat --throughput)\n", r.stdout)
         self.assertIn("2 repeats at a time on cpu", self.read("out", "rhat_a.log"))

@@ -352,8 +352,11 @@ TEST(RhatCommand, TimeLimitAndThroughput) {
       << r.output;
   EXPECT_FALSE(fs::exists(s.dir / "a"));
 
-  // A repeat of 2 + 1 + 2 x 7 = 17 epochs: 0.187 s alone, 0.0374 s two at once.
-  r = bnn_on(s, rhat + " --time-limit 1h --throughput " + table.string() + " --out " + (s.dir / "a").string());
+  // A repeat of 2 + 1 + 2 x 7 = 17 epochs: 0.187 s alone, 0.0374 s two at once
+  // (on two threads: the CPU takes no more at once than threads).
+  r = bnn::testing::run_bnn(rhat + " --time-limit 1h --throughput " + table.string() + " --out " +
+                                (s.dir / "a").string() + " --threads 2",
+                            s.dir / "log_throughput.txt");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("cpu: 2 repeat(s) at a time by --throughput " + table.string() +
                           ": each repeat about 0.037 s (17 epochs at 1000 member-epochs/s with 2 at once, +10%); "

@@ -238,6 +238,13 @@ TEST_F(Throughput, CommandLine) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("2 workers on cpu: 2 members at a time per device"), std::string::npos) << r.output;
+  // With one thread, one at a time on the CPU, as auto keeps it.
+  r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work_ / "one_thread").string() +
+                                " --threads 1 --set run.members=3 --time-limit 1h --throughput " + table.string(),
+                            work_ / "log8.txt");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("cpu: 1 member(s) at a time by --throughput " + table.string()), std::string::npos)
+      << r.output;
 
   // A list of CPU workers has chosen them already.
   r = bnn::testing::run_bnn("run --config " + kTinyConfig + " --out " + (work_ / "list").string() +
