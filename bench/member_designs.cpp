@@ -45,6 +45,7 @@
 
 #include "models/registry.h"
 #include "models/stacked_members.h"
+#include "src/cli/options.h"
 #include "src/config/config.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/run.h"
@@ -388,17 +389,10 @@ Settings parse(int argc, char** argv, std::string& csv, int& threads, bool& cudn
       ("threads", "intra-op threads (0: bnn's default)", cxxopts::value<int>()->default_value("0"))
       ("csv", "also write the rows to this CSV file", cxxopts::value<std::string>()->default_value(""))
       ("h,help", "show this help");
-  cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    throw UsageError(e.what());
-  }
-  if (args.count("help")) {
-    fmt::print("{}", options.help());
-    std::exit(0);
-  }
-  if (!args.unmatched().empty()) throw UsageError("unexpected argument '" + args.unmatched().front() + "'");
+  // bnn's own parsing: --help, a bad value named with what it takes, a stray word.
+  const std::optional<cxxopts::ParseResult> parsed = bnn::cli::parse_or_help(options, argc, argv);
+  if (!parsed) std::exit(0);
+  const cxxopts::ParseResult& args = *parsed;
   Settings s;
   s.device = bnn::pipeline::resolve_device(args["device"].as<std::string>());
   // The allocator's statistics and the synchronisation need an index: "cuda" is GPU 0, as for bnn run's workers.
@@ -516,6 +510,9 @@ int main(int argc, char** argv) {
   try {
     return bench_main(argc, argv);
   } catch (const UsageError& e) {
+    fmt::print(stderr, "bnn_bench_members: error: {}\n", e.what());
+    return 2;
+  } catch (const cxxopts::exceptions::exception& e) {  // an option it does not have
     fmt::print(stderr, "bnn_bench_members: error: {}\n", e.what());
     return 2;
   } catch (const bnn::config::ConfigError& e) {

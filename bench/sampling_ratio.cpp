@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "samplers/kinetic_langevin.h"
 #include "samplers/random.h"
 #include "samplers/registry.h"
+#include "src/cli/options.h"
 #include "src/pipeline/model_oracle.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/threads.h"
@@ -215,19 +217,10 @@ int bench_main(int argc, char** argv) {
                                                                  "mlp,fmnist_cnn"))
       ("device", "cpu, cuda or cuda:N", cxxopts::value<std::string>()->default_value("cpu"))
       ("h,help", "show this help");
-  cxxopts::ParseResult args;
-  try {
-    args = options.parse(argc, argv);
-  } catch (const std::exception& e) {
-    throw bnn::config::ConfigError(e.what());
-  }
-  if (args.count("help")) {
-    fmt::print("{}", options.help());
-    return 0;
-  }
-  if (!args.unmatched().empty()) {
-    throw bnn::config::ConfigError("unexpected argument '" + args.unmatched().front() + "'");
-  }
+  // bnn's own parsing: --help, a bad value named with what it takes, a stray word.
+  const std::optional<cxxopts::ParseResult> parsed = bnn::cli::parse_or_help(options, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   const int64_t batches = args["batches"].as<int64_t>();
   const int repeats = args["repeats"].as<int>(), threads = args["threads"].as<int>();
   if (batches < 1 || repeats < 1 || threads < 0) {
@@ -264,6 +257,9 @@ int main(int argc, char** argv) {
   try {
     return bench_main(argc, argv);
   } catch (const bnn::config::ConfigError& e) {
+    fmt::print(stderr, "bnn_bench_sampling: error: {}\n", e.what());
+    return 2;
+  } catch (const cxxopts::exceptions::exception& e) {  // an option it does not have
     fmt::print(stderr, "bnn_bench_sampling: error: {}\n", e.what());
     return 2;
   } catch (const c10::Error& e) {  // without LibTorch's stack trace
