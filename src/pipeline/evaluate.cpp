@@ -564,7 +564,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     for (const std::string& method : methods_of(config)) {
       inputs.ensemble_probs.emplace_back(method, mix.at(method).mean());
     }
-    for (const MemberData& m : members) inputs.traces.push_back(m.trace);
+    inputs.traces = traces;
     if (!rhat_curve.empty()) {
       inputs.rhat_curves = {{"members", rhat_curve}};
       inputs.rhat_title = fmt::format("R-hat of the sampling loss across {} members (different x*)", members.size());
@@ -583,8 +583,8 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.point_estimates = point_estimates(config);
   report.methods = methods_of(config);
   report.members = selection.members;
+  report.traces = traces;
   for (const MemberData& m : members) {
-    report.traces.push_back(m.trace);
     report.samples += m.samples;
     if (selection.recompute) report.float16_samples += m.float16_samples;
     for (const std::string& a : std::set<std::string>(m.arithmetic.begin(), m.arithmetic.end())) {

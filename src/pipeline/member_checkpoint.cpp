@@ -70,8 +70,7 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
   try {
     // Note [Checkpoint integrity]: every entry's CRC-32 before it is loaded.
     if (const std::string damage = io::zip_file_damage(path); !damage.empty()) {
-      throw std::runtime_error(fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member",
-                                           path.string(), damage));
+      throw std::runtime_error(damaged_checkpoint(path, damage));
     }
     a.load_from(path.string(), device);
   } catch (const c10::Error& e) {
@@ -123,6 +122,10 @@ Position restore_member_checkpoint(const std::filesystem::path& path, torch::Dev
     TORCH_CHECK(parameters.equal(x), "checkpoint: sampler and model parameters disagree");
   }
   return at;
+}
+
+std::string damaged_checkpoint(const std::filesystem::path& path, const std::string& damage) {
+  return fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member", path.string(), damage);
 }
 
 bool same_arithmetic(const std::string& recorded, const std::string& now) {

@@ -87,6 +87,10 @@ bool is_flat_adam(const torch::optim::Adam& adam);
 void save_member_checkpoint(const std::filesystem::path& path, uint64_t seed, Position at, const MemberState& state,
                             const torch::Tensor& parameters, models::Classifier& model, torch::optim::Adam* adam);
 
+// Note [Checkpoint integrity]: the error for the checkpoint at `path` whose
+// CRCs io::zip_file_damage found wrong (`damage`, its reason).
+std::string damaged_checkpoint(const std::filesystem::path& path, const std::string& damage);
+
 // Reads the checkpoint at `path` into `state`, `parameters`, `model`'s
 // buffers and the Adam `make_adam(flat_layout)` returns (called before the
 // sampling phase only, with the checkpoint's layout: Note [Flat Adam]), and

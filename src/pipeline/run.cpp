@@ -24,6 +24,7 @@
 #include "src/io/zip_check.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/member.h"
+#include "src/pipeline/member_checkpoint.h"
 #include "src/pipeline/ood.h"
 #include "src/pipeline/preprocess.h"
 #include "src/runtime/device_streams.h"
@@ -593,9 +594,7 @@ int run(const config::Config& config, const RunOptions& options) {
       throw;
     }
     if (!damage.empty() && !member_finished(member)) {
-      throw std::runtime_error(fmt::format("{}: a damaged checkpoint ({}); delete it to restart the member (no member "
-                                           "was trained)",
-                                           checkpoint.string(), damage));
+      throw std::runtime_error(damaged_checkpoint(checkpoint, damage) + " (no member was trained)");
     }
   }
   // Note [Member locks]. A data-parallel run's ranks must agree on the
