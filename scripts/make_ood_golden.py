@@ -36,6 +36,8 @@ import sys
 
 import numpy as np
 
+from make_metric_golden import ensemble_sizes  # the metrics' golden values' sizes, as bnn's
+
 SEED = 20261124
 
 
@@ -87,12 +89,6 @@ def scores(draws_per_member):
     if total_draws >= 2:
         out["mutual_information"] = entropy(pbar) - expected
     return out
-
-
-def ensemble_sizes(members):
-    # 1, 2, 4, ... up to M, and M itself where it is not a power of two.
-    sizes = [2 ** i for i in range(members.bit_length()) if 2 ** i <= members]
-    return sizes if sizes[-1] == members else sizes + [members]
 
 
 def ensemble_case(rng, draws, members=5, n_in=40, n_out=30, k=3):
