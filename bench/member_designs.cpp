@@ -39,7 +39,6 @@
 #include <utility>
 #include <vector>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 

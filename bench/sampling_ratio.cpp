@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include <cxxopts.hpp>
 #include <fmt/format.h>
 #include <torch/cuda.h>
 
