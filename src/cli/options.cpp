@@ -1,6 +1,8 @@
 #include "src/cli/options.h"
 
 #include <cmath>
+#include <map>
+#include <set>
 #include <string>
 
 #include <fmt/format.h>
@@ -56,6 +58,31 @@ std::string wanted(const std::string& value) {
   throw config::ConfigError(message);
 }
 
+// An option that takes one value, given twice with two values: cxxopts keeps
+// the last without a word, so `--members 0-31` pasted before `--members 32-63`
+// would train only the second range. Options that collect values (--set) may
+// repeat; the same value twice is harmless.
+void refuse_repeated(const cxxopts::Options& options, const cxxopts::ParseResult& args) {
+  std::set<std::string> collecting;
+  for (const std::string& group : options.groups()) {
+    for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      if (!o.is_container) continue;
+      collecting.insert(o.s);
+      collecting.insert(o.l.begin(), o.l.end());
+    }
+  }
+  std::map<std::string, std::string> first;
+  for (const cxxopts::KeyValue& given : args.arguments()) {
+    if (collecting.count(given.key())) continue;
+    const auto [seen, fresh] = first.emplace(given.key(), given.value());
+    if (!fresh && seen->second != given.value()) {
+      throw config::ConfigError(fmt::format("option {}{} is given twice, as '{}' and as '{}'; give it once",
+                                            given.key().size() == 1 ? "-" : "--", given.key(), seen->second,
+                                            given.value()));
+    }
+  }
+}
+
 }  // namespace
 
 std::optional<double> number_in(const std::string& text) {
@@ -85,6 +112,7 @@ std::optional<cxxopts::ParseResult> parse_or_help(cxxopts::Options& options, int
   if (!args.unmatched().empty()) {
     throw config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
   }
+  refuse_repeated(options, args);
   return args;
 }
 

@@ -29,11 +29,9 @@ int cmd_predict(int argc, char** argv) {
       "h,help", "Show this help");
   opts.parse_positional({"images"});
   opts.positional_help("--run RUN_DIR --images PATH [PATH...]").show_positional_help();
-  const auto args = opts.parse(argc, argv);
-  if (args.count("help")) {
-    fmt::print("{}", opts.help());
-    return 0;
-  }
+  const auto parsed = parse_or_help(opts, argc, argv);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& args = *parsed;
   if (!args.count("run")) throw config::ConfigError("bnn predict needs --run RUN_DIR (see bnn predict --help)");
   if (!args.count("images")) {
     throw config::ConfigError("bnn predict needs --images PATH... (image files, folders or .npy)");

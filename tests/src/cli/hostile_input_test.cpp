@@ -381,6 +381,12 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
          return "predict --run " + a() + " --images " + (kHostileWork / "cases" / "none.npy").string() + " --method swa";
        },
        2, "none.npy: holds no images (shape 0 x 28 x 28)"},
+      {"an option that takes one value, given twice with two",
+       [&] { return tiny_run_args(out(), " --members 0-1 --members 1"); }, 2,
+       "option --members is given twice, as '0-1' and as '1'; give it once"},
+      {"... and in predict, which parses as the other commands do",
+       [] { return "predict --run " + a() + " --images x.npy --threads abc"; }, 2,
+       "option --threads: 'abc' is not a valid value"},
       {"9: --members 1-0", [&] { return tiny_run_args(out(), " --members 1-0"); }, 2,
        "--members: '1-0' runs from 1 down to 0; write ranges low-high, e.g. 0-1"},
       {"9: a file as data.dir", [&] { return tiny_run_args(out(), " --set data.dir=" + kTinyConfig); }, 2,
