@@ -743,7 +743,10 @@ int run(const config::Config& config, const RunOptions& options) {
   for (size_t d = 0; d < groups.size(); ++d) {
     const int64_t passes = groups[d]->rounds();
     if (passes == 0) continue;
-    spdlog::info("{}: {} stacked passes, {:.2f} members in each on average", devices[d].str(), passes,
+    // `--devices cpu,cpu` makes two groups on one device: tell their lines apart.
+    const bool named_twice = std::count(devices.begin(), devices.end(), devices[d]) > 1;
+    spdlog::info("{}{}: {} stacked passes, {:.2f} members in each on average", devices[d].str(),
+                 named_twice ? fmt::format(" (group {} of {})", d + 1, groups.size()) : std::string(), passes,
                  static_cast<double>(groups[d]->evaluations()) / static_cast<double>(passes));
   }
   for (const auto& e : errors) {
