@@ -310,6 +310,10 @@ exec {shutil.which("tar")} "$@"
         r = self.build("--target", "bnn_tests", "--save-kit", self.folder("other.tar.gz"))
         self.assertEqual((r.returncode, r.stderr),
                          (2, "build-pip-torch: --save-kit needs bnn built: no --target other than bnn\n"))
+        for option, value in [("--jobs", "four"), ("--max-jobs", "0"), ("--jobs", "-2"), ("--max-jobs", "")]:
+            r = self.build("--no-tests", option, value)
+            self.assertEqual((r.returncode, r.stderr),
+                             (2, f"build-pip-torch: {option} takes a whole number >= 1\n"), (option, value))
         self.assertEqual(self.call_lines, [])
 
     def test_with_debs_the_libraries_are_found_from_the_binary_s_place(self):

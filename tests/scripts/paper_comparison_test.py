@@ -214,6 +214,16 @@ class PaperComparison(unittest.TestCase):
                       "\n".join(lines))
         self.assertFalse([l for l in lines if "explain" in l], lines)
 
+    def test_a_damaged_bnn_json_or_uncertainty_json_is_named(self):
+        for files, message in [({"record": ["sampler.name"]}, "bnn.json: cannot read its settings"),
+                               ({"record": {"sampler.name": "sms_ubu"}, "selection": "burn_in_epochs"},
+                                "uncertainty.json: cannot read its selection")]:
+            r, text = self.run_script({"ensembles": ROWS}, None, **files)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(message, r.stderr)
+            self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+            self.assertIsNone(text)
+
     def test_the_bayesian_method_is_named_by_the_runs_sampler(self):
         lines = self.lines_for_rows(PAPER_CONFIG.replace("name: sms_ubu", "name: sghmc"))
         self.assertIn("| SGHMC | ace | 0.0100 ± 0.0010 | 0.0032 | +0.0068 | 6.7 | 38.2 |  |", lines)
