@@ -25,6 +25,10 @@ Split Split::slice(int64_t start, int64_t length) const {
   return Split{images.narrow(0, start, length), labels.narrow(0, start, length), scale, shift};
 }
 
+Split Split::rows(const torch::Tensor& index) const {
+  return Split{images.index_select(0, index), labels.index_select(0, index), scale, shift};
+}
+
 ChannelStats channel_stats(const torch::Tensor& images) {
   TORCH_CHECK(images.dim() == 4 && images.scalar_type() == torch::kByte && images.device().is_cpu(),
               "channel_stats needs N x C x H x W uint8 CPU images, got ", images.sizes(), " ",
@@ -139,6 +143,19 @@ Split Partition::batch(int64_t b) const {
   TORCH_CHECK(b >= 0 && b < num_batches_, "batch index ", b, " out of range [0, ", num_batches_,
               ")");
   return examples_.slice(b * batch_size_, batch_size_);
+}
+
+torch::Tensor Partition::redrawn_order(uint64_t seed) const {
+  auto generator = at::detail::createCPUGenerator(seed);
+  return torch::randperm(num_examples(), generator, torch::kLong).to(examples_.labels.device());
+}
+
+Split Partition::batch(int64_t b, const torch::Tensor& order) const {
+  if (!order.defined()) return batch(b);
+  TORCH_CHECK(b >= 0 && b < num_batches_, "batch index ", b, " out of range [0, ", num_batches_, ")");
+  TORCH_CHECK(order.dim() == 1 && order.size(0) == num_examples(), "a batch order must list the ",
+              num_examples(), " used examples, got ", order.sizes());
+  return examples_.rows(order.narrow(0, b * batch_size_, batch_size_));
 }
 
 Split Partition::first_batches(int64_t k) const {

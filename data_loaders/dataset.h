@@ -45,6 +45,8 @@ struct Split {
   torch::Tensor inputs() const;
   // Examples [start, start + length) as views, keeping the pixel map.
   Split slice(int64_t start, int64_t length) const;
+  // The examples at `index` (1-D int64, on the split's device), copied, keeping the pixel map.
+  Split rows(const torch::Tensor& index) const;
 };
 
 // Per-channel pixel statistics of uint8 images, as fractions of 255.
@@ -141,6 +143,21 @@ class Partition {
 
   // Minibatch b, a view; throws unless 0 <= b < num_batches().
   Split batch(int64_t b) const;
+
+  // Note [Redrawn batches]: with sampler.repartition, every cycle of the
+  // sampler's batch order cuts the used examples into batches afresh (the
+  // SMS-UBU paper's Alg. 2 draws its N_m batches anew in every cycle). The
+  // examples used stay the same (the ones left over at load time sit out
+  // every cycle), so the potential, its full gradient S* and every batch size
+  // stay what they were; only which examples share a batch changes, and with
+  // it the anchor gradients g*_b, which are then recomputed at each step.
+  // redrawn_order(seed) is a uniformly random order of the used examples,
+  // from a CPU generator seeded with `seed` (so on every device the same), on
+  // the examples' device; batch(b, order) is batch b of the used examples
+  // taken in that order: rows order[b N_b, (b + 1) N_b), copied. An undefined
+  // order is the partition's own: batch(b).
+  torch::Tensor redrawn_order(uint64_t seed) const;
+  Split batch(int64_t b, const torch::Tensor& order) const;
   // The first min(k, N_m) batches as one contiguous view, for BatchNorm
   // recalibration; throws unless k >= 1.
   Split first_batches(int64_t k) const;

@@ -16,6 +16,18 @@
 // fresh permutation per epoch (BAOAB-RR). The very first step evaluates the
 // force at the starting point as well (two gradients, once). The bounce
 // follows each A.
+//
+// Which batch each force uses. Here the k-th force evaluated (the starting
+// point's first) takes the k-th batch of the order, so with SMS the forces at
+// x_0 ... x_{2N_m - 1} of a cycle use p_0 ... p_{N_m-1} p_{N_m-1} ... p_0.
+// Alg. 6 of the SMS-UBU paper as printed shifts this by one (omega_{N_m+1} :=
+// omega_1): the forces at x_1 ... x_{2N_m} use omega_2 ... omega_{N_m} omega_1
+// omega_{N_m} ... omega_2 omega_1, and the next cycle starts from the force
+// already at hand. Both use every batch twice per cycle and both make a
+// cycle a palindrome of B, A, O steps (here about the middle of an O step,
+// there about a B), which is what gives the O(h^2) bias; they are not the
+// same chain. BiasOrder (tests/src/experiments/bias_test.cpp) finds this
+// one second order.
 #pragma once
 
 #include "samplers/kinetic_langevin.h"

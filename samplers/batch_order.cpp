@@ -35,11 +35,19 @@ void BatchOrder::refill() {
 }
 
 int64_t BatchOrder::next() {
+  if (position_ == cycle_length_) {
+    if (kind_ == BatchOrderKind::kWithReplacement) {
+      position_ = 0;  // a cycle of N_m draws, for the hook only
+    } else {
+      refill();
+    }
+    ++cycle_;
+    if (hook_) hook_(cycle_);
+  }
+  const int64_t k = position_++;
   if (kind_ == BatchOrderKind::kWithReplacement) {
     return torch::randint(num_batches_, {1}, gen_, torch::TensorOptions().dtype(torch::kLong)).item<int64_t>();
   }
-  if (position_ == cycle_length_) refill();
-  const int64_t k = position_++;
   return k < num_batches_ ? perm_[k] : perm_[2 * num_batches_ - 1 - k];
 }
 
@@ -48,6 +56,7 @@ void BatchOrder::save(torch::serialize::OutputArchive& archive, const std::strin
   archive.write(prefix + ".permutation",
                 torch::tensor(std::vector<int64_t>(perm_.begin(), perm_.end()), torch::kLong));
   archive.write(prefix + ".position", torch::tensor(position_, torch::kLong));
+  archive.write(prefix + ".cycle", torch::tensor(cycle_, torch::kLong));
 }
 
 void BatchOrder::load(torch::serialize::InputArchive& archive, const std::string& prefix) {
@@ -56,8 +65,14 @@ void BatchOrder::load(torch::serialize::InputArchive& archive, const std::string
   perm_.assign(p.data_ptr<int64_t>(), p.data_ptr<int64_t>() + p.numel());
   position_ = read_tensor(archive, prefix + ".position").item<int64_t>();
   TORCH_CHECK(position_ >= 0 && position_ <= cycle_length_ &&
-                  (position_ == cycle_length_ || static_cast<int64_t>(perm_.size()) == num_batches_),
+                  (position_ == cycle_length_ || kind_ == BatchOrderKind::kWithReplacement ||
+                   static_cast<int64_t>(perm_.size()) == num_batches_),
               "sampler checkpoint: batch order state does not match ", num_batches_, " minibatches");
+  // Checkpoints of bnn before cycles were counted have none: the count
+  // matters only to redrawn batches, which came with it.
+  torch::Tensor cycle;
+  cycle_ = archive.try_read(prefix + ".cycle", cycle) ? cycle.item<int64_t>() : (position_ == cycle_length_ ? -1 : 0);
+  TORCH_CHECK(cycle_ >= -1, "sampler checkpoint: batch order cycle ", cycle_, " is negative");
 }
 
 }  // namespace bnn::samplers

@@ -8,8 +8,11 @@
 //   steps, forward sweeps only.
 // - kWithReplacement (plain "SG-"): a uniform batch each step.
 // Draws come from a CPU generator owned by the order (Note [RNG streams]).
+// Cycles are numbered 0, 1, ...: 2 N_m batches each for kSymmetric, N_m for
+// the others; a hook hears of each before its first batch is given.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +33,12 @@ class BatchOrder {
   // The batch index for the next step.
   int64_t next();
 
+  // hook(c) is called as cycle c begins, before its first batch is returned
+  // (the sampler tells its oracle: GradientOracle::begin_cycle).
+  void on_new_cycle(std::function<void(int64_t)> hook) { hook_ = std::move(hook); }
+  // The cycle of the last batch returned; -1 before the first.
+  int64_t cycle() const { return cycle_; }
+
   BatchOrderKind kind() const { return kind_; }
   // Generator state, permutation and position (Note [Sampler checkpoints]).
   void save(torch::serialize::OutputArchive& archive, const std::string& prefix) const;
@@ -45,6 +54,8 @@ class BatchOrder {
   std::vector<int64_t> perm_;
   int64_t position_ = 0;  // position within the current cycle
   int64_t cycle_length_;
+  int64_t cycle_ = -1;
+  std::function<void(int64_t)> hook_;
 };
 
 }  // namespace bnn::samplers

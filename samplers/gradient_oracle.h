@@ -41,6 +41,13 @@ class GradientOracle {
   // forward pass only.
   virtual torch::Tensor loss(int64_t b) { return evaluate(b); }
 
+  // The sampler's batch order begins its cycle `cycle` (0, 1, ...: see
+  // samplers/batch_order.h); called before the cycle's first evaluation, and
+  // again with the current cycle when a sampler checkpoint is loaded. An
+  // oracle that cuts its batches afresh in every cycle does it here (Note
+  // [Redrawn batches] in data_loaders/dataset.h); the others ignore it.
+  virtual void begin_cycle(int64_t cycle) { (void)cycle; }
+
   // Optional: per-example gradients, for samplers that estimate the
   // covariance of the minibatch gradient (NOGIN, samplers/nogin.h).
   virtual bool has_per_example_gradients() const { return false; }

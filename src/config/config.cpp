@@ -347,6 +347,11 @@ std::vector<Field> fields(Config& c) {
       number("sampler.temperature", c.sampler.temperature, "1.0", positive(), "T: samples exp(-f/T)."),
       text("sampler.order", c.sampler.order, "auto", {"auto", "sms", "rr", "iid"},
            "Minibatch order; auto = the sampler's own (sms for sms_*, iid for sg_* and nogin, rr otherwise)."),
+      boolean("sampler.repartition", c.sampler.repartition, "false",
+              "Cut the training examples into batches afresh at every cycle of the minibatch order (every 2 "
+              "epochs for sms, every epoch otherwise), as the SMS-UBU paper's Alg. 2 does; false keeps one "
+              "partition per member. The control variate then recomputes g*_b at each step "
+              "(sampler.anchor_gradients auto or recomputed)."),
       text("sampler.gradient", c.sampler.gradient, "control_variate", {"plain", "control_variate"},
            "Stochastic gradient estimator (control variate at x*, as the reference runs)."),
       text("sampler.anchor_gradients", c.sampler.anchor_gradients, "auto", {"auto", "stored", "recomputed"},
@@ -662,6 +667,11 @@ void validate_and_resolve(Config& c) {
     throw ConfigError(fmt::format("config key '{}': invalid value '{}': sampler {} does not use it (samplers that "
                                   "do: {}); remove the key",
                                   k.key, k.value, s.name, fmt::join(readers, ", ")));
+  }
+  if (s.repartition && s.gradient == "control_variate" && s.anchor_gradients == "stored") {
+    throw ConfigError("config key 'sampler.anchor_gradients': invalid value 'stored': with sampler.repartition "
+                      "true the batches change every cycle, so stored anchor gradients g*_b would belong to "
+                      "batches no longer used; use auto or recomputed");
   }
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
   if (!s.friction) {

@@ -81,6 +81,7 @@ struct SamplerConfig {
   std::optional<double> friction;  // nullopt = auto (1/rho)
   double temperature = 1;
   std::string order;         // auto | sms | rr | iid
+  bool repartition = false;  // batches cut afresh every cycle of the order (Note [Redrawn batches])
   std::string gradient;      // plain | control_variate
   std::string anchor_gradients;  // auto | stored | recomputed
   int64_t anchor_memory_mb = 0;

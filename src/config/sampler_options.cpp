@@ -14,7 +14,10 @@ samplers::LangevinOptions langevin_options(const Config& config, int64_t num_bat
   o.mh_block(s.mh_block);
   o.noise_covariance(samplers::parse_noise_covariance(s.nogin_covariance));
   o.estimator(samplers::parse_gradient_estimator(s.gradient));
-  if (s.anchor_gradients == "auto") {
+  if (s.repartition) {
+    // Note [Redrawn batches]: stored g*_b would be of last cycle's batches.
+    o.anchor_gradients(samplers::AnchorGradients::kRecomputed);
+  } else if (s.anchor_gradients == "auto") {
     const double bytes = static_cast<double>(num_batches) * num_parameters * 4.0;
     o.anchor_gradients(bytes <= config.sampler.anchor_memory_mb * 1024.0 * 1024.0
                            ? samplers::AnchorGradients::kStored

@@ -28,6 +28,7 @@ constexpr uint64_t kInitStream = 0;
 constexpr uint64_t kPartitionStream = 1;
 constexpr uint64_t kOptimizerOrderStream = 2;
 constexpr uint64_t kSamplerStream = 3;
+constexpr uint64_t kRedrawStream = 4;  // Note [Redrawn batches]
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
@@ -92,6 +93,14 @@ Member::Member(const MemberContext& ctx, int64_t index)
                                                   Shard{ctx.group->rank(), ctx.group->world_size()});
     parallel_oracle_ = std::make_unique<distributed::DataParallelOracle>(*model_oracle_, *ctx.group);
     oracle_ = parallel_oracle_.get();
+  }
+  if (cfg_.sampler.repartition) {
+    const uint64_t redraw_seed = samplers::derive_seed(seed_, kRedrawStream);
+    if (stacked_oracle_) {
+      stacked_oracle_->redraw_batches_each_cycle(redraw_seed);
+    } else {
+      model_oracle_->redraw_batches_each_cycle(redraw_seed);
+    }
   }
   if (writes()) {
     std::filesystem::create_directories(dir_ / kSamplesDir);

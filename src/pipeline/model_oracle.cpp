@@ -1,5 +1,7 @@
 #include "src/pipeline/model_oracle.h"
 
+#include "samplers/random.h"
+
 namespace bnn::pipeline {
 
 ModelOracle::ModelOracle(models::Classifier& model, models::FlatParameters& flat,
@@ -12,8 +14,14 @@ ModelOracle::ModelOracle(models::Classifier& model, models::FlatParameters& flat
               shard_.count);
 }
 
+void ModelOracle::begin_cycle(int64_t cycle) {
+  if (!redraw_seed_ || cycle == cycle_) return;
+  cycle_ = cycle;
+  order_ = cycle == 0 ? torch::Tensor() : partition_.redrawn_order(samplers::derive_seed(*redraw_seed_, cycle));
+}
+
 data_loaders::Split ModelOracle::rows_of(int64_t b) const {
-  const data_loaders::Split batch = partition_.batch(b);
+  const data_loaders::Split batch = this->batch(b);
   if (shard_.count == 1) return batch;
   const int64_t n = batch.size();
   const int64_t start = shard_.index * n / shard_.count;

@@ -5,6 +5,8 @@
 // data-parallel chain, src/distributed/data_parallel_oracle.h).
 #pragma once
 
+#include <optional>
+
 #include "data_loaders/dataset.h"
 #include "models/classifier.h"
 #include "models/flat_parameters.h"
@@ -52,6 +54,15 @@ class ModelOracle : public samplers::GradientOracle {
   torch::Tensor evaluate_per_example(int64_t b) override;
   torch::Tensor per_example_gradients() override { return rows_; }
 
+  // Note [Redrawn batches] (data_loaders/dataset.h): from now on, cycle c > 0
+  // of the sampler's batch order cuts the batches in the order
+  // partition.redrawn_order(derive_seed(seed, c)); cycle 0 keeps the
+  // partition's own. Without this call begin_cycle() changes nothing.
+  void redraw_batches_each_cycle(uint64_t seed) { redraw_seed_ = seed; }
+  void begin_cycle(int64_t cycle) override;
+  // Batch b as the current cycle cuts it, whole (every shard's rows).
+  data_loaders::Split batch(int64_t b) const { return partition_.batch(b, order_); }
+
  private:
   // This oracle's rows of batch b.
   data_loaders::Split rows_of(int64_t b) const;
@@ -60,6 +71,9 @@ class ModelOracle : public samplers::GradientOracle {
   models::FlatParameters& flat_;
   const data_loaders::Partition& partition_;
   Shard shard_;
+  std::optional<uint64_t> redraw_seed_;
+  int64_t cycle_ = 0;
+  torch::Tensor order_;  // the current cycle's order of the examples; undefined: the partition's own
   torch::Tensor rows_;  // N_b x d, allocated on the first evaluate_per_example()
 };
 

@@ -153,7 +153,7 @@ void StackedGroup::run_round(const std::vector<Request*>& round) {
 
 StackedOracle::StackedOracle(StackedGroup& group, int64_t slot, models::Classifier& model,
                              models::FlatParameters& flat, const data_loaders::Partition& partition)
-    : group_(group), slot_(slot), model_(model), partition_(partition), own_(model, flat, partition) {
+    : group_(group), slot_(slot), model_(model), own_(model, flat, partition) {
   group_.take(slot);
   try {
     stats_ = models::StackedMembers::flatten_running_stats(model);
@@ -169,7 +169,7 @@ StackedOracle::~StackedOracle() {
 }
 
 torch::Tensor StackedOracle::evaluate(int64_t b) {
-  const data_loaders::Split batch = partition_.batch(b);
+  const data_loaders::Split batch = own_.batch(b);
   model_.train();  // as ModelOracle leaves it
   StackedGroup::Request request;
   request.slot = slot_;

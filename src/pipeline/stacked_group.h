@@ -144,13 +144,15 @@ class StackedOracle : public samplers::GradientOracle {
   bool has_per_example_gradients() const override { return own_.has_per_example_gradients(); }
   torch::Tensor evaluate_per_example(int64_t b) override { return own_.evaluate_per_example(b); }
   torch::Tensor per_example_gradients() override { return own_.per_example_gradients(); }
+  // Note [Redrawn batches], as ModelOracle's.
+  void redraw_batches_each_cycle(uint64_t seed) { own_.redraw_batches_each_cycle(seed); }
+  void begin_cycle(int64_t cycle) override { own_.begin_cycle(cycle); }
 
  private:
   StackedGroup& group_;
   int64_t slot_;
   bool joined_ = false;
   models::Classifier& model_;
-  const data_loaders::Partition& partition_;
   torch::Tensor stats_;
   ModelOracle own_;
 };

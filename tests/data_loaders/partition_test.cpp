@@ -62,6 +62,35 @@ TEST(PartitionTest, BatchesAreDisjointAndKeepImagesWithLabels) {
   }
 }
 
+// Note [Redrawn batches]: a redrawn order cuts the same used examples into
+// other batches, each example once, images still with their labels; the
+// order depends on its seed alone, and no order is the partition's own.
+TEST(PartitionTest, RedrawnBatchesCutTheSameExamplesAfresh) {
+  const Partition partition(numbered_split(kNumExamples), /*batch_size=*/100, /*seed=*/7);
+  const torch::Tensor order = partition.redrawn_order(21);
+  std::vector<torch::Tensor> labels;
+  int64_t same_as_before = 0;
+  for (int64_t b = 0; b < partition.num_batches(); ++b) {
+    const Split batch = partition.batch(b, order);
+    ASSERT_EQ(batch.size(), 100);
+    EXPECT_TRUE(torch::equal(batch.images, batch.labels.to(torch::kFloat32).view({-1, 1, 1, 1}).expand_as(batch.images)))
+        << "batch " << b;
+    // Of 100 examples, about 10 were in this batch before (each is with probability 1/10).
+    same_as_before += torch::isin(batch.labels, partition.batch(b).labels).sum().item<int64_t>();
+    labels.push_back(batch.labels);
+    EXPECT_TRUE(torch::equal(partition.batch(b, torch::Tensor()).labels, partition.batch(b).labels));
+  }
+  EXPECT_TRUE(torch::equal(std::get<0>(torch::sort(torch::cat(labels))),
+                           std::get<0>(torch::sort(all_batch_labels(partition)))));
+  EXPECT_GT(same_as_before, 50);  // mean 100, sd about 9
+  EXPECT_LT(same_as_before, 150);
+  EXPECT_TRUE(torch::equal(order, partition.redrawn_order(21)));
+  EXPECT_FALSE(torch::equal(order, partition.redrawn_order(22)));
+  EXPECT_EQ(error_of([&] { partition.batch(0, order.narrow(0, 0, 999)); }).rfind(
+                "a batch order must list the 1000 used examples, got [999]", 0),
+            0u);
+}
+
 TEST(PartitionTest, ShufflesTheExamples) {
   const Partition partition(numbered_split(kNumExamples), /*batch_size=*/100, /*seed=*/7);
   EXPECT_FALSE(torch::equal(partition.batch(0).labels, torch::arange(100, torch::kLong)));

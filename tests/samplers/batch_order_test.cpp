@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -55,6 +56,41 @@ TEST(BatchOrder, WithReplacementIsUniform) {
 TEST(BatchOrder, SameSeedSameOrder) {
   BatchOrder a(BatchOrderKind::kSymmetric, 9, 11), b(BatchOrderKind::kSymmetric, 9, 11);
   for (int i = 0; i < 100; ++i) ASSERT_EQ(a.next(), b.next());
+}
+
+// Every kind announces its cycles (2 N_m batches for SMS, N_m otherwise)
+// before their first batch, without changing the batches; a checkpoint taken
+// mid-cycle carries the cycle on.
+TEST(BatchOrder, CyclesAreAnnouncedBeforeTheirFirstBatchAndSurviveACheckpoint) {
+  const int64_t n = 3;
+  for (const auto kind : {BatchOrderKind::kSymmetric, BatchOrderKind::kReshuffle, BatchOrderKind::kWithReplacement}) {
+    SCOPED_TRACE(to_string(kind));
+    const int64_t length = kind == BatchOrderKind::kSymmetric ? 2 * n : n;
+    BatchOrder heard(kind, n, /*seed=*/8), plain(kind, n, /*seed=*/8);
+    std::vector<std::pair<int64_t, int64_t>> calls;  // (batches given before, cycle)
+    int64_t given = 0;
+    heard.on_new_cycle([&](int64_t c) { calls.emplace_back(given, c); });
+    EXPECT_EQ(heard.cycle(), -1);
+    for (; given < 3 * length + 1; ++given) {
+      ASSERT_EQ(heard.next(), plain.next());
+      EXPECT_EQ(heard.cycle(), given / length);
+    }
+    EXPECT_EQ(calls, (std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {length, 1}, {2 * length, 2}, {3 * length, 3}}));
+
+    torch::serialize::OutputArchive out;
+    heard.save(out, "order");
+    std::stringstream bytes;
+    out.save_to(bytes);
+    torch::serialize::InputArchive in;
+    in.load_from(bytes);
+    BatchOrder resumed(kind, n, /*seed=*/99);
+    resumed.load(in, "order");
+    EXPECT_EQ(resumed.cycle(), 3);
+    std::vector<int64_t> cycles;
+    resumed.on_new_cycle([&](int64_t c) { cycles.push_back(c); });
+    for (int64_t i = 0; i < length; ++i) ASSERT_EQ(resumed.next(), heard.next());
+    EXPECT_EQ(cycles, std::vector<int64_t>{4});
+  }
 }
 
 TEST(BatchOrder, NamesRoundTripAndUnknownNamesAreListed) {

@@ -83,6 +83,39 @@ TEST_F(Resume, KilledInTheMiddleOfSamplingResumesBitIdentically) {
   EXPECT_EQ(read(full / "metrics.csv"), read(cut / "metrics.csv"));
 }
 
+// Note [Redrawn batches]: tiny.yaml's SMS cycles are 20 steps. Cycle 0 keeps
+// the member's partition, so the sample at step 20 is the one a run without
+// sampler.repartition takes; cycle 1 cuts other batches, so the sample at 30
+// is not. A kill at step 25, inside cycle 1, resumes to the same bits.
+TEST_F(Resume, RedrawnBatchesChangeFromTheSecondCycleAndResumeBitIdentically) {
+  const auto fixed = work_ / "fixed", full = work_ / "full", cut = work_ / "cut";
+  const std::string tiny = "run --config " + kTinyConfig + " --threads 1 --members 0 --out ";
+  const std::string redraw = " --set sampler.repartition=true";
+  // Recomputed anchors, as the redrawn run must use: stored ones round otherwise.
+  auto r = bnn(tiny + fixed.string() + " --set sampler.anchor_gradients=recomputed");
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = bnn(tiny + full.string() + redraw);
+  ASSERT_EQ(r.code, 0) << r.output;
+  // The stored anchor gradients would be of batches no longer used.
+  EXPECT_NE(r.output.find("gradient=control_variate/recomputed"), std::string::npos) << r.output;
+  r = bnn(tiny + cut.string() + redraw, "BNN_KILL_AT_SAMPLER_STEP=25");
+  ASSERT_EQ(r.code, 128 + 9) << r.output;
+  r = bnn("run --resume " + cut.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto m0 = std::filesystem::path("member_000");
+  EXPECT_TRUE(read(fixed / m0 / "samples/step_00000020.npy") == read(full / m0 / "samples/step_00000020.npy"));
+  EXPECT_FALSE(read(fixed / m0 / "samples/step_00000030.npy") == read(full / m0 / "samples/step_00000030.npy"));
+  for (const std::string file : {"bayes_probs.npy", "samples/step_00000020.npy", "samples/step_00000030.npy"}) {
+    EXPECT_TRUE(read(full / m0 / file) == read(cut / m0 / file)) << file;
+  }
+  r = bnn(tiny + (work_ / "stored").string() + redraw + " --set sampler.anchor_gradients=stored");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("config key 'sampler.anchor_gradients': invalid value 'stored': with "
+                          "sampler.repartition true the batches change every cycle"),
+            std::string::npos)
+      << r.output;
+}
+
 // With stored sample weights (Note [Stored samples]) and BatchNorm, a sample
 // every 5 steps: steps 15, 20, 25, 30. The kill at step 27 comes after the
 // sample at 25 was stored but before any checkpoint holds it; the resumed
