@@ -151,6 +151,12 @@ TEST(Devices, StackedMembersAgreeWithOneByOneToFloatRounding) {
   expect_stacked_as_one_by_one("bnn_stacked_members_test", "--set model.batch_norm=true", 2, 1e-4);
 }
 
+// Note [Redrawn batches]: a stacked member takes the batches it takes alone.
+TEST(Devices, StackedMembersRedrawTheirBatchesAsAlone) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  expect_stacked_as_one_by_one("bnn_stacked_redrawn_test", "--set sampler.repartition=true", 2, 1e-4);
+}
+
 // Note [Stacked members in a run]: on the CPU a CNN member's bits in a
 // stacked pass are the same whatever the slots beside it, from two up, but
 // a group of one slot is its own model's arithmetic. So one member trained
