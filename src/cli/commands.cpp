@@ -72,15 +72,16 @@ std::string usage() {
 }
 
 int main(int argc, char** argv) {
-  const std::string_view name = argc > 1 ? argv[1] : "";
+  const bool no_command = argc < 2;
+  const std::string_view name = no_command ? "" : argv[1];
   // A file-size limit (ulimit -f, a batch system's) kills a process by
   // SIGXFSZ without a word; ignored, the write fails with EFBIG, and bnn
   // names the file ("File too large") as for any failed write.
   std::signal(SIGXFSZ, SIG_IGN);
   try {
-    if (name.empty() || name == "--help" || name == "-h" || name == "help") {
+    if (no_command || name == "--help" || name == "-h" || name == "help") {
       fmt::print("{}", usage());
-      return name.empty() ? 1 : 0;
+      return no_command ? 1 : 0;
     }
     // A bad BNN_FUSED_STEPS is refused before any work, naming the variable.
     samplers::fused_choice_from_environment();

@@ -58,6 +58,21 @@ std::string wanted(const std::string& value) {
   throw config::ConfigError(message);
 }
 
+// The name in a cxxopts message "Option ‘name’ ..." (its quotes are ‘ and ’,
+// or ' where it uses ASCII); empty if there is none.
+std::string quoted_name(const std::string& message) {
+  for (const auto& [open, close] : {std::pair{"\xE2\x80\x98", "\xE2\x80\x99"}, std::pair{"'", "'"}}) {
+    const auto start = message.find(open);
+    if (start == std::string::npos) continue;
+    const auto from = start + std::string(open).size();
+    const auto end = message.find(close, from);
+    if (end != std::string::npos) return message.substr(from, end - from);
+  }
+  return "";
+}
+
+std::string dashed(const std::string& name) { return (name.size() == 1 ? "-" : "--") + name; }
+
 // An option that takes one value, given twice with two values: cxxopts keeps
 // the last without a word, so `--members 0-31` pasted before `--members 32-63`
 // would train only the second range. Options that collect values (--set) may
@@ -73,12 +88,16 @@ void refuse_repeated(const cxxopts::Options& options, const cxxopts::ParseResult
   }
   std::map<std::string, std::string> first;
   for (const cxxopts::KeyValue& given : args.arguments()) {
+    // `--config "$CONFIG"` with the variable unset: an empty value is never a default.
+    if (given.value().empty()) {
+      throw config::ConfigError(fmt::format("option {}: '' is an empty value (an unset shell variable?); give one",
+                                            dashed(given.key())));
+    }
     if (collecting.count(given.key())) continue;
     const auto [seen, fresh] = first.emplace(given.key(), given.value());
     if (!fresh && seen->second != given.value()) {
-      throw config::ConfigError(fmt::format("option {}{} is given twice, as '{}' and as '{}'; give it once",
-                                            given.key().size() == 1 ? "-" : "--", given.key(), seen->second,
-                                            given.value()));
+      throw config::ConfigError(fmt::format("option {} is given twice, as '{}' and as '{}'; give it once",
+                                            dashed(given.key()), seen->second, given.value()));
     }
   }
 }
@@ -104,6 +123,12 @@ std::optional<cxxopts::ParseResult> parse_or_help(cxxopts::Options& options, int
     args = options.parse(argc, argv);
   } catch (const cxxopts::exceptions::incorrect_argument_type& e) {
     bad_option_value(e.what(), argc, argv);
+  } catch (const cxxopts::exceptions::no_such_option& e) {
+    throw config::ConfigError(fmt::format("{} has no option {} (see {} --help)", options.program(),
+                                          dashed(quoted_name(e.what())), options.program()));
+  } catch (const cxxopts::exceptions::missing_argument& e) {
+    throw config::ConfigError(fmt::format("option {} needs a value (see {} --help)", dashed(quoted_name(e.what())),
+                                          options.program()));
   }
   if (args.count("help")) {
     fmt::print("{}{}", options.help(), help_suffix);

@@ -177,6 +177,10 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
       {"run --config " + kTinyConfig + " --set data.dir=/no/such/dir --out " + (kE2eWork / "nodata").string(),
        "/no/such/dir"},
       {"frobnicate", "unknown command 'frobnicate'"},
+      {"''", "unknown command ''"},
+      // Before the work, not after it.
+      {"bias --chains 50 --time 20 --burn-in 2 --bins 100 --out /no/such/folder/b.csv",
+       "bnn bias --out /no/such/folder/b.csv: the folder /no/such/folder does not exist"},
       // Option values: what was wrong with a number, empty list entries, and
       // options where a command takes none.
       {"evaluate /no/run --burn-in 2.5", "option --burn-in: '2.5' is not a valid value; it takes a whole number, in "
@@ -186,7 +190,10 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
       {"bias --chains +5", "option --chains: '+5' is not a valid value; it takes a whole number, in digits"},
       {"hessian --checkpoint /no/member --tolerance inf",
        "option --tolerance: 'inf' is not a valid value; it takes a finite number"},
-      {"bias --samplers ''", "option --samplers: '' has an empty entry; give comma-separated values"},
+      {"bias --samplers ''", "option --samplers: '' is an empty value (an unset shell variable?); give one"},
+      {"run --config ''", "option --config: '' is an empty value"},
+      {"evaluate /no/run --config x.yaml", "bnn evaluate has no option --config (see bnn evaluate --help)"},
+      {"bias --out", "option --out needs a value (see bnn bias --help)"},
       {"bias --step-sizes 0.25,,0.1", "option --step-sizes: '0.25,,0.1' has an empty entry"},
       {"samplers --anything", "bnn samplers takes no options or arguments, got '--anything'"},
       {"version extra", "bnn version takes no options or arguments, got 'extra'"},
