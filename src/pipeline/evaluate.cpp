@@ -43,6 +43,14 @@ std::vector<std::string> methods_of(const config::Config& config) {
 }
 
 void require_file(const std::filesystem::path& path, const std::string& what) {
+  const std::filesystem::path dir = path.parent_path();
+  if (!std::filesystem::exists(dir)) throw ConfigError(fmt::format("{} does not exist", dir.string()));
+  if (!std::filesystem::is_directory(dir)) {
+    throw ConfigError(fmt::format("{} is a file, not a bnn run directory", dir.string()));
+  }
+  if (const auto other = other_than_run(dir)) {
+    throw ConfigError(fmt::format("{} holds {}, not a run; bnn evaluate scores run directories", dir.string(), *other));
+  }
   if (!std::filesystem::exists(path)) {
     // bnn run writes bnn.json first, then config.yaml (Note [Run ownership]).
     const bool starting = std::filesystem::exists(path.parent_path() / kManifestFile);
@@ -255,6 +263,9 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
 // examples, K classes), each row a distribution; errors name the file.
 torch::Tensor read_reference_probs(const std::filesystem::path& path, int64_t n, int64_t k) {
   torch::Tensor q;
+  if (std::filesystem::is_directory(path)) {
+    throw ConfigError(fmt::format("--reference-probs {} is a folder; give an .npy file", path.string()));
+  }
   try {
     q = data_loaders::read_npy(path);
   } catch (const std::exception& e) {
@@ -325,12 +336,46 @@ void require_one_experiment(const std::vector<std::filesystem::path>& run_dirs, 
   }
 }
 
+// A member folder copied in from elsewhere would be scored as one of the
+// run's: its name must be one of the run's member indices, and status.json
+// must be that member's, with the seed the run gives it. (A member of another
+// experiment with the run's seeds is not caught here.)
+void require_own_member(const std::filesystem::path& dir, const config::Config& run) {
+  const std::string name = dir.filename().string();
+  const std::string move = "; move it out of the run directory";
+  int64_t index = -1;
+  if (std::smatch m; std::regex_match(name, m, std::regex("member_([0-9]{1,9})"))) index = std::stoll(m[1].str());
+  if (index < 0 || member_dir("", index).string() != name) {
+    throw ConfigError(fmt::format("{}: not a member folder name of bnn (member_000, member_001, ...){}",
+                                  dir.string(), move));
+  }
+  if (index >= run.run.members) {
+    throw ConfigError(fmt::format("{}: the run trains members 0-{} (run.members = {}), so this folder is none of "
+                                  "them{}",
+                                  dir.string(), run.run.members - 1, run.run.members, move));
+  }
+  const auto status = nlohmann::json::parse(io::read_file(dir / kStatusFile));  // member_finished() checked it
+  if (status.contains("member") && status["member"] != index) {
+    throw ConfigError(fmt::format("{}: status.json is member {}'s, not member {}'s (a copy of another member's "
+                                  "folder?){}",
+                                  dir.string(), status["member"].dump(), index, move));
+  }
+  if (status.contains("seed") && status["seed"] != member_seed(run, index)) {
+    throw ConfigError(fmt::format("{}: status.json's seed {} is not the seed of member {} in this run ({}, from "
+                                  "run.seed {}): a member of another run?{}",
+                                  dir.string(), status["seed"].dump(), index, member_seed(run, index), run.run.seed,
+                                  move));
+  }
+}
+
 // The finished members of every directory, ordered by member index so that
 // merging partial runs gives exactly the table of the full run.
 std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::filesystem::path>& run_dirs) {
   std::map<std::string, std::filesystem::path> found;
   for (const auto& dir : run_dirs) {
+    const config::Config run = config::load_config(dir / kConfigFile, {});
     for (const auto& d : finished_members(dir)) {
+      require_own_member(d, run);
       const auto [it, inserted] = found.emplace(d.filename().string(), d);
       if (!inserted) {
         throw ConfigError(fmt::format("{} is finished in both {} and {}; merge each member once",
@@ -421,6 +466,20 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   std::map<std::string, std::filesystem::path> chosen;
   if (options.members.empty()) {
     chosen = found;
+    // Tables of fewer members than the run trains replace those of all of
+    // them (in place): say which are left out.
+    std::vector<std::string> missing;
+    for (int64_t i = 0; i < config.run.members; ++i) {
+      if (found.count(member_dir("", i).string()) == 0) missing.push_back(member_dir("", i).string());
+    }
+    if (!missing.empty()) {
+      const size_t shown = std::min<size_t>(missing.size(), 8);
+      spdlog::warn("evaluating {} of the run's {} members (run.members): {} {} not finished{}", found.size(),
+                   config.run.members, fmt::join(missing.begin(), missing.begin() + static_cast<std::ptrdiff_t>(shown),
+                                                 ", "),
+                   missing.size() == 1 ? "is" : "are",
+                   missing.size() > shown ? fmt::format(" (and {} more)", missing.size() - shown) : std::string());
+    }
   } else {
     for (const int64_t index : options.members) {
       const std::string name = member_dir("", index).string();

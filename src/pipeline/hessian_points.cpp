@@ -70,8 +70,13 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
     throw config::ConfigError(fmt::format("--out {} is a folder: give the result file's name", target.string()));
   }
   if (std::filesystem::exists(std::filesystem::symlink_status(target))) {  // a dangling link too: link(2) fails on it
-    throw config::ConfigError(fmt::format("{} already holds a Hessian result, which bnn hessian does not write "
-                                          "over: give --out FILE for this one, or remove it",
+    if (options.out.empty()) {
+      throw config::ConfigError(fmt::format("{} already holds a Hessian result, which bnn hessian does not write "
+                                            "over: give --out FILE for this one, or remove it",
+                                            target.string()));
+    }
+    throw config::ConfigError(fmt::format("--out {}: the file exists, and bnn hessian writes only a new file; give "
+                                          "another file name, or move it away first",
                                           target.string()));
   }
   const std::filesystem::path folder = std::filesystem::absolute(target).parent_path();

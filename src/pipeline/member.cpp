@@ -72,7 +72,7 @@ Member::Member(const MemberContext& ctx, int64_t index)
     : ctx_(ctx),
       cfg_(ctx.config),
       index_(index),
-      seed_(samplers::derive_seed(cfg_.run.seed, static_cast<uint64_t>(index))),
+      seed_(member_seed(cfg_, index)),
       dir_(member_dir(ctx.run_dir, index)),
       partition_(ctx.data.train, cfg_.data.batch_size, samplers::derive_seed(seed_, kPartitionStream)),
       model_(models::make_model(model_spec(cfg_, ctx.data), samplers::derive_seed(seed_, kInitStream))),

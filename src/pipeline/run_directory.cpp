@@ -10,12 +10,17 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "samplers/random.h"
 #include "src/io/atomic_file.h"
 
 namespace bnn::pipeline {
 
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index) {
   return run_dir / fmt::format("member_{:03d}", index);
+}
+
+uint64_t member_seed(const config::Config& config, int64_t index) {
+  return samplers::derive_seed(config.run.seed, static_cast<uint64_t>(index));
 }
 
 std::vector<std::string> point_estimates(const config::Config& config) {
@@ -232,6 +237,17 @@ bool has_members(const std::filesystem::path& dir) {
 
 }  // namespace
 
+std::optional<std::string> other_than_run(const std::filesystem::path& dir) {
+  std::optional<Manifest> manifest;
+  try {
+    manifest = read_manifest(dir);
+  } catch (const std::exception&) {
+    return std::nullopt;  // the caller's own checks name a damaged one
+  }
+  if (!manifest || manifest->kind == "run") return std::nullopt;
+  return contents_of(manifest->kind);
+}
+
 bool same_experiment(const config::Config& a, const config::Config& b) {
   return experiment_keys(a) == experiment_keys(b);
 }
@@ -264,8 +280,8 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
   const std::string differences = differences_from(theirs, config);
   if (differences.empty()) return;
   if (resume) {
-    throw ConfigError(fmt::format("bnn run --resume {}: the --set options change the experiment ({}); resume "
-                                  "without them, or start a new run from its config: bnn run --config {} --set ... "
+    throw ConfigError(fmt::format("bnn run --resume {}: the options given change the experiment ({}); resume "
+                                  "without them (--set, --seed, --device, --threads), or start a new run from its config: bnn run --config {} --set ... "
                                   "--out NEW_DIR",
                                   dir.string(), differences, config_path.string()));
   }
@@ -465,7 +481,15 @@ void check_output_file(const std::filesystem::path& path, const std::string& com
                        const std::vector<std::string>& json_keys) {
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
-  if (!std::filesystem::exists(status)) return;
+  if (!std::filesystem::exists(status)) {
+    // Found now, not when the result is written after the work.
+    const std::filesystem::path folder = std::filesystem::absolute(path).parent_path();
+    if (!std::filesystem::is_directory(folder)) {
+      throw ConfigError(fmt::format("{} --out {}: the folder {} does not exist", command, path.string(),
+                                    folder.string()));
+    }
+    return;
+  }
   if (std::filesystem::is_directory(status)) {
     throw ConfigError(fmt::format("{} --out {} is a folder; give a file name", command, path.string()));
   }

@@ -49,6 +49,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,9 @@ inline constexpr const char* kBayesProbsFile = "bayes_probs.npy";
 inline constexpr const char* kSamplesDir = "samples";
 
 std::filesystem::path member_dir(const std::filesystem::path& run_dir, int64_t index);
+// The seed of member `index` of a run with `config` (every stream of the
+// member derives from it: Note [RNG streams]).
+uint64_t member_seed(const config::Config& config, int64_t index);
 
 // The point estimates a member of `config` writes, in order, each as
 // <name>_weights.npy and <name>_probs.npy: "adam" and "swa" (x* by SWA), or
@@ -162,6 +166,11 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
 // with a ConfigError naming the file and `command`, before any work starts.
 void check_output_file(const std::filesystem::path& path, const std::string& command, const std::string& csv_header,
                        const std::vector<std::string>& json_keys = {});
+
+// What `dir` holds when its manifest says it is not a run ("the R-hat chains
+// of `bnn rhat`", "the tables of `bnn evaluate`"); nullopt for a run, or a
+// folder without a readable manifest.
+std::optional<std::string> other_than_run(const std::filesystem::path& dir);
 
 // Whether the member directory's status.json says "done".
 bool member_finished(const std::filesystem::path& member);

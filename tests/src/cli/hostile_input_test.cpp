@@ -212,8 +212,72 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
        2, "is a file; give --out a folder", {kHostileWork / "cases" / "a_file"}},
       {"9: --resume with a --set that changes the experiment",
        [] { return "run --resume " + a() + " --set sampler.step_size=0.002"; }, 2,
-       "bnn run --resume " + a() + ": the --set options change the experiment (sampler.step_size: 0.001 there, "
+       "bnn run --resume " + a() + ": the options given change the experiment (sampler.step_size: 0.001 there, "
        "0.002 now)"},
+  });
+}
+
+// A member folder copied into a run from elsewhere is not scored as one of
+// its members, and an evaluation of fewer members than the run trains says
+// which are left out.
+TEST(HostileInput, MemberFoldersFromElsewhereAreNotScored) {
+  const auto evaluate = [](const fs::path& run) {
+    return "evaluate " + run.string() + " --out " + fresh(run.filename().string() + "_eval").string() +
+           " --no-figures";
+  };
+  run_cases({
+      {"a member beyond run.members",
+       [&] {
+         const auto c = copy_of("A", "extra_member");
+         fs::copy(c / "member_001", c / "member_005", fs::copy_options::recursive);
+         return evaluate(c);
+       },
+       2, "member_005: the run trains members 0-1 (run.members = 2), so this folder is none of them; move it out "
+          "of the run directory"},
+      {"a member folder under another member's name",
+       [&] {
+         const auto c = copy_of("A", "renamed_member");
+         fs::remove_all(c / "member_001");
+         fs::copy(c / "member_000", c / "member_001", fs::copy_options::recursive);
+         return evaluate(c);
+       },
+       2, "member_001: status.json is member 0's, not member 1's (a copy of another member's folder?)"},
+      {"a member of a run with another seed",
+       [&] {
+         const auto c = copy_of("A", "foreign_member");
+         fs::remove_all(c / "member_001");
+         fs::copy(kHostileWork / "B" / "member_001", c / "member_001", fs::copy_options::recursive);
+         return evaluate(c);
+       },
+       2, "is not the seed of member 1 in this run"},
+      {"a member folder named otherwise",
+       [&] {
+         const auto c = copy_of("A", "odd_name");
+         fs::copy(c / "member_001", c / "member_1", fs::copy_options::recursive);
+         return evaluate(c);
+       },
+       2, "member_1: not a member folder name of bnn (member_000, member_001, ...)"},
+      {"an unfinished member is named",
+       [&] {
+         const auto c = copy_of("A", "one_unfinished");
+         fs::remove(c / "member_001" / "status.json");
+         return evaluate(c);
+       },
+       0, "evaluating 1 of the run's 2 members (run.members): member_001 is not finished"},
+      {"a folder that does not exist", [] { return std::string("evaluate /no/such/run --no-figures"); }, 2,
+       "/no/such/run does not exist"},
+      {"an evaluation folder as a run",
+       [] {
+         const auto e = fresh("eval_as_run");
+         const auto made = bnn_as_user("evaluate " + a() + " --out " + e.string() + " --no-figures");
+         EXPECT_EQ(made.code, 0) << made.output;
+         return "evaluate " + e.string() + " --no-figures";
+       },
+       2, "holds the tables of `bnn evaluate`, not a run; bnn evaluate scores run directories",
+       {kHostileWork / "cases" / "eval_as_run"}},
+      {"--reference-probs names a folder",
+       [&] { return evaluate(copy_of("A", "ref_folder")) + " --reference-probs " + a(); }, 2,
+       "--reference-probs " + a() + " is a folder; give an .npy file"},
   });
 }
 

@@ -60,7 +60,7 @@ TEST(RunOwnership, AnotherExperimentIsRefusedOnceAMemberStarted) {
   expect_config_error([&] { claim_run_directory(dir, tiny(), false); },
                       "holds members of another experiment (sampler.step_size: 0.002 there, 0.000125 now)");
   expect_config_error([&] { claim_run_directory(dir, tiny(), true); },
-                      "the --set options change the experiment");
+                      "the options given change the experiment");
   // Numbers the manifest keeps to 17 digits are shown in their shortest exact form.
   const auto other = testing::unique_temp_dir("bnn_own_digits");
   claim_run_directory(other, tiny({"sampler.step_size=0.0002"}), false);
