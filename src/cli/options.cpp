@@ -6,6 +6,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "src/config/config.h"
 
@@ -74,10 +75,13 @@ std::string quoted_name(const std::string& message) {
 std::string dashed(const std::string& name) { return (name.size() == 1 ? "-" : "--") + name; }
 
 // An option that takes one value, given twice with two values: cxxopts keeps
-// the last without a word, so `--members 0-31` pasted before `--members 32-63`
-// would train only the second range. Options that collect values (--set) may
-// repeat; the same value twice is harmless.
-void refuse_repeated(const cxxopts::Options& options, const cxxopts::ParseResult& args) {
+// the last, as Unix tools do and as wrappers rely on (scripts/paper-slice.sh
+// appends its own --members-per-device after the user's options). A careless
+// `--members 0-31 ... --members 32-63` would train only the second range, so
+// the first value is not dropped without a word. Options that collect values
+// (--set) may repeat; the same value twice is harmless. An empty value is
+// never meant (`--config "$CONFIG"` with the variable unset).
+void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& args) {
   std::set<std::string> collecting;
   for (const std::string& group : options.groups()) {
     for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
@@ -88,7 +92,6 @@ void refuse_repeated(const cxxopts::Options& options, const cxxopts::ParseResult
   }
   std::map<std::string, std::string> first;
   for (const cxxopts::KeyValue& given : args.arguments()) {
-    // `--config "$CONFIG"` with the variable unset: an empty value is never a default.
     if (given.value().empty()) {
       throw config::ConfigError(fmt::format("option {}: '' is an empty value (an unset shell variable?); give one",
                                             dashed(given.key())));
@@ -96,8 +99,9 @@ void refuse_repeated(const cxxopts::Options& options, const cxxopts::ParseResult
     if (collecting.count(given.key())) continue;
     const auto [seen, fresh] = first.emplace(given.key(), given.value());
     if (!fresh && seen->second != given.value()) {
-      throw config::ConfigError(fmt::format("option {} is given twice, as '{}' and as '{}'; give it once",
-                                            dashed(given.key()), seen->second, given.value()));
+      spdlog::warn("option {} is given twice, as '{}' and then as '{}': the last one is used", dashed(given.key()),
+                   seen->second, given.value());
+      seen->second = given.value();
     }
   }
 }
@@ -137,7 +141,7 @@ std::optional<cxxopts::ParseResult> parse_or_help(cxxopts::Options& options, int
   if (!args.unmatched().empty()) {
     throw config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
   }
-  refuse_repeated(options, args);
+  check_values(options, args);
   return args;
 }
 

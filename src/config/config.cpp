@@ -4,10 +4,14 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <regex>
 #include <sstream>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -42,12 +46,20 @@ std::string show(const YAML::Node& node) {
   throw ConfigError(fmt::format("config key '{}': invalid value '{}': {}", key, show(node), why));
 }
 
+// `too_large` says what is wrong with a number of the right form that T
+// cannot hold (an integer of 20 digits, 1e400); "expected ..." would call it
+// no number at all.
 template <typename T>
-T scalar_as(const std::string& key, const YAML::Node& node, const char* type_name) {
+T scalar_as(const std::string& key, const YAML::Node& node, const char* type_name,
+            const std::string& too_large = "") {
   if (!node.IsScalar()) bad_value(key, node, fmt::format("expected {}", type_name));
   try {
     return node.as<T>();
   } catch (const YAML::Exception&) {
+    const std::string& text = node.Scalar();
+    const bool whole = std::regex_match(text, std::regex("[-+]?[0-9]+"));
+    const bool real = std::regex_match(text, std::regex("[-+]?([0-9]+\\.?[0-9]*|\\.[0-9]+)([eE][-+]?[0-9]+)?"));
+    if (!too_large.empty() && (std::is_floating_point_v<T> ? real : whole)) bad_value(key, node, too_large);
     bad_value(key, node, fmt::format("expected {}", type_name));
   }
 }
@@ -70,6 +82,8 @@ struct Range {
   }
 };
 
+const std::string kBeyondFloat = "beyond the float32 range (3.4e38) in which bnn computes";
+
 // Every number is used in float32 arithmetic on the parameters: a finite
 // value outside float's range would become inf or 0 there, long after the
 // config was read.
@@ -81,9 +95,7 @@ void check_float_range(const std::string& key, const YAML::Node& node, double v)
     bad_value(key, node, "below the smallest normal float32 (1.2e-38), in which bnn computes");
   }
   if (!std::isfinite(v)) return;
-  if (std::abs(v) > std::numeric_limits<float>::max()) {
-    bad_value(key, node, "beyond the float32 range (3.4e38) in which bnn computes");
-  }
+  if (std::abs(v) > std::numeric_limits<float>::max()) bad_value(key, node, kBeyondFloat);
   if (std::abs(v) < std::numeric_limits<float>::min()) {
     bad_value(key, node, "below the smallest normal float32 (1.2e-38), in which bnn computes");
   }
@@ -96,7 +108,7 @@ Field number(std::string key, double& target, std::string def, Range range, std:
   const std::string k = key;
   return {std::move(key), std::move(def), std::move(description),
           [&target, k, range](const YAML::Node& n) {
-            const double v = scalar_as<double>(k, n, "a number");
+            const double v = scalar_as<double>(k, n, "a number", kBeyondFloat);
             check_float_range(k, n, v);
             if (!range.contains(v)) bad_value(k, n, "must be " + range.text());
             target = v;
@@ -113,7 +125,7 @@ Field auto_number(std::string key, std::optional<double>& target, Range range, s
               target.reset();
               return;
             }
-            const double v = scalar_as<double>(k, n, "a number or auto");
+            const double v = scalar_as<double>(k, n, "a number or auto", kBeyondFloat);
             check_float_range(k, n, v);
             if (!range.contains(v)) bad_value(k, n, "must be " + range.text() + " or auto");
             target = v;
@@ -125,8 +137,9 @@ Field integer(std::string key, int64_t& target, std::string def, int64_t lo, int
   const std::string k = key;
   return {std::move(key), std::move(def), std::move(description),
           [&target, k, lo, hi](const YAML::Node& n) {
-            const int64_t v = scalar_as<int64_t>(k, n, "an integer");
-            if (v < lo || v > hi) bad_value(k, n, fmt::format("must be between {} and {}", lo, hi));
+            const std::string range = fmt::format("must be between {} and {}", lo, hi);
+            const int64_t v = scalar_as<int64_t>(k, n, "an integer", range);
+            if (v < lo || v > hi) bad_value(k, n, range);
             target = v;
           },
           [&target] { return YAML::Node(target); }};
@@ -135,7 +148,10 @@ Field integer(std::string key, int64_t& target, std::string def, int64_t lo, int
 Field seed_field(std::string key, uint64_t& target, std::string description) {
   const std::string k = key;
   return {std::move(key), "0", std::move(description),
-          [&target, k](const YAML::Node& n) { target = scalar_as<uint64_t>(k, n, "a non-negative integer"); },
+          [&target, k](const YAML::Node& n) {
+            target = scalar_as<uint64_t>(k, n, "a non-negative integer",
+                                         fmt::format("must be between 0 and {}", std::numeric_limits<uint64_t>::max()));
+          },
           [&target] { return YAML::Node(target); }};
 }
 
@@ -477,20 +493,67 @@ Config default_config() {
   return c;
 }
 
+namespace {
+
+// The offset and value of the first byte of `file` that is NUL or not part
+// of well-formed UTF-8; nullopt for a text file (or one that cannot be read:
+// the YAML reader names that).
+std::optional<std::pair<size_t, unsigned>> first_non_text_byte(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (size_t i = 0; i < bytes.size();) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    size_t follow = 0;
+    if (c == 0) return std::pair{i, unsigned{c}};
+    if (c < 0x80) {
+      follow = 0;
+    } else if (c >= 0xC2 && c <= 0xDF) {
+      follow = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      follow = 2;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      follow = 3;
+    } else {
+      return std::pair{i, unsigned{c}};
+    }
+    for (size_t j = 1; j <= follow; ++j) {
+      if (i + j >= bytes.size() || (static_cast<unsigned char>(bytes[i + j]) & 0xC0) != 0x80) {
+        return std::pair{i, unsigned{c}};
+      }
+    }
+    i += follow + 1;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void apply_override(Config& config, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0) {
     throw ConfigError(fmt::format("--set expects key=value, got '{}'", assignment));
   }
   const std::string key = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  // YAML reads !x as a tag, &x and *x as anchors, #x as a comment and
+  // "a: b" as a mapping; a path or name holding them needs quotes.
+  const bool special = text.find_first_of("!&*#%@`|>") != std::string::npos || text.find(": ") != std::string::npos;
+  const std::string quote = special ? fmt::format(" (YAML gives !, &, *, #, %, @, `, |, > and ': ' meanings of their "
+                                                  "own: to give the text as it is, quote it: --set '{}=\"{}\"')",
+                                                  key, text)
+                                    : "";
   YAML::Node value;
   try {
-    value = YAML::Load(assignment.substr(eq + 1));
+    value = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw ConfigError(fmt::format("--set {}: cannot parse value: {}", key, e.msg));
+    throw ConfigError(fmt::format("--set {}: cannot parse value: {}{}", key, e.msg, quote));
   }
   auto all = fields(config);
-  set_key(all, key, value);
+  try {
+    set_key(all, key, value);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.what() + quote);
+  }
 }
 
 Config load_config(const std::filesystem::path& file, const std::vector<std::string>& overrides) {
@@ -500,6 +563,11 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
     if (std::filesystem::is_directory(file)) {
       throw ConfigError(fmt::format("config file {} is a directory; give a YAML file (e.g. configs/tiny.yaml)",
                                     file.string()));
+    }
+    if (const auto at = first_non_text_byte(file)) {
+      throw ConfigError(fmt::format("config file {} is not a YAML text file: byte {} is {:#04x}, which no UTF-8 "
+                                    "text holds (a compressed or binary file?)",
+                                    file.string(), at->first, at->second));
     }
     YAML::Node root;
     try {

@@ -184,8 +184,16 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
   }
 }
 
+// The output folder `dir` and its parents, or an error naming it (not the
+// library's "filesystem error: cannot create directories: ... [dir]").
+void create_folder(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw ConfigError(fmt::format("cannot create the folder {}: {}", dir.string(), ec.message()));
+}
+
 void write_manifest(const std::filesystem::path& dir, const nlohmann::json& manifest) {
-  std::filesystem::create_directories(dir);
+  create_folder(dir);
   io::write_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
 }
 
@@ -200,7 +208,7 @@ bool publish_manifest(const std::filesystem::path& dir, const nlohmann::json& ma
     write_manifest(dir, manifest);
     return true;
   }
-  std::filesystem::create_directories(dir);
+  create_folder(dir);
   return io::create_file_atomically(dir / kManifestFile, manifest.dump(2) + "\n");
 }
 
@@ -458,7 +466,7 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
     throw ConfigError(fmt::format("--out {} is a file; give a folder", out.string()));
   }
   if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
-  std::filesystem::create_directories(out);
+  create_folder(out);
   auto lock = io::FileLock::try_acquire(out / kRhatLockFile);
   if (!lock) {
     throw ConfigError(fmt::format("--out {}: another bnn rhat is writing there ({} is locked); wait for it to "

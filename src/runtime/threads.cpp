@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 namespace bnn::runtime {
@@ -143,7 +144,15 @@ int configure_threads(int threads) {
   using SetThreads = void (*)(int);
   auto set = reinterpret_cast<SetThreads>(::dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
   if (set != nullptr && openblas_parallel() != 2) set(1);
-  const int n = threads > 0 ? threads : available_cpus();
+  std::string limit;
+  const int cpus = available_cpus(&limit);
+  if (threads > cpus) {
+    // More threads than CPUs take turns on them: slower, never faster.
+    spdlog::warn("{} threads asked for, and this process may use {} CPU{} ({}): expect it to run slower than with "
+                 "{}",
+                 threads, cpus, cpus == 1 ? "" : "s", limit, cpus);
+  }
+  const int n = threads > 0 ? threads : cpus;
   torch::set_num_threads(std::max(n, 1));
   if (default_spin_by_bnns_choice()) watch_for_company(torch::get_num_threads());  // Note [Company watch]
   return torch::get_num_threads();

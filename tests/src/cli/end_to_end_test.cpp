@@ -113,6 +113,11 @@ TEST(EndToEnd, MergingTwoHalfRunsGivesTheFullRunsTable) {
       << mixed.output;
   Result missing = bnn("evaluate " + (kE2eWork / "no_such_run").string());
   EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.output.find((kE2eWork / "no_such_run").string() + " does not exist"), std::string::npos)
+      << missing.output;
+  std::filesystem::create_directories(kE2eWork / "not_a_run");
+  missing = bnn("evaluate " + (kE2eWork / "not_a_run").string());
+  EXPECT_EQ(missing.code, 2);
   EXPECT_NE(missing.output.find("is not a bnn run directory: config.yaml missing"), std::string::npos)
       << missing.output;
 }

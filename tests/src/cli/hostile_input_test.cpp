@@ -445,9 +445,10 @@ TEST(HostileInput, MessagesNameWhatIsWrong) {
          return "predict --run " + a() + " --images " + (kHostileWork / "cases" / "none.npy").string() + " --method swa";
        },
        2, "none.npy: holds no images (shape 0 x 28 x 28)"},
-      {"an option that takes one value, given twice with two",
-       [&] { return tiny_run_args(out(), " --members 0-1 --members 1"); }, 2,
-       "option --members is given twice, as '0-1' and as '1'; give it once"},
+      {"an option that takes one value, given twice with two: the last is used, and the first named",
+       [&] { return tiny_run_args(out(), " --members 0-1 --members 1-0"); }, 2,
+       "option --members is given twice, as '0-1' and then as '1-0': the last one is used",
+       {}, [](const CommandResult& r) { EXPECT_NE(r.output.find("runs from 1 down to 0"), std::string::npos); }},
       {"... and in predict, which parses as the other commands do",
        [] { return "predict --run " + a() + " --images x.npy --threads abc"; }, 2,
        "option --threads: 'abc' is not a valid value"},

@@ -156,6 +156,35 @@ TEST(Config, NumbersMustFitInFloat) {
   EXPECT_TRUE(std::isinf(load_config("", {"sampler.rho=.inf", "sampler.friction=1"}).sampler.rho));
   expect_error([] { load_config("", {"sampler.friction=1e300"}); },
                "config key 'sampler.friction': invalid value '1e300': beyond the float32 range");
+  // Beyond double's or int64's range: too large, not "expected a number".
+  expect_error([] { load_config("", {"sampler.step_size=1e400"}); },
+               "config key 'sampler.step_size': invalid value '1e400': beyond the float32 range");
+  expect_error([] { load_config("", {"sampler.rho_max=-1e400"}); },
+               "config key 'sampler.rho_max': invalid value '-1e400': beyond the float32 range");
+  expect_error([] { load_config("", {"sampler.epochs=99999999999999999999"}); },
+               "config key 'sampler.epochs': invalid value '99999999999999999999': must be between 1 and");
+  expect_error([] { load_config("", {"run.seed=99999999999999999999"}); },
+               "config key 'run.seed': invalid value '99999999999999999999': must be between 0 and "
+               "18446744073709551615");
+  expect_error([] { load_config("", {"sampler.epochs=4.5"}); },
+               "config key 'sampler.epochs': invalid value '4.5': expected an integer");
+}
+
+// --set values are YAML: a value YAML reads otherwise than as text says how
+// to quote it; a config that is no text says so, not a parser's raw bytes.
+TEST(Config, ValuesYamlReadsOtherwiseSayHowToQuoteThem) {
+  expect_error([] { load_config("", {"data.dir=!bang"}); },
+               "no value given (an empty value is YAML's null) (YAML gives !, &, *, #, %, @, `, |, > and ': ' "
+               "meanings of their own: to give the text as it is, quote it: --set 'data.dir=\"!bang\"')");
+  expect_error([] { load_config("", {"data.dir=*star"}); }, "quote it: --set 'data.dir=\"*star\"'");
+  expect_error([] { load_config("", {"data.dir=data/x: y"}); }, "quote it: --set 'data.dir=\"data/x: y\"'");
+  EXPECT_EQ(load_config("", {"data.dir=\"!bang\""}).data.dir.substr(0, 1), "/");  // made absolute
+  const auto gz = write_temp("gzipped", std::string("\x1f\x8b\x08\x00\x00\x00", 6));
+  expect_error([&] { load_config(gz, {}); },
+               "is not a YAML text file: byte 1 is 0x8b, which no UTF-8 text holds (a compressed or binary file?)");
+  const auto nul = write_temp("nul", std::string("run:\n  seed: 1\0\n", 17));
+  expect_error([&] { load_config(nul, {}); }, "is not a YAML text file: byte 14 is 0x00");
+  EXPECT_EQ(load_config(write_temp("utf8", "# caf\u00e9 \u2014 notes\nrun:\n  seed: 3\n"), {}).run.seed, 3u);
 }
 
 // A kinetic chain moves about h per step, an overdamped one sqrt(2 h), at any
