@@ -109,6 +109,13 @@ void validate(const BiasOptions& o) {
     }
   }
   if (o.chains < 1) throw std::invalid_argument(fmt::format("bnn bias: --chains {} must be at least 1", o.chains));
+  // About ten doubles a chain (position, velocity, force, noise, mask): 10^8 chains are 8 GB.
+  constexpr int64_t kMostChains = 100000000;
+  if (o.chains > kMostChains) {
+    throw std::invalid_argument(fmt::format("bnn bias: --chains {} must be at most {} (each chain holds about 80 "
+                                            "bytes)",
+                                            o.chains, kMostChains));
+  }
   if (!(o.burn_in_time >= 0 && std::isfinite(o.burn_in_time))) {
     throw std::invalid_argument(fmt::format("bnn bias: --burn-in {} must be non-negative", o.burn_in_time));
   }

@@ -142,10 +142,16 @@ torch::Tensor read_probabilities(const std::filesystem::path& file, int64_t rows
   if (!torch::isfinite(d).all().item<bool>()) {
     throw ConfigError(fmt::format("{}: NaN or infinite probabilities", file.string()));
   }
-  const double worst = (d.sum(1) - 1).abs().max().item<double>();
-  if (d.min().item<double>() < 0 || d.max().item<double>() > 1 || worst > 1e-2) {
-    throw ConfigError(fmt::format("{}: not probabilities (entries outside [0, 1], or a row summing to 1 {:+.3g})",
-                                  file.string(), worst));
+  const torch::Tensor outside = torch::logical_or(d < 0, d > 1).nonzero();
+  if (outside.size(0) > 0) {
+    const int64_t row = outside[0][0].item<int64_t>(), column = outside[0][1].item<int64_t>();
+    throw ConfigError(fmt::format("{}: not probabilities: row {} holds {} for class {} (entries lie in [0, 1])",
+                                  file.string(), row, d[row][column].item<double>(), column));
+  }
+  const torch::Tensor off = (d.sum(1) - 1).abs();
+  if (const int64_t row = off.argmax().item<int64_t>(); off[row].item<double>() > 1e-2) {
+    throw ConfigError(fmt::format("{}: not probabilities: row {} sums to 1 {:+.3g} (rows sum to 1, to 1e-2)",
+                                  file.string(), row, d[row].sum().item<double>() - 1));
   }
   classes = p.size(1);
   return p;

@@ -193,6 +193,7 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
       {"bias --seed -1", "option --seed: '-1' is not a valid value; it takes a whole number, 0 or more"},
       {"bias --chains many", "option --chains: 'many' is not a valid value; it takes a number"},
       {"bias --chains +5", "option --chains: '+5' is not a valid value; it takes a whole number, in digits"},
+      {"bias --chains 99999999999", "bnn bias: --chains 99999999999 must be at most 100000000"},
       {"hessian --checkpoint /no/member --tolerance inf",
        "option --tolerance: 'inf' is not a valid value; it takes a finite number"},
       {"bias --samplers ''", "option --samplers: '' is an empty value (an unset shell variable?); give one"},

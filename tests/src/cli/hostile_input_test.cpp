@@ -574,6 +574,26 @@ TEST(HostileInput, DamagedMemberFilesAreNamed) {
          }));
        },
        2, "member_000/adam_probs.npy: not probabilities", {kHostileWork / "cases" / "not_probs"}},
+      {"one entry below 0 is named, row and class",
+       [&] {
+         return evaluate(damaged("negative_prob", [](const fs::path& c) {
+           auto p = bnn::data_loaders::read_npy(c / "member_001" / "swa_probs.npy");
+           p[3][2] = -0.5;
+           bnn::io::write_npy(c / "member_001" / "swa_probs.npy", p);
+         }));
+       },
+       2, "member_001/swa_probs.npy: not probabilities: row 3 holds -0.5 for class 2 (entries lie in [0, 1])",
+       {kHostileWork / "cases" / "negative_prob"}},
+      {"a row that does not sum to 1 is named",
+       [&] {
+         return evaluate(damaged("row_sum", [](const fs::path& c) {
+           auto p = bnn::data_loaders::read_npy(c / "member_001" / "swa_probs.npy");
+           p[7] *= 0.5;
+           bnn::io::write_npy(c / "member_001" / "swa_probs.npy", p);
+         }));
+       },
+       2, "member_001/swa_probs.npy: not probabilities: row 7 sums to 1 -0.5 (rows sum to 1, to 1e-2)",
+       {kHostileWork / "cases" / "row_sum"}},
       {"10: a garbage trace.csv",
        [&] {
          return evaluate(damaged("bad_trace", [](const fs::path& c) {
