@@ -105,6 +105,11 @@ double parse_time_limit(const std::string& text) {
       if (m[group].matched) seconds += std::stod(m[group]) * scale;
     }
   }
+  if (std::regex_search(text, std::regex("(^|[^.\\d])\\d{10}"))) {
+    throw config::ConfigError(fmt::format("--time-limit: '{}' is longer than bnn counts (at most 9 digits a unit, "
+                                          "999999999 s: about 31 years)",
+                                          text));
+  }
   if (!(seconds > 0)) {
     throw config::ConfigError(fmt::format(
         "--time-limit: '{}' is not a positive duration: seconds, or hours, minutes and seconds with h, m and s "

@@ -160,7 +160,14 @@ TEST(TimeLimitOption, DurationsInSecondsMinutesOrHours) {
   EXPECT_EQ(parse_time_limit("11h45m"), 42300.0);
   EXPECT_EQ(parse_time_limit("1h 2m 3.5s"), 3723.5);
   EXPECT_EQ(parse_time_limit("2m30s"), 150.0);
-  for (const std::string bad : {"", "0", "0m", "-5", "9x", "m", "1e3", "1h30", "30m1h", "1234567890", "5 5"}) {
+  EXPECT_EQ(parse_time_limit("999999999"), 999999999.0);
+  EXPECT_EQ(parse_time_limit("0.0000000001s"), 1e-10);  // ten digits of a fraction are no long duration
+  for (const std::string big : {"1234567890", "99999999999999999999", "5h 1234567890s"}) {
+    EXPECT_EQ(bnn::testing::error_of([&] { parse_time_limit(big); }),
+              "--time-limit: '" + big + "' is longer than bnn counts (at most 9 digits a unit, 999999999 s: about "
+              "31 years)");
+  }
+  for (const std::string bad : {"", "0", "0m", "-5", "9x", "m", "1e3", "1h30", "30m1h", "5 5"}) {
     EXPECT_EQ(bnn::testing::error_of([&] { parse_time_limit(bad); }),
               "--time-limit: '" + bad + "' is not a positive duration: seconds, or hours, minutes and seconds with "
               "h, m and s (540, 9m, 1.5h, 11h45m)");
