@@ -289,8 +289,8 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
   if (differences.empty()) return;
   if (resume) {
     throw ConfigError(fmt::format("bnn run --resume {}: the options given change the experiment ({}); resume "
-                                  "without them (--set, --seed, --device, --threads), or start a new run from its config: bnn run --config {} --set ... "
-                                  "--out NEW_DIR",
+                                  "without them (--set, --seed, --device, --threads), or start a new run from its "
+                                  "config: bnn run --config {} --set ... --out NEW_DIR",
                                   dir.string(), differences, config_path.string()));
   }
   throw ConfigError(fmt::format("{} holds {} of another experiment ({}); give --out a new folder{}", dir.string(),

@@ -73,8 +73,8 @@ TEST(PartitionTest, RedrawnBatchesCutTheSameExamplesAfresh) {
   for (int64_t b = 0; b < partition.num_batches(); ++b) {
     const Split batch = partition.batch(b, order);
     ASSERT_EQ(batch.size(), 100);
-    EXPECT_TRUE(torch::equal(batch.images, batch.labels.to(torch::kFloat32).view({-1, 1, 1, 1}).expand_as(batch.images)))
-        << "batch " << b;
+    const torch::Tensor pixels = batch.labels.to(torch::kFloat32).view({-1, 1, 1, 1}).expand_as(batch.images);
+    EXPECT_TRUE(torch::equal(batch.images, pixels)) << "batch " << b;
     // Of 100 examples, about 10 were in this batch before (each is with probability 1/10).
     same_as_before += torch::isin(batch.labels, partition.batch(b).labels).sum().item<int64_t>();
     labels.push_back(batch.labels);
