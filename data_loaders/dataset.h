@@ -148,9 +148,15 @@ class Partition {
   // sampler's batch order cuts the used examples into batches afresh (the
   // SMS-UBU paper's Alg. 2 draws its N_m batches anew in every cycle). The
   // examples used stay the same (the ones left over at load time sit out
-  // every cycle), so the potential, its full gradient S* and every batch size
-  // stay what they were; only which examples share a batch changes, and with
-  // it the anchor gradients g*_b, which are then recomputed at each step.
+  // every cycle), and so does every batch size. Where an example's loss
+  // depends on it alone, the potential and its full gradient S* stay what
+  // they were; only the anchor gradients g*_b change, and are recomputed at
+  // each step. With BatchNorm in train mode a batch's loss depends on which
+  // examples share it, so each cycle's batches make a potential of their own,
+  // as in the paper's algorithm: the control variate then sums S* again at
+  // x* when a cycle begins (N_m more gradients a cycle), and obabo's
+  // Metropolis-Hastings test, which compares potentials across a block, is
+  // refused with redrawn batches.
   // redrawn_order(seed) is a uniformly random order of the used examples,
   // from a CPU generator seeded with `seed` (so on every device the same), on
   // the examples' device; batch(b, order) is batch b of the used examples

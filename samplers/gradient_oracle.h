@@ -46,7 +46,14 @@ class GradientOracle {
   // again with the current cycle when a sampler checkpoint is loaded. An
   // oracle that cuts its batches afresh in every cycle does it here (Note
   // [Redrawn batches] in data_loaders/dataset.h); the others ignore it.
-  virtual void begin_cycle(int64_t cycle) { (void)cycle; }
+  // Returns whether the sum of the batch losses is now another function of x
+  // (batches redrawn for a model whose examples share their batch's
+  // statistics, as BatchNorm's in train mode): the sampler then recomputes
+  // what it summed over the batches (the control variate's S*).
+  virtual bool begin_cycle(int64_t cycle) {
+    (void)cycle;
+    return false;
+  }
 
   // Optional: per-example gradients, for samplers that estimate the
   // covariance of the minibatch gradient (NOGIN, samplers/nogin.h).

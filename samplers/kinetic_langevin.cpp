@@ -26,7 +26,9 @@ KineticLangevin::KineticLangevin(GradientOracle& oracle, torch::Tensor anchor, L
   TORCH_CHECK(x_.dim() == 1 && x_.is_contiguous(), "sampler parameters must be a flat contiguous vector");
   v_ = torch::empty_like(x_);
   ChunkedNormal(v_, derive_seed(seed, kVelocityStream)).fill(v_);
-  order_.on_new_cycle([this](int64_t cycle) { oracle_.begin_cycle(cycle); });
+  order_.on_new_cycle([this](int64_t cycle) {
+    if (oracle_.begin_cycle(cycle)) gradient_.resum_anchor();
+  });
 }
 
 void KineticLangevin::allocate_noise(torch::IntArrayRef shape) {
@@ -78,7 +80,7 @@ void KineticLangevin::load_state(torch::serialize::InputArchive& archive) {
   read_into(archive, "sampler.v", v_);
   if (noise_source_) noise_source_->load(archive, "sampler.noise");
   order_.load(archive, "sampler.order");
-  if (order_.cycle() >= 0) oracle_.begin_cycle(order_.cycle());
+  if (order_.cycle() >= 0 && oracle_.begin_cycle(order_.cycle())) gradient_.resum_anchor();
   load_extra(archive);
 }
 

@@ -24,21 +24,39 @@ StochasticGradient::StochasticGradient(GradientOracle& oracle, torch::Tensor anc
 
   if (estimator_ == GradientEstimator::kControlVariate) {
     TORCH_CHECK(x.equal(anchor_), "the control variate needs the parameters at x* when the sampler starts");
-    torch::Tensor sum = torch::zeros_like(x);
     if (anchor_mode_ == AnchorGradients::kStored) {
       anchor_grads_ = torch::empty({num_batches, x.numel()}, x.options());
     }
-    for (int64_t b = 0; b < num_batches; ++b) {
-      oracle_.evaluate(b);
-      const torch::Tensor g = oracle_.gradient();
-      sum.add_(g);
-      if (anchor_grads_.defined()) anchor_grads_[b].copy_(g);
-    }
     // offset = x*/rho^2 - S*, both over T.
-    offset_.sub_(sum, 1.0 / temperature);
+    offset_.sub_(anchor_sum(), 1.0 / temperature);
     if (anchor_mode_ == AnchorGradients::kRecomputed) saved_x_ = torch::empty_like(x);
   }
   force_ = torch::empty_like(x);
+}
+
+torch::Tensor StochasticGradient::anchor_sum() {
+  const torch::Tensor x = oracle_.parameters();
+  torch::Tensor sum = torch::zeros_like(x);
+  for (int64_t b = 0; b < oracle_.num_batches(); ++b) {
+    oracle_.evaluate(b);
+    const torch::Tensor g = oracle_.gradient();
+    sum.add_(g);
+    if (anchor_grads_.defined()) anchor_grads_[b].copy_(g);
+  }
+  return sum;
+}
+
+void StochasticGradient::resum_anchor() {
+  if (estimator_ != GradientEstimator::kControlVariate) return;
+  torch::NoGradGuard no_grad;
+  TORCH_CHECK(!anchor_grads_.defined(), "stored anchor gradients belong to fixed batches: recompute them");
+  const torch::Tensor x = oracle_.parameters();
+  const torch::Tensor here = x.clone();
+  x.copy_(anchor_);
+  const torch::Tensor sum = anchor_sum();
+  x.copy_(here);
+  // In place: fused passes may hold offset_'s storage.
+  offset_.copy_(anchor_ * (localization_ / temperature_)).sub_(sum, 1.0 / temperature_);
 }
 
 int64_t StochasticGradient::anchor_bytes() const {

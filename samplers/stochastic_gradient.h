@@ -54,6 +54,11 @@ class StochasticGradient {
   torch::Tensor& force() { return force_; }
   const torch::Tensor& force() const { return force_; }
 
+  // The control variate's S* summed again at x* over the oracle's batches as
+  // they are now (GradientOracle::begin_cycle); the parameters are left as
+  // they were. Nothing for the plain estimator.
+  void resum_anchor();
+
   const torch::Tensor& anchor() const { return anchor_; }
   // Bytes held for anchor gradients (0 unless stored control variate).
   int64_t anchor_bytes() const;
@@ -70,6 +75,8 @@ class StochasticGradient {
   torch::Tensor offset_;  // (x*/rho^2 - S*) / T  (S* only with the control variate)
   torch::Tensor anchor_grads_;  // N_m x d, stored control variate only
   const torch::Tensor& evaluate_impl(int64_t b, torch::Tensor* rows, torch::Tensor* loss);
+  // S* = sum_b g_b at the oracle's parameters (x*), filling anchor_grads_ if allocated.
+  torch::Tensor anchor_sum();
   void evaluate_at_anchor(int64_t b, bool rows);
 
   torch::Tensor saved_x_;       // recomputed control variate, or per-example control variate

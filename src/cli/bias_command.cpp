@@ -123,6 +123,10 @@ int cmd_coupled_bias(int argc, char** argv) {
   const cxxopts::ParseResult& args = *parsed;
   if (!args.count("config")) throw config::ConfigError("bnn coupled-bias needs --config FILE (see --help)");
   const config::Config config = config::load_config(args["config"].as<std::string>(), config_overrides(args));
+  if (config.sampler.repartition) {
+    throw config::ConfigError("config key 'sampler.repartition': bnn coupled-bias keeps one partition of the data "
+                              "for both coupled chains at every level; set it false");
+  }
   experiments::CoupledBiasOptions o;
   o.samplers = split_list(args["samplers"].as<std::string>(), "--samplers");
   o.h0 = args["h0"].as<double>();

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <regex>
@@ -495,33 +494,24 @@ Config default_config() {
 
 namespace {
 
-// The offset and value of the first byte of `file` that is NUL or not part
-// of well-formed UTF-8; nullopt for a text file (or one that cannot be read:
-// the YAML reader names that).
-std::optional<std::pair<size_t, unsigned>> first_non_text_byte(const std::filesystem::path& file) {
+// What `file` is, if its first bytes say it is no text: a compressed archive,
+// or a file holding NUL bytes though it starts with no UTF-16 or UTF-32 byte
+// order mark; nullopt for text (of any encoding yaml-cpp reads) or a file
+// that cannot be read (the YAML reader names that).
+std::optional<std::string> binary_kind(const std::filesystem::path& file) {
   std::ifstream in(file, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (size_t i = 0; i < bytes.size();) {
-    const auto c = static_cast<unsigned char>(bytes[i]);
-    size_t follow = 0;
-    if (c == 0) return std::pair{i, unsigned{c}};
-    if (c < 0x80) {
-      follow = 0;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      follow = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      follow = 2;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      follow = 3;
-    } else {
-      return std::pair{i, unsigned{c}};
-    }
-    for (size_t j = 1; j <= follow; ++j) {
-      if (i + j >= bytes.size() || (static_cast<unsigned char>(bytes[i + j]) & 0xC0) != 0x80) {
-        return std::pair{i, unsigned{c}};
-      }
-    }
-    i += follow + 1;
+  std::string head(4096, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  const auto starts = [&](const std::string& magic) { return head.compare(0, magic.size(), magic) == 0; };
+  if (starts("\x1f\x8b")) return "a gzip file";
+  if (starts("BZh")) return "a bzip2 file";
+  if (starts("\xfd" "7zXZ")) return "an xz file";
+  if (starts("PK\x03\x04")) return "a zip file";
+  if (starts("\x28\xb5\x2f\xfd")) return "a zstd file";
+  const bool wide = starts("\xff\xfe") || starts("\xfe\xff") || starts(std::string("\0\0\xfe\xff", 4));
+  if (!wide && head.find('\0') != std::string::npos) {
+    return fmt::format("a binary file (byte {} is NUL)", head.find('\0'));
   }
   return std::nullopt;
 }
@@ -535,13 +525,25 @@ void apply_override(Config& config, const std::string& assignment) {
   }
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  // YAML reads !x as a tag, &x and *x as anchors, #x as a comment and
-  // "a: b" as a mapping; a path or name holding them needs quotes.
+  // YAML reads !x as a tag, &x and *x as anchors, " #x" as a comment and
+  // "a: b" as a mapping; a path or name holding them needs quotes. YAML's
+  // single quotes keep backslashes as they are (a doubled ' is one ').
   const bool special = text.find_first_of("!&*#%@`|>") != std::string::npos || text.find(": ") != std::string::npos;
+  std::string single = "'";
+  for (const char c : text) single += c == '\'' ? std::string("''") : std::string(1, c);
+  single += "'";
   const std::string quote = special ? fmt::format(" (YAML gives !, &, *, #, %, @, `, |, > and ': ' meanings of their "
-                                                  "own: to give the text as it is, quote it: --set '{}=\"{}\"')",
-                                                  key, text)
+                                                  "own: to give the text as it is, quote it: --set \"{}={}\")",
+                                                  key, single)
                                     : "";
+  // A comment drops the rest of the value without an error.
+  const auto first = text.find_first_not_of(" \t");
+  if (first != std::string::npos && text[first] != '\'' && text[first] != '"' &&
+      (text[first] == '#' || text.find(" #") != std::string::npos)) {
+    throw ConfigError(fmt::format("--set {}={}: YAML reads '#' after a space as the start of a comment, and would "
+                                  "drop what follows{}",
+                                  key, text, quote));
+  }
   YAML::Node value;
   try {
     value = YAML::Load(text);
@@ -564,10 +566,8 @@ Config load_config(const std::filesystem::path& file, const std::vector<std::str
       throw ConfigError(fmt::format("config file {} is a directory; give a YAML file (e.g. configs/tiny.yaml)",
                                     file.string()));
     }
-    if (const auto at = first_non_text_byte(file)) {
-      throw ConfigError(fmt::format("config file {} is not a YAML text file: byte {} is {:#04x}, which no UTF-8 "
-                                    "text holds (a compressed or binary file?)",
-                                    file.string(), at->first, at->second));
+    if (const auto kind = binary_kind(file)) {
+      throw ConfigError(fmt::format("config file {} is not a YAML text file: it is {}", file.string(), *kind));
     }
     YAML::Node root;
     try {
@@ -735,6 +735,12 @@ void validate_and_resolve(Config& c) {
     throw ConfigError(fmt::format("config key '{}': invalid value '{}': sampler {} does not use it (samplers that "
                                   "do: {}); remove the key",
                                   k.key, k.value, s.name, fmt::join(readers, ", ")));
+  }
+  if (s.repartition && s.mh_block > 0) {
+    throw ConfigError(fmt::format("config key 'sampler.mh_block': invalid value '{}': with sampler.repartition true "
+                                  "a model with BatchNorm has another potential in every cycle, and the "
+                                  "Metropolis-Hastings test compares potentials across a block; use one of the two",
+                                  s.mh_block));
   }
   if (s.repartition && s.gradient == "control_variate" && s.anchor_gradients == "stored") {
     throw ConfigError("config key 'sampler.anchor_gradients': invalid value 'stored': with sampler.repartition "

@@ -37,7 +37,7 @@ class DataParallelOracle : public samplers::GradientOracle {
   torch::Tensor evaluate(int64_t b) override;
   torch::Tensor loss(int64_t b) override;
   torch::Tensor evaluate_per_example(int64_t b) override;
-  void begin_cycle(int64_t cycle) override { shard_.begin_cycle(cycle); }
+  bool begin_cycle(int64_t cycle) override { return shard_.begin_cycle(cycle); }
 
  private:
   samplers::GradientOracle& shard_;

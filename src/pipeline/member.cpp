@@ -28,7 +28,8 @@ constexpr uint64_t kInitStream = 0;
 constexpr uint64_t kPartitionStream = 1;
 constexpr uint64_t kOptimizerOrderStream = 2;
 constexpr uint64_t kSamplerStream = 3;
-constexpr uint64_t kRedrawStream = 4;  // Note [Redrawn batches]
+// 4 is bnn rhat's chain stream (src/pipeline/rhat.cpp).
+constexpr uint64_t kRedrawStream = 5;  // Note [Redrawn batches]
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 

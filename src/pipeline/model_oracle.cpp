@@ -14,10 +14,11 @@ ModelOracle::ModelOracle(models::Classifier& model, models::FlatParameters& flat
               shard_.count);
 }
 
-void ModelOracle::begin_cycle(int64_t cycle) {
-  if (!redraw_seed_ || cycle == cycle_) return;
+bool ModelOracle::begin_cycle(int64_t cycle) {
+  if (!redraw_seed_ || cycle == cycle_) return false;
   cycle_ = cycle;
   order_ = cycle == 0 ? torch::Tensor() : partition_.redrawn_order(samplers::derive_seed(*redraw_seed_, cycle));
+  return model_.has_batch_norm();
 }
 
 data_loaders::Split ModelOracle::rows_of(int64_t b) const {

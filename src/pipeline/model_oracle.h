@@ -59,7 +59,7 @@ class ModelOracle : public samplers::GradientOracle {
   // partition.redrawn_order(derive_seed(seed, c)); cycle 0 keeps the
   // partition's own. Without this call begin_cycle() changes nothing.
   void redraw_batches_each_cycle(uint64_t seed) { redraw_seed_ = seed; }
-  void begin_cycle(int64_t cycle) override;
+  bool begin_cycle(int64_t cycle) override;
   // Batch b as the current cycle cuts it, whole (every shard's rows).
   data_loaders::Split batch(int64_t b) const { return partition_.batch(b, order_); }
 

@@ -146,7 +146,7 @@ class StackedOracle : public samplers::GradientOracle {
   torch::Tensor per_example_gradients() override { return own_.per_example_gradients(); }
   // Note [Redrawn batches], as ModelOracle's.
   void redraw_batches_each_cycle(uint64_t seed) { own_.redraw_batches_each_cycle(seed); }
-  void begin_cycle(int64_t cycle) override { own_.begin_cycle(cycle); }
+  bool begin_cycle(int64_t cycle) override { return own_.begin_cycle(cycle); }
 
  private:
   StackedGroup& group_;

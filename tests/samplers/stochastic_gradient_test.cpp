@@ -111,3 +111,65 @@ TEST(StochasticGradient, ForceIsTheGradientOfThePotential) {
 
 }  // namespace
 }  // namespace bnn::samplers
+
+namespace bnn::samplers {
+namespace {
+
+// Note [Redrawn batches]: with BatchNorm, redrawn batches make another
+// potential each cycle. Here batch b's gradient is a_b (x - m_b - c) in cycle
+// c, so the sum over batches is another function in each cycle.
+class ShiftingOracle : public GradientOracle {
+ public:
+  explicit ShiftingOracle(torch::Tensor start) : x_(std::move(start)), g_(torch::zeros_like(x_)) {}
+  torch::Tensor parameters() override { return x_; }
+  torch::Tensor gradient() override { return g_; }
+  torch::Tensor prior_mask() override { return torch::ones_like(x_); }
+  int64_t num_batches() const override { return static_cast<int64_t>(kBatchPrecisions.size()); }
+  torch::Tensor evaluate(int64_t b) override {
+    const auto i = static_cast<size_t>(b);
+    torch::sub_out(g_, x_, kBatchMeans[i] + static_cast<double>(cycle_)).mul_(kBatchPrecisions[i]);
+    return torch::zeros({}, x_.options());
+  }
+  bool begin_cycle(int64_t cycle) override {
+    const bool changed = cycle != cycle_;
+    cycle_ = cycle;
+    return changed;
+  }
+  // The full-data gradient in the current cycle at `x`.
+  torch::Tensor full_gradient(const torch::Tensor& x) const {
+    torch::Tensor sum = torch::zeros_like(x);
+    for (size_t b = 0; b < kBatchPrecisions.size(); ++b) {
+      sum += kBatchPrecisions[b] * (x - kBatchMeans[b] - static_cast<double>(cycle_));
+    }
+    return sum;
+  }
+
+ private:
+  torch::Tensor x_, g_;
+  int64_t cycle_ = 0;
+};
+
+// The control variate sums S* again when the batches make another potential:
+// the force averaged over a cycle's batches is then that cycle's gradient
+// (unbiased); with cycle 0's S* it would be off by sum_b a_b / T.
+TEST(StochasticGradient, AControlVariateResumsItsAnchorForAnotherCyclesPotential) {
+  const torch::Tensor anchor = draw_point(31, 1.0);
+  ShiftingOracle oracle(anchor.clone());
+  StochasticGradient gradient(oracle, anchor,
+                              potential_options(GradientEstimator::kControlVariate)
+                                  .anchor_gradients(AnchorGradients::kRecomputed));
+  const torch::Tensor x = draw_point(32, 0.5);
+  oracle.parameters().copy_(x);
+  ASSERT_TRUE(oracle.begin_cycle(1));
+  gradient.resum_anchor();
+  EXPECT_TRUE(oracle.parameters().equal(x));  // left where it was
+  torch::Tensor mean = torch::zeros_like(x);
+  for (int64_t b = 0; b < oracle.num_batches(); ++b) mean += gradient.evaluate(b) / oracle.num_batches();
+  const double loc = 1.0 / (kPotentialRho * kPotentialRho);
+  const torch::Tensor expected =
+      (oracle.full_gradient(x) + kPotentialLambda * x + (x - anchor) * loc) / kPotentialTemperature;
+  EXPECT_LT((mean - expected).abs().max().item<double>(), 1e-12) << mean << expected;
+}
+
+}  // namespace
+}  // namespace bnn::samplers

@@ -175,16 +175,33 @@ TEST(Config, NumbersMustFitInFloat) {
 TEST(Config, ValuesYamlReadsOtherwiseSayHowToQuoteThem) {
   expect_error([] { load_config("", {"data.dir=!bang"}); },
                "no value given (an empty value is YAML's null) (YAML gives !, &, *, #, %, @, `, |, > and ': ' "
-               "meanings of their own: to give the text as it is, quote it: --set 'data.dir=\"!bang\"')");
-  expect_error([] { load_config("", {"data.dir=*star"}); }, "quote it: --set 'data.dir=\"*star\"'");
-  expect_error([] { load_config("", {"data.dir=data/x: y"}); }, "quote it: --set 'data.dir=\"data/x: y\"'");
+               "meanings of their own: to give the text as it is, quote it: --set \"data.dir='!bang'\")");
+  expect_error([] { load_config("", {"data.dir=*star"}); }, "quote it: --set \"data.dir='*star'\"");
+  expect_error([] { load_config("", {"data.dir=data/x: y"}); }, "quote it: --set \"data.dir='data/x: y'\"");
+  // A comment would drop the rest without an error; single quotes keep backslashes and double a quote.
+  expect_error([] { load_config("", {"data.dir=my\\new #1"}); },
+               "--set data.dir=my\\new #1: YAML reads '#' after a space as the start of a comment, and would drop "
+               "what follows (YAML gives");
+  expect_error([] { load_config("", {"data.dir=it's #1"}); }, "quote it: --set \"data.dir='it''s #1'\"");
+  EXPECT_EQ(std::filesystem::path(load_config("", {"data.dir='my\\new #1'"}).data.dir).filename(), "my\\new #1");
   EXPECT_EQ(load_config("", {"data.dir=\"!bang\""}).data.dir.substr(0, 1), "/");  // made absolute
+  EXPECT_EQ(load_config("", {"run.device=cpu", "model.hidden=[8]", "model.name=mlp"}).model.hidden,
+            std::vector<int64_t>{8});
+}
+
+// A compressed or binary file given as a config is named as such, not as the
+// YAML parser's raw bytes; text in any encoding yaml-cpp reads still loads.
+TEST(Config, BinaryFilesAreNamedAndTextInAnyEncodingLoads) {
   const auto gz = write_temp("gzipped", std::string("\x1f\x8b\x08\x00\x00\x00", 6));
-  expect_error([&] { load_config(gz, {}); },
-               "is not a YAML text file: byte 1 is 0x8b, which no UTF-8 text holds (a compressed or binary file?)");
+  expect_error([&] { load_config(gz, {}); }, "is not a YAML text file: it is a gzip file");
   const auto nul = write_temp("nul", std::string("run:\n  seed: 1\0\n", 17));
-  expect_error([&] { load_config(nul, {}); }, "is not a YAML text file: byte 14 is 0x00");
+  expect_error([&] { load_config(nul, {}); }, "is not a YAML text file: it is a binary file (byte 14 is NUL)");
   EXPECT_EQ(load_config(write_temp("utf8", "# caf\u00e9 \u2014 notes\nrun:\n  seed: 3\n"), {}).run.seed, 3u);
+  EXPECT_EQ(load_config(write_temp("latin1", "# caf\xe9\nrun:\n  seed: 4\n"), {}).run.seed, 4u);
+  EXPECT_EQ(load_config(write_temp("bom_crlf", "\xef\xbb\xbfrun:\r\n  seed: 5\r\n"), {}).run.seed, 5u);
+  std::string utf16("\xff\xfe", 2);
+  for (const char c : std::string("run:\n  seed: 6\n")) utf16 += std::string{c, '\0'};
+  EXPECT_EQ(load_config(write_temp("utf16", utf16), {}).run.seed, 6u);
 }
 
 // A kinetic chain moves about h per step, an overdamped one sqrt(2 h), at any

@@ -116,6 +116,31 @@ TEST_F(Resume, RedrawnBatchesChangeFromTheSecondCycleAndResumeBitIdentically) {
       << r.output;
 }
 
+// With BatchNorm each cycle's batches make a potential of their own, and the
+// control variate sums S* again as a cycle begins. Four sampling epochs: the
+// kill at step 35 resumes from the checkpoint at 30, inside cycle 1 (steps
+// 20-39), where the resumed chain must sum S* again for cycle 1's batches.
+TEST_F(Resume, RedrawnBatchesWithBatchNormResumeBitIdentically) {
+  const auto full = work_ / "full", cut = work_ / "cut";
+  const std::string tiny = "run --config " + kTinyConfig + " --threads 1 --members 0 --set model.batch_norm=true "
+                           "--set sampler.repartition=true --set sampler.epochs=4 --out ";
+  auto r = bnn(tiny + full.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  r = bnn(tiny + cut.string(), "BNN_KILL_AT_SAMPLER_STEP=35");
+  ASSERT_EQ(r.code, 128 + 9) << r.output;
+  r = bnn("run --resume " + cut.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("after 3 epoch(s) of sampling"), std::string::npos) << r.output;
+  for (const std::string file : {"bayes_probs.npy", "samples/step_00000030.npy", "samples/step_00000040.npy"}) {
+    EXPECT_TRUE(read(full / "member_000" / file) == read(cut / "member_000" / file)) << file;
+  }
+  r = bnn(tiny + (work_ / "mh").string() + " --set sampler.name=obabo --set sampler.mh_block=5");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("config key 'sampler.mh_block': invalid value '5': with sampler.repartition true"),
+            std::string::npos)
+      << r.output;
+}
+
 // With stored sample weights (Note [Stored samples]) and BatchNorm, a sample
 // every 5 steps: steps 15, 20, 25, 30. The kill at step 27 comes after the
 // sample at 25 was stored but before any checkpoint holds it; the resumed
