@@ -1,5 +1,6 @@
 #include "src/cli/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -81,7 +82,7 @@ std::string dashed(const std::string& name) { return (name.size() == 1 ? "-" : "
 // the first value is not dropped without a word. Options that collect values
 // (--set) may repeat; the same value twice is harmless. An empty value is
 // never meant (`--config "$CONFIG"` with the variable unset).
-void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& args) {
+void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& args, int argc, char** argv) {
   std::set<std::string> collecting;
   for (const std::string& group : options.groups()) {
     for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
@@ -93,8 +94,16 @@ void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& a
   std::map<std::string, std::string> first;
   for (const cxxopts::KeyValue& given : args.arguments()) {
     if (given.value().empty()) {
-      throw config::ConfigError(fmt::format("option {}: '' is an empty value (an unset shell variable?); give one",
-                                            dashed(given.key())));
+      // A positional argument (bnn evaluate's run directories) is named as one, not by its inner option name.
+      const std::string option = dashed(given.key());
+      const bool named = std::any_of(argv + 1, argv + argc, [&](const char* a) {
+        const std::string arg = a;
+        return arg == option || arg.rfind(option + "=", 0) == 0;
+      });
+      throw config::ConfigError(named ? fmt::format("option {}: '' is an empty value (an unset shell variable?); "
+                                                    "give one",
+                                                    option)
+                                      : "an argument is '', empty (an unset shell variable?); give one");
     }
     if (collecting.count(given.key())) continue;
     const auto [seen, fresh] = first.emplace(given.key(), given.value());
@@ -141,7 +150,7 @@ std::optional<cxxopts::ParseResult> parse_or_help(cxxopts::Options& options, int
   if (!args.unmatched().empty()) {
     throw config::ConfigError(fmt::format("unexpected argument '{}'", args.unmatched().front()));
   }
-  check_values(options, args);
+  check_values(options, args, argc, argv);
   return args;
 }
 

@@ -480,11 +480,12 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     }
     if (!missing.empty()) {
       const size_t shown = std::min<size_t>(missing.size(), 8);
-      spdlog::warn("evaluating {} of the run's {} members (run.members): {} {} not finished{}", found.size(),
-                   config.run.members, fmt::join(missing.begin(), missing.begin() + static_cast<std::ptrdiff_t>(shown),
-                                                 ", "),
-                   missing.size() == 1 ? "is" : "are",
-                   missing.size() > shown ? fmt::format(" (and {} more)", missing.size() - shown) : std::string());
+      const std::string listed =
+          fmt::format("{}", fmt::join(missing.begin(), missing.begin() + static_cast<std::ptrdiff_t>(shown), ", "));
+      spdlog::log(options.quiet_about_missing ? spdlog::level::info : spdlog::level::warn,
+                  "evaluating {} of the run's {} members (run.members): {} {} not finished{}", found.size(),
+                  config.run.members, listed, missing.size() == 1 ? "is" : "are",
+                  missing.size() > shown ? fmt::format(" (and {} more)", missing.size() - shown) : std::string());
     }
   } else {
     for (const int64_t index : options.members) {

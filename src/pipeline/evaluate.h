@@ -54,6 +54,10 @@ struct EvaluateOptions {
   // HMC) over the run's test set: every row also gets its top-1 agreement and
   // total variation against them (src/evaluation/metrics.h). Empty = none.
   std::filesystem::path reference_probs;
+  // Members of the run left unfinished are said at info level, not as a
+  // warning: bnn run, whose own log says why (--members, failed members,
+  // members other processes train).
+  bool quiet_about_missing = false;
 };
 
 // Steps of the stored samples that evaluation keeps (Note [Burn-in and thinning

@@ -808,7 +808,9 @@ int run(const config::Config& config, const RunOptions& options) {
 }
 
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir) {
-  return evaluate_runs({run_dir}, run_dir);
+  EvaluateOptions options;
+  options.quiet_about_missing = true;
+  return evaluate_runs({run_dir}, run_dir, options);
 }
 
 }  // namespace bnn::pipeline
