@@ -84,8 +84,10 @@ std::string dashed(const std::string& name) { return (name.size() == 1 ? "-" : "
 // never meant (`--config "$CONFIG"` with the variable unset).
 void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& args, int argc, char** argv) {
   std::set<std::string> collecting;
+  std::map<std::string, std::string> short_of;  // long name -> its one-letter spelling
   for (const std::string& group : options.groups()) {
     for (const cxxopts::HelpOptionDetails& o : options.group_help(group).options) {
+      for (const std::string& l : o.l) short_of[l] = o.s;
       if (!o.is_container) continue;
       collecting.insert(o.s);
       collecting.insert(o.l.begin(), o.l.end());
@@ -96,9 +98,12 @@ void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& a
     if (given.value().empty()) {
       // A positional argument (bnn evaluate's run directories) is named as one, not by its inner option name.
       const std::string option = dashed(given.key());
+      const std::string letter = short_of.count(given.key()) && !short_of[given.key()].empty()
+                                     ? "-" + short_of[given.key()]
+                                     : "";
       const bool named = std::any_of(argv + 1, argv + argc, [&](const char* a) {
         const std::string arg = a;
-        return arg == option || arg.rfind(option + "=", 0) == 0;
+        return arg == option || arg.rfind(option + "=", 0) == 0 || (!letter.empty() && arg == letter);
       });
       throw config::ConfigError(named ? fmt::format("option {}: '' is an empty value (an unset shell variable?); "
                                                     "give one",

@@ -526,20 +526,25 @@ void apply_override(Config& config, const std::string& assignment) {
   const std::string key = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
   // YAML reads !x as a tag, &x and *x as anchors, " #x" as a comment and
-  // "a: b" as a mapping; a path or name holding them needs quotes. YAML's
-  // single quotes keep backslashes as they are (a doubled ' is one ').
+  // "a: b" as a mapping; a path or name holding them needs quotes. The hint
+  // puts the value in YAML double quotes (a backslash or " escaped) inside
+  // the shell's single quotes, where bash leaves ! and ` alone.
   const bool special = text.find_first_of("!&*#%@`|>") != std::string::npos || text.find(": ") != std::string::npos;
-  std::string single = "'";
-  for (const char c : text) single += c == '\'' ? std::string("''") : std::string(1, c);
-  single += "'";
+  std::string shell = "'" + key + "=\"";
+  for (const char c : text) {
+    if (c == '\\' || c == '"') shell += '\\';
+    shell += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  }
+  shell += "\"'";
   const std::string quote = special ? fmt::format(" (YAML gives !, &, *, #, %, @, `, |, > and ': ' meanings of their "
-                                                  "own: to give the text as it is, quote it: --set \"{}={}\")",
-                                                  key, single)
+                                                  "own: to give the text as it is, quote it: --set {})",
+                                                  shell)
                                     : "";
-  // A comment drops the rest of the value without an error.
+  // A comment (# after a space or tab) drops the rest of a plain value
+  // without an error; a quoted value or a list or mapping is YAML's to read.
   const auto first = text.find_first_not_of(" \t");
-  if (first != std::string::npos && text[first] != '\'' && text[first] != '"' &&
-      (text[first] == '#' || text.find(" #") != std::string::npos)) {
+  if (first != std::string::npos && std::string("'\"[{").find(text[first]) == std::string::npos &&
+      (text[first] == '#' || text.find(" #") != std::string::npos || text.find("\t#") != std::string::npos)) {
     throw ConfigError(fmt::format("--set {}={}: YAML reads '#' after a space as the start of a comment, and would "
                                   "drop what follows{}",
                                   key, text, quote));
@@ -739,7 +744,9 @@ void validate_and_resolve(Config& c) {
   if (s.repartition && s.mh_block > 0) {
     throw ConfigError(fmt::format("config key 'sampler.mh_block': invalid value '{}': with sampler.repartition true "
                                   "a model with BatchNorm has another potential in every cycle, and the "
-                                  "Metropolis-Hastings test compares potentials across a block; use one of the two",
+                                  "Metropolis-Hastings test compares potentials across a block; bnn refuses the two "
+                                  "together for every model (whether a TorchScript model has BatchNorm is known only "
+                                  "once it is built); use one of the two",
                                   s.mh_block));
   }
   if (s.repartition && s.gradient == "control_variate" && s.anchor_gradients == "stored") {

@@ -202,6 +202,7 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
       {"run --config ''", "option --config: '' is an empty value"},
       {"run --config=''", "option --config: '' is an empty value"},
       {"evaluate ''", "an argument is '', empty (an unset shell variable?); give one"},
+      {"bias -o ''", "option --out: '' is an empty value"},
       {"evaluate /no/run --config x.yaml", "bnn evaluate has no option --config (see bnn evaluate --help)"},
       {"bias --out", "option --out needs a value (see bnn bias --help)"},
       {"bias --step-sizes 0.25,,0.1", "option --step-sizes: '0.25,,0.1' has an empty entry"},

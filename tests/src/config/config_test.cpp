@@ -173,20 +173,27 @@ TEST(Config, NumbersMustFitInFloat) {
 // --set values are YAML: a value YAML reads otherwise than as text says how
 // to quote it; a config that is no text says so, not a parser's raw bytes.
 TEST(Config, ValuesYamlReadsOtherwiseSayHowToQuoteThem) {
+  // The hint: YAML double quotes inside the shell's single quotes (bash leaves ! and ` alone there).
   expect_error([] { load_config("", {"data.dir=!bang"}); },
                "no value given (an empty value is YAML's null) (YAML gives !, &, *, #, %, @, `, |, > and ': ' "
-               "meanings of their own: to give the text as it is, quote it: --set \"data.dir='!bang'\")");
-  expect_error([] { load_config("", {"data.dir=*star"}); }, "quote it: --set \"data.dir='*star'\"");
-  expect_error([] { load_config("", {"data.dir=data/x: y"}); }, "quote it: --set \"data.dir='data/x: y'\"");
-  // A comment would drop the rest without an error; single quotes keep backslashes and double a quote.
+               "meanings of their own: to give the text as it is, quote it: --set 'data.dir=\"!bang\"')");
+  expect_error([] { load_config("", {"data.dir=*star"}); }, "quote it: --set 'data.dir=\"*star\"'");
+  expect_error([] { load_config("", {"data.dir=data/x: y"}); }, "quote it: --set 'data.dir=\"data/x: y\"'");
+  // A comment would drop the rest without an error; backslashes and quotes are escaped in the hint.
   expect_error([] { load_config("", {"data.dir=my\\new #1"}); },
                "--set data.dir=my\\new #1: YAML reads '#' after a space as the start of a comment, and would drop "
                "what follows (YAML gives");
-  expect_error([] { load_config("", {"data.dir=it's #1"}); }, "quote it: --set \"data.dir='it''s #1'\"");
-  EXPECT_EQ(std::filesystem::path(load_config("", {"data.dir='my\\new #1'"}).data.dir).filename(), "my\\new #1");
+  expect_error([] { load_config("", {"data.dir=my\\new #1"}); }, "quote it: --set 'data.dir=\"my\\\\new #1\"'");
+  expect_error([] { load_config("", {"data.dir=it's #1"}); }, "quote it: --set 'data.dir=\"it'\\''s #1\"'");
+  expect_error([] { load_config("", {"data.dir=a\t#b"}); }, "YAML reads '#' after a space as the start of a comment");
+  EXPECT_EQ(std::filesystem::path(load_config("", {"data.dir=\"my\\\\new #1\""}).data.dir).filename(), "my\\new #1");
   EXPECT_EQ(load_config("", {"data.dir=\"!bang\""}).data.dir.substr(0, 1), "/");  // made absolute
-  EXPECT_EQ(load_config("", {"run.device=cpu", "model.hidden=[8]", "model.name=mlp"}).model.hidden,
-            std::vector<int64_t>{8});
+  // A quoted '#' inside a list or mapping is YAML's to read.
+  const Config ood = load_config("", {"evaluation.save_sample_probs=true",
+                                      "evaluation.ood=[{dataset: arrays, dir: '/tmp/my #1', name: digits}]"});
+  ASSERT_EQ(ood.evaluation.ood.size(), 1u);
+  EXPECT_EQ(ood.evaluation.ood[0].dir, "/tmp/my #1");
+  EXPECT_EQ(load_config("", {"model.hidden=[8]", "model.name=mlp"}).model.hidden, std::vector<int64_t>{8});
 }
 
 // A compressed or binary file given as a config is named as such, not as the
