@@ -1,6 +1,7 @@
 #include "src/cli/commands.h"
 
 #include <csignal>
+#include <filesystem>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "src/cli/predict_command.h"
 #include "src/cli/rhat_command.h"
 #include "src/cli/run_command.h"
+#include "src/io/atomic_file.h"
 
 namespace bnn::cli {
 
@@ -94,6 +96,12 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "bnn: error: unknown command '{}' (commands: {}; see bnn --help)\n", name,
                fmt::join(names, ", "));
     return 2;
+  } catch (const io::WriteError& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+    return e.storage() ? io::kExitStorage : 2;
+  } catch (const std::filesystem::filesystem_error& e) {  // a folder that could not be made, say
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+    return io::storage_failure(e.code().value()) ? io::kExitStorage : 2;
   } catch (const c10::Error& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());
   } catch (const cxxopts::exceptions::exception& e) {

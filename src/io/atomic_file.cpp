@@ -18,6 +18,13 @@
 
 namespace bnn::io {
 
+WriteError::WriteError(const std::filesystem::path& path, int error)
+    : std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(error))), error_(error) {}
+
+bool storage_failure(int error) noexcept {
+  return error == ENOSPC || error == EDQUOT || error == EFBIG || error == EIO;
+}
+
 std::filesystem::path temporary_path(const std::filesystem::path& path) {
   static const uint64_t nonce = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   static std::atomic<uint64_t> writes{0};
@@ -52,7 +59,7 @@ std::filesystem::path write_temporary(const std::filesystem::path& path, std::st
     fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   } while (fd < 0 && errno == EEXIST);
   if (fd < 0) {
-    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(errno)));
+    throw WriteError(path, errno);
   }
   const char* data = contents.data();
   size_t left = contents.size();
@@ -71,7 +78,7 @@ std::filesystem::path write_temporary(const std::filesystem::path& path, std::st
   if (::close(fd) != 0 && err == 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+    throw WriteError(path, err);
   }
   return tmp;
 }
@@ -83,7 +90,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+    throw WriteError(path, err);
   }
 }
 
@@ -98,7 +105,7 @@ bool create_file_atomically(const std::filesystem::path& path, std::string_view 
   }
   ::unlink(tmp.c_str());
   if (err == EEXIST) return false;
-  if (err != 0) throw std::runtime_error(fmt::format("cannot write {}: {}", path.string(), std::strerror(err)));
+  if (err != 0) throw WriteError(path, err);
   return true;
 }
 

@@ -17,13 +17,35 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 namespace bnn::io {
 
-// Writes `contents` to `path` atomically. Throws std::runtime_error naming the
-// path and the OS error on failure.
+// EX_IOERR (sysexits.h): bnn's exit code when the machine's storage failed a
+// write (see WriteError::storage), distinct from 2, bad input: the command
+// was right and, once there is room, `bnn run --resume` continues it.
+inline constexpr int kExitStorage = 74;
+
+// Whether errno `error` is the storage's failure rather than the path's: a
+// full disk or quota (ENOSPC, EDQUOT), a file-size limit (EFBIG) or a device
+// error (EIO). A missing folder or a permission is the path's (exit 2).
+bool storage_failure(int error) noexcept;
+
+// A write that failed: "cannot write PATH: REASON", with errno's value.
+class WriteError : public std::runtime_error {
+ public:
+  WriteError(const std::filesystem::path& path, int error);
+  int error() const noexcept { return error_; }
+  bool storage() const noexcept { return storage_failure(error_); }
+
+ private:
+  int error_;
+};
+
+// Writes `contents` to `path` atomically. Throws WriteError naming the path
+// and the OS error on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
 // As write_file_atomically, but only if no file named `path` exists: returns

@@ -189,6 +189,7 @@ std::optional<Manifest> read_manifest(const std::filesystem::path& dir) {
 void create_folder(const std::filesystem::path& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
+  if (ec && io::storage_failure(ec.value())) throw io::WriteError(dir, ec.value());  // a full disk is not bad input
   if (ec) throw ConfigError(fmt::format("cannot create the folder {}: {}", dir.string(), ec.message()));
 }
 

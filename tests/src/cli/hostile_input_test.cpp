@@ -282,7 +282,8 @@ TEST(HostileInput, MemberFoldersFromElsewhereAreNotScored) {
 }
 
 // A file-size limit (ulimit -f) is a failed write naming the file, not a
-// silent death by SIGXFSZ.
+// silent death by SIGXFSZ, and exits 74, the storage's failure (as a full disk
+// would), not 2, bad input.
 TEST(HostileInput, AFileSizeLimitNamesTheFile) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
   const auto out = fresh("size_limit");
@@ -290,7 +291,7 @@ TEST(HostileInput, AFileSizeLimitNamesTheFile) {
       "bash -c 'ulimit -f 40 && exec " + std::string(BNN_BINARY) + " " +
           tiny_run_args(out.string(), " --set run.members=1") + " --device cpu'",
       kHostileWork / "size_limit.txt");
-  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.code, bnn::io::kExitStorage) << r.output;
   EXPECT_NE(r.output.find("bnn: error: cannot write " + (out / "member_000").string()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(": File too large"), std::string::npos) << r.output;
 }

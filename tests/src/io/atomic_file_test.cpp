@@ -3,7 +3,12 @@
 // bnn processes do in separate containers, each its container's pid 1).
 #include "src/io/atomic_file.h"
 
+#include <sys/resource.h>
+
 #include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -30,6 +35,47 @@ TEST(AtomicFile, FailureLeavesThePreviousFileAndNoTemp) {
   EXPECT_THROW(write_file_atomically(dir / "missing_dir" / "x.txt", "data"), std::runtime_error);
   EXPECT_EQ(read_file(dir / "keep.txt"), "good");
   EXPECT_TRUE(no_temp_files(dir));
+}
+
+// A failed write says whose failure it is: a missing folder is the path's
+// (bnn exits 2, bad input), a file-size limit the storage's (exit 74, as for
+// a full disk), and the earlier file stays either way.
+TEST(AtomicFile, AWriteErrorSaysWhetherTheStorageFailed) {
+  const auto dir = testing::unique_temp_dir("bnn_atomic_storage");
+  try {
+    write_file_atomically(dir / "missing_dir" / "x.txt", "data");
+    ADD_FAILURE() << "no error";
+  } catch (const WriteError& e) {
+    EXPECT_EQ(e.error(), ENOENT);
+    EXPECT_FALSE(e.storage());
+    EXPECT_EQ(std::string(e.what()), "cannot write " + (dir / "missing_dir" / "x.txt").string() + ": " +
+                                         std::strerror(ENOENT));
+  }
+  write_file_atomically(dir / "big.bin", "small");
+  // A 1 KiB limit on file sizes, for this process, while 4 KiB are written;
+  // SIGXFSZ ignored as bnn's main does, so the write fails with EFBIG.
+  rlimit old{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = old;
+  small.rlim_cur = 1024;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  int error = 0;
+  bool storage = false;
+  try {
+    write_file_atomically(dir / "big.bin", std::string(4096, 'x'));
+  } catch (const WriteError& e) {
+    error = e.error();
+    storage = e.storage();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous_handler);
+  EXPECT_EQ(error, EFBIG);
+  EXPECT_TRUE(storage);
+  EXPECT_EQ(read_file(dir / "big.bin"), "small");
+  EXPECT_TRUE(no_temp_files(dir));
+  for (const int e : {ENOSPC, EDQUOT, EFBIG, EIO}) EXPECT_TRUE(storage_failure(e)) << e;
+  for (const int e : {ENOENT, EACCES, EROFS, ENOTDIR, EISDIR}) EXPECT_FALSE(storage_failure(e)) << e;
 }
 
 // Threads of one process have one pid: a temporary name made from the pid
