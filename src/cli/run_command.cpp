@@ -11,6 +11,7 @@
 #include "src/distributed/process_group.h"
 #include "src/pipeline/evaluate.h"
 #include "src/pipeline/run.h"
+#include "src/pipeline/run_directory.h"
 #include "src/runtime/deadline.h"
 #include "src/runtime/threads.h"
 
@@ -123,6 +124,8 @@ int cmd_run(int argc, char** argv) {
       throw config::ConfigError(
           fmt::format("bnn run --resume: {} has no config.yaml; not a run directory", run_options.run_dir.string()));
     }
+    // An edited config.yaml is named as such, not as options that change the experiment.
+    pipeline::require_recorded_experiment(run_options.run_dir, config::load_config(config_file, {}));
   } else {
     config_file = args["config"].as<std::string>();
     run_options.run_dir = args.count("out") ? std::filesystem::path(args["out"].as<std::string>())

@@ -324,22 +324,26 @@ std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int
 namespace {
 
 // Checks that every directory holds the experiment of `config` on the test
-// set `labels`: only such runs can be merged.
-void require_one_experiment(const std::vector<std::filesystem::path>& run_dirs, const config::Config& config,
-                            const torch::Tensor& labels) {
+// set `labels`: only such runs can be merged. Returns each one's config.
+std::vector<config::Config> require_one_experiment(const std::vector<std::filesystem::path>& run_dirs,
+                                                   const config::Config& config, const torch::Tensor& labels) {
   const auto& first = run_dirs.front();
+  std::vector<config::Config> configs;
   for (const auto& dir : run_dirs) {
     require_file(dir / kConfigFile, kConfigFile);
     require_file(dir / kLabelsFile, kLabelsFile);
-    if (const config::Config other = config::load_config(dir / kConfigFile, {}); !same_experiment(other, config)) {
+    configs.push_back(dir == first ? config : config::load_config(dir / kConfigFile, {}));
+    require_recorded_experiment(dir, configs.back());
+    if (!same_experiment(configs.back(), config)) {
       throw ConfigError(fmt::format("{} and {} hold different configurations ({}); only members of one "
                                     "experiment can be merged",
-                                    first.string(), dir.string(), experiment_differences(config, other)));
+                                    first.string(), dir.string(), experiment_differences(config, configs.back())));
     }
     if (!data_loaders::read_npy(dir / kLabelsFile).equal(labels)) {
       throw ConfigError(fmt::format("{} and {} were evaluated on different test sets", first.string(), dir.string()));
     }
   }
+  return configs;
 }
 
 // A member folder copied in from elsewhere would be scored as one of the
@@ -374,14 +378,16 @@ void require_own_member(const std::filesystem::path& dir, const config::Config& 
   }
 }
 
-// The finished members of every directory, ordered by member index so that
-// merging partial runs gives exactly the table of the full run.
-std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::filesystem::path>& run_dirs) {
+// The finished members of every directory (`configs` holds each one's
+// config), ordered by member index so that merging partial runs gives exactly
+// the table of the full run.
+std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::filesystem::path>& run_dirs,
+                                                         const std::vector<config::Config>& configs) {
   std::map<std::string, std::filesystem::path> found;
-  for (const auto& dir : run_dirs) {
-    const config::Config run = config::load_config(dir / kConfigFile, {});
+  for (size_t i = 0; i < run_dirs.size(); ++i) {
+    const auto& dir = run_dirs[i];
     for (const auto& d : finished_members(dir)) {
-      require_own_member(d, run);
+      require_own_member(d, configs[i]);
       const auto [it, inserted] = found.emplace(d.filename().string(), d);
       if (!inserted) {
         throw ConfigError(fmt::format("{} is finished in both {} and {}; merge each member once",
@@ -451,8 +457,8 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   require_file(first / kLabelsFile, kLabelsFile);
   const config::Config config = config::load_config(first / kConfigFile, {});
   const torch::Tensor labels = data_loaders::read_npy(first / kLabelsFile);
-  require_one_experiment(run_dirs, config, labels);
-  const std::map<std::string, std::filesystem::path> found = finished_in(run_dirs);
+  const std::vector<config::Config> configs = require_one_experiment(run_dirs, config, labels);
+  const std::map<std::string, std::filesystem::path> found = finished_in(run_dirs, configs);
   TORCH_CHECK(!found.empty(), "no finished members in ", first.string(), ": nothing to evaluate");
 
   Selection selection;
@@ -585,7 +591,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
 
   claim_evaluation_directory(out_dir, run_dirs, config);  // Note [Run ownership]
   std::optional<io::FileLock> lock = lock_evaluation(out_dir);
-  if (finished_in(run_dirs) != found) {  // Note [Evaluation lock]
+  if (finished_in(run_dirs, configs) != found) {  // Note [Evaluation lock]
     lock.reset();
     spdlog::info("more members of {} finished during this evaluation; evaluating again", first.string());
     return evaluate_runs(run_dirs, out_dir, options);

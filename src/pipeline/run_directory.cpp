@@ -301,6 +301,18 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
                                                  : ", or delete it (no member has started there)"));
 }
 
+void require_recorded_experiment(const std::filesystem::path& dir, const config::Config& config) {
+  const auto manifest = read_manifest(dir);
+  if (!manifest || manifest->kind != "run") return;  // a run of a bnn before manifests, or not a run
+  const std::string differences =
+      differences_from(manifest->settings, config, {"in bnn.json", "in config.yaml"});
+  if (differences.empty()) return;
+  throw ConfigError(fmt::format("{} no longer says the experiment this run's members were trained with, which {} "
+                                "records ({}): was it edited? Restore it (bnn.json keeps every setting), or start a "
+                                "new run with the changed config",
+                                (dir / kConfigFile).string(), (dir / kManifestFile).string(), differences));
+}
+
 void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
   const bool had_manifest = has_manifest(dir);  // before the check: the manifest it may read
   check_run_directory(dir, config, resume);

@@ -143,6 +143,12 @@ std::string experiment_differences(const config::Config& a, const config::Config
 // for the wording of errors); throws ConfigError saying what to do instead.
 void check_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);
 
+// Throws ConfigError if the run directory `dir`'s config.yaml, loaded as
+// `config`, is not the experiment its bnn.json records (an edited
+// config.yaml would score or continue the members under settings they were
+// not trained with). Nothing to check in a folder without a run's manifest.
+void require_recorded_experiment(const std::filesystem::path& dir, const config::Config& config);
+
 // check_run_directory, then creates `dir` and writes bnn.json and config.yaml.
 void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);
 

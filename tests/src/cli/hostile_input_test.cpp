@@ -210,6 +210,25 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
          return tiny_run_args(f.string(), "");
        },
        2, "is a file; give --out a folder", {kHostileWork / "cases" / "a_file"}},
+      {"evaluate a run whose config.yaml was edited",
+       [] {
+         const auto c = copy_of("A", "edited_config");
+         std::string yaml = bnn::io::read_file(c / "config.yaml");
+         const size_t at = yaml.find("step_size: 0.001\n");
+         EXPECT_NE(at, std::string::npos) << yaml;
+         if (at != std::string::npos) yaml.replace(at, 16, "step_size: 0.002");
+         write_text(c / "config.yaml", yaml);
+         return "evaluate " + c.string() + " --no-figures";
+       },
+       2,
+       "config.yaml no longer says the experiment this run's members were trained with, which " +
+           (kHostileWork / "cases" / "edited_config" / "bnn.json").string() +
+           " records (sampler.step_size: 0.001 in bnn.json, 0.002 in config.yaml): was it edited?",
+       {kHostileWork / "cases" / "edited_config"}},
+      {"... and bnn run --resume of it",
+       [] { return "run --resume " + (kHostileWork / "cases" / "edited_config").string() + " --threads 1"; }, 2,
+       "(sampler.step_size: 0.001 in bnn.json, 0.002 in config.yaml): was it edited? Restore it",
+       {kHostileWork / "cases" / "edited_config"}},
       {"9: --resume with a --set that changes the experiment",
        [] { return "run --resume " + a() + " --set sampler.step_size=0.002"; }, 2,
        "bnn run --resume " + a() + ": the options given change the experiment (sampler.step_size: 0.001 there, "
