@@ -139,9 +139,16 @@ Partition::Partition(const Split& train, int64_t batch_size, uint64_t seed)
   examples_.shift = train.shift;
 }
 
+namespace {
+
+void check_batch_index(int64_t b, int64_t num_batches) {
+  TORCH_CHECK(b >= 0 && b < num_batches, "batch index ", b, " out of range [0, ", num_batches, ")");
+}
+
+}  // namespace
+
 Split Partition::batch(int64_t b) const {
-  TORCH_CHECK(b >= 0 && b < num_batches_, "batch index ", b, " out of range [0, ", num_batches_,
-              ")");
+  check_batch_index(b, num_batches_);
   return examples_.slice(b * batch_size_, batch_size_);
 }
 
@@ -152,7 +159,7 @@ torch::Tensor Partition::redrawn_order(uint64_t seed) const {
 
 Split Partition::batch(int64_t b, const torch::Tensor& order) const {
   if (!order.defined()) return batch(b);
-  TORCH_CHECK(b >= 0 && b < num_batches_, "batch index ", b, " out of range [0, ", num_batches_, ")");
+  check_batch_index(b, num_batches_);
   TORCH_CHECK(order.dim() == 1 && order.size(0) == num_examples(), "a batch order must list the ",
               num_examples(), " used examples, got ", order.sizes());
   return examples_.rows(order.narrow(0, b * batch_size_, batch_size_));

@@ -93,7 +93,7 @@ void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& a
       collecting.insert(o.l.begin(), o.l.end());
     }
   }
-  std::map<std::string, std::string> first;
+  std::map<std::string, std::string> latest;  // option -> the value given last so far
   for (const cxxopts::KeyValue& given : args.arguments()) {
     if (given.value().empty()) {
       // A positional argument (bnn evaluate's run directories) is named as one, not by its inner option name.
@@ -111,7 +111,7 @@ void check_values(const cxxopts::Options& options, const cxxopts::ParseResult& a
                                       : "an argument is '', empty (an unset shell variable?); give one");
     }
     if (collecting.count(given.key())) continue;
-    const auto [seen, fresh] = first.emplace(given.key(), given.value());
+    const auto [seen, fresh] = latest.emplace(given.key(), given.value());
     if (!fresh && seen->second != given.value()) {
       spdlog::warn("option {} is given twice, as '{}' and then as '{}': the last one is used", dashed(given.key()),
                    seen->second, given.value());
