@@ -81,9 +81,13 @@ int main(int argc, char** argv) {
   // names the file ("File too large") as for any failed write.
   std::signal(SIGXFSZ, SIG_IGN);
   try {
-    if (no_command || name == "--help" || name == "-h" || name == "help") {
+    if (no_command) {  // a usage error, as an unknown command is
+      fmt::print(stderr, "{}", usage());
+      return 2;
+    }
+    if (name == "--help" || name == "-h" || name == "help") {
       fmt::print("{}", usage());
-      return no_command ? 1 : 0;
+      return 0;
     }
     // A bad BNN_FUSED_STEPS is refused before any work, naming the variable.
     samplers::fused_choice_from_environment();

@@ -38,6 +38,19 @@ TEST(Commands, UnknownCommandListsTheTable) {
   std::filesystem::remove_all(work);
 }
 
+// `bnn` alone is a usage error: the usage on stderr and exit 2, as for an
+// unknown command (a script that lost its arguments must not pass).
+TEST(Commands, NoCommandIsAUsageError) {
+  const auto work = bnn::testing::unique_temp_dir("bnn_commands_none_test");
+  const auto r = bnn::testing::run_bnn("", work / "log.txt");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_EQ(r.output, bnn::cli::usage());
+  const auto help = bnn::testing::run_bnn("--help", work / "help.txt");
+  EXPECT_EQ(help.code, 0) << help.output;
+  EXPECT_EQ(help.output, bnn::cli::usage());
+  std::filesystem::remove_all(work);
+}
+
 // A value holding a comma stays one value: `--set model.hidden=[8,4]` is one
 // override (cxxopts splits vector options at ',' unless told otherwise), and
 // a run directory may have a comma in its name.
