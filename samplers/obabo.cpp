@@ -43,7 +43,8 @@ int64_t Obabo::completed_blocks() const { return blocks_.item<int64_t>(); }
 std::string Obabo::diagnostics() const {
   if (options_.mh_block() == 0) return {};
   const int64_t n = completed_blocks(), a = accepted_blocks();
-  return fmt::format("accept={:.3f} ({}/{} blocks)", n > 0 ? static_cast<double>(a) / n : 0.0, a, n);
+  if (n == 0) return fmt::format("accept=n/a (no block of {} steps has ended yet)", options_.mh_block());
+  return fmt::format("accept={:.3f} ({}/{} blocks)", static_cast<double>(a) / static_cast<double>(n), a, n);
 }
 
 void Obabo::half_o(const torch::Tensor& xi) { v_.mul_(decay_).add_(xi, noise_scale_); }

@@ -21,6 +21,9 @@
 // and K(v) = |v|^2/2. On rejection the chain returns to x0 with velocity -v0
 // and the force cached at x0. The accept/reject decision is made on the device
 // (no host synchronisation); diagnostics() reports the acceptance rate.
+// Only the states at block ends are the chain's: inside a block the position
+// is a proposal the test may still reject, so `bnn run` keeps samples at
+// block ends only (it refuses a sampler.thin or burn-in that L does not divide).
 // Without MH the scheme is the unadjusted OBABO: bias O(h^2) with exact
 // gradients (Var x = 1/(1 - h^2/4) on N(0, 1)).
 #pragma once

@@ -741,6 +741,10 @@ void validate_and_resolve(Config& c) {
                                   "do: {}); remove the key",
                                   k.key, k.value, s.name, fmt::join(readers, ", ")));
   }
+  if (s.name == "csghmc" && s.cycle_length == 1) {
+    throw ConfigError("config key 'sampler.cycle_length': invalid value '1': a cycle of one step runs every step at "
+                      "the full h, which is sghmc; give 2 or more steps, or 0 for 4 epochs");
+  }
   if (s.repartition && s.mh_block > 0) {
     throw ConfigError(fmt::format("config key 'sampler.mh_block': invalid value '{}': with sampler.repartition true "
                                   "a model with BatchNorm has another potential in every cycle, and the "
@@ -753,6 +757,17 @@ void validate_and_resolve(Config& c) {
     throw ConfigError("config key 'sampler.anchor_gradients': invalid value 'stored': with sampler.repartition "
                       "true the batches change every cycle, so stored anchor gradients g*_b would belong to "
                       "batches no longer used; use auto or recomputed");
+  }
+  if (const double float_max = std::numeric_limits<float>::max(); localized && 1.0 / (s.rho * s.rho) > float_max) {
+    throw ConfigError(fmt::format("config key 'sampler.rho': invalid value '{}': the localization's 1/rho^2 = {:.3g} "
+                                  "is beyond the float32 range; give at least {:.3g}",
+                                  s.rho, 1.0 / (s.rho * s.rho), 1.0 / std::sqrt(float_max)));
+  }
+  if (s.gradient != "control_variate" && s.anchor_gradients != "auto") {
+    throw ConfigError(fmt::format("config key 'sampler.anchor_gradients': invalid value '{}': only the control "
+                                  "variate (sampler.gradient control_variate) has anchor gradients, and "
+                                  "sampler.gradient is {}; remove the key",
+                                  s.anchor_gradients, s.gradient));
   }
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
   if (!s.friction) {

@@ -322,10 +322,17 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   validate(config, options);
   RhatResult result;
   result.rho = options.rho.value_or(default_perturbation(config));
+  if (const double box = config.sampler.rho_max.value_or(std::numeric_limits<double>::infinity());
+      result.rho > box) {
+    spdlog::warn("--rho {:g} is beyond sampler.rho_max {:g}: a chain's start lies outside the bounce box wherever "
+                 "|z| > {:.3g}, and its first step folds those coordinates back into the box",
+                 result.rho, box, box / result.rho);
+  }
   result.burn_in = config.sampler.burn_in;
   const auto& dir = options.out_dir;
   const torch::Device device = resolve_device(config.run.device);
   const data_loaders::Dataset data = load_dataset(config, device);
+  check_batch_norm_batches(config, check_model_builds(config, data));
   // Windows need the steps per epoch, known with the data (none: the batch
   // size's own error comes later).
   const int64_t per_epoch = data_loaders::Partition::batches_in(data.train.size(), config.data.batch_size);

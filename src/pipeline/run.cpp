@@ -207,6 +207,44 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
 }
 
 
+void check_batch_norm_batches(const config::Config& config, bool batch_norm) {
+  if (!batch_norm || config.data.batch_size > 1) return;
+  throw config::ConfigError(fmt::format("config key 'data.batch_size': invalid value '1': model {} has BatchNorm "
+                                        "layers, whose training statistics need at least 2 examples a batch",
+                                        config.model.name));
+}
+
+void check_retained_samples(const config::Config& config, int64_t num_batches) {
+  const auto& s = config.sampler;
+  const int64_t thin = s.thin == 0 ? num_batches : s.thin;
+  const int64_t burn_in_steps = s.burn_in * num_batches;
+  const int64_t after_burn_in = (s.epochs - s.burn_in) * num_batches;
+  const int64_t retained = after_burn_in / thin;
+  if (retained == 0) {
+    throw config::ConfigError(fmt::format("config key 'sampler.thin': invalid value '{}': a sample every {} steps "
+                                          "keeps none of the {} steps after burn-in (sampler.epochs {} - burn_in "
+                                          "{}, {} batches an epoch); give at most {}",
+                                          s.thin, thin, after_burn_in, s.epochs, s.burn_in, num_batches,
+                                          after_burn_in));
+  }
+  // samplers/obabo.h: only a block's end is a state of the chain; inside a
+  // block the position is a proposal the test may still reject.
+  if (s.name == "obabo" && s.mh_block > 0 && (thin % s.mh_block != 0 || burn_in_steps % s.mh_block != 0)) {
+    throw config::ConfigError(fmt::format(
+        "config key 'sampler.mh_block': invalid value '{}': obabo keeps a sample only where a Metropolis-Hastings "
+        "block ends (inside a block the position is a proposal the test may reject), so the steps between samples "
+        "({}, sampler.thin{}) and the burn-in's {} steps (sampler.burn_in {} x {} batches) must be multiples of it",
+        s.mh_block, thin, s.thin == 0 ? " 0: an epoch" : "", burn_in_steps, s.burn_in, num_batches));
+  }
+  const auto& e = config.evaluation;
+  if (e.save_sample_weights && e.sample_weights_every > retained) {
+    throw config::ConfigError(fmt::format("config key 'evaluation.sample_weights_every': invalid value '{}': a "
+                                          "member keeps {} samples, so storing the weights of one in every {} "
+                                          "stores none; give at most {}",
+                                          e.sample_weights_every, retained, e.sample_weights_every, retained));
+  }
+}
+
 std::vector<std::string> parse_device_list(const std::string& text) {
   std::vector<std::string> out;
   if (text == "all") {
@@ -384,13 +422,13 @@ int64_t members_per_device(const config::Config& config, const data_loaders::Dat
   return requested;
 }
 
-// A model that cannot be built (say, model.hidden too wide to allocate)
-// fails here, once, naming the keys, rather than as every member's failure.
-void check_model_builds(const config::Config& config, const data_loaders::Dataset& data) {
+}  // namespace
+
+bool check_model_builds(const config::Config& config, const data_loaders::Dataset& data) {
   std::string why;
   try {
     const auto model = models::make_model(model_spec(config, data), /*seed=*/0);
-    return;
+    return model->has_batch_norm();
   } catch (const c10::Error& e) {
     why = e.what_without_backtrace();
   } catch (const std::bad_alloc&) {
@@ -432,8 +470,6 @@ std::unique_ptr<StackedGroup> make_stacked_group(const config::Config& config, c
                                           config.model.name, e.what()));
   }
 }
-
-}  // namespace
 
 // Note [TorchScript models] (models/torchscript.h): a run keeps the module it
 // trains as <run>/model.pt; more members, a resume or another process must
@@ -560,7 +596,9 @@ int run(const config::Config& config, const RunOptions& options) {
       if (device == data.begin()->first) spdlog::info("OOD set {}: {} examples", set.name, set.images.size());
     }
   }
-  check_model_builds(config, data.begin()->second);
+  check_batch_norm_batches(config, check_model_builds(config, data.begin()->second));
+  check_retained_samples(config, data_loaders::Partition::batches_in(data.begin()->second.train.size(),
+                                                                     config.data.batch_size));
   if (options.design == MemberDesign::kStacked) make_stacked_group(config, data.begin()->second, torch::kCPU, 1);
   if (writer) {
     check_model_file(dir, config);

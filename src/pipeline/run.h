@@ -164,6 +164,25 @@ torch::Device resolve_device(const std::string& name);
 // The data set of `config` (data.*) on `device`.
 data_loaders::Dataset load_dataset(const config::Config& config, torch::Device device);
 
+// Builds the model of `config` for `data` once, so that one that cannot be
+// built (model.hidden too wide to allocate, say) fails before any work,
+// naming the keys, rather than as every member's failure. Returns whether it
+// has BatchNorm layers. Throws ConfigError.
+bool check_model_builds(const config::Config& config, const data_loaders::Dataset& data);
+
+// Throws ConfigError, naming data.batch_size, for batches of 1 example
+// through a model with BatchNorm layers (`batch_norm`): training statistics
+// need 2. Checked before a run folder exists, as the next.
+void check_batch_norm_batches(const config::Config& config, bool batch_norm);
+
+// Throws ConfigError naming the key where sampling with `num_batches`
+// batches an epoch would keep no sample (sampler.thin beyond the steps after
+// burn-in), would keep obabo's proposals inside a Metropolis-Hastings block
+// (sampler.mh_block not dividing the steps between samples and the
+// burn-in's), or would store no sample's weights
+// (evaluation.sample_weights_every beyond the samples kept).
+void check_retained_samples(const config::Config& config, int64_t num_batches);
+
 // Runs the selected members (on several devices at once with
 // options.devices; the dataset is loaded once per distinct device). Returns
 // the process exit code: 0 if every selected member finished, 3 if some

@@ -431,6 +431,56 @@ TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
        "config key 'sampler.rho': invalid value '-1'", {}, no_output},
       {"unknown key", [&] { return tiny_run_args(out(), " --set sampler.stepsize=0.1"); }, 2,
        "unknown config key 'sampler.stepsize'", {}, no_output},
+      // Checks that need the data's size (tiny: 10 batches an epoch, 3 sampling epochs, 1 of burn-in), made
+      // before the folder exists: each used to fail every member after training, the folder then recording the
+      // setting as its experiment's.
+      {"a thinning that keeps no sample", [&] { return tiny_run_args(out(), " --set sampler.thin=21"); }, 2,
+       "config key 'sampler.thin': invalid value '21': a sample every 21 steps keeps none of the 20 steps after "
+       "burn-in (sampler.epochs 3 - burn_in 1, 10 batches an epoch); give at most 20",
+       {}, no_output},
+      {"BatchNorm with batches of one example",
+       [&] { return tiny_run_args(out(), " --set model.batch_norm=true --set data.batch_size=1"); }, 2,
+       "config key 'data.batch_size': invalid value '1': model mlp has BatchNorm layers, whose training statistics "
+       "need at least 2 examples a batch",
+       {}, no_output},
+      {"obabo samples inside a Metropolis-Hastings block",
+       [&] { return tiny_run_args(out(), " --set sampler.name=obabo --set sampler.mh_block=3"); }, 2,
+       "config key 'sampler.mh_block': invalid value '3': obabo keeps a sample only where a Metropolis-Hastings "
+       "block ends (inside a block the position is a proposal the test may reject), so the steps between samples "
+       "(10, sampler.thin 0: an epoch) and the burn-in's 10 steps (sampler.burn_in 1 x 10 batches) must be "
+       "multiples of it",
+       {}, no_output},
+      {"... also where the thinning is one but the burn-in is not",
+       [&] {
+         return tiny_run_args(out(), " --set sampler.name=obabo --set sampler.mh_block=4 --set sampler.thin=8");
+       },
+       2, "the steps between samples (8, sampler.thin) and the burn-in's 10 steps", {}, no_output},
+      {"stored sample weights beyond the samples kept",
+       [&] {
+         return tiny_run_args(out(), " --set evaluation.save_sample_weights=true "
+                                     "--set evaluation.sample_weights_every=3");
+       },
+       2,
+       "config key 'evaluation.sample_weights_every': invalid value '3': a member keeps 2 samples, so storing the "
+       "weights of one in every 3 stores none; give at most 2",
+       {}, no_output},
+      {"a localization beyond float32", [&] { return tiny_run_args(out(), " --set sampler.rho=1e-20"); }, 2,
+       "config key 'sampler.rho': invalid value '1e-20': the localization's 1/rho^2 = 1e+40 is beyond the float32 "
+       "range; give at least 5.42e-20",
+       {}, no_output},
+      {"anchor gradients without a control variate",
+       [&] {
+         return tiny_run_args(out(), " --set sampler.gradient=plain --set sampler.anchor_gradients=recomputed");
+       },
+       2,
+       "config key 'sampler.anchor_gradients': invalid value 'recomputed': only the control variate "
+       "(sampler.gradient control_variate) has anchor gradients, and sampler.gradient is plain; remove the key",
+       {}, no_output},
+      {"a cSGHMC cycle of one step",
+       [&] { return tiny_run_args(out(), " --set sampler.name=csghmc --set sampler.cycle_length=1"); }, 2,
+       "config key 'sampler.cycle_length': invalid value '1': a cycle of one step runs every step at the full h, "
+       "which is sghmc",
+       {}, no_output},
       {"divergence thresholds must be positive",
        [&] { return tiny_run_args(out(), " --set sampler.max_loss_increase=0"); }, 2,
        "config key 'sampler.max_loss_increase': invalid value '0'", {}, no_output},
@@ -719,6 +769,30 @@ TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
              bnn::io::read_file(kHostileWork / "cases" / "diverged_x_star" / "member_000" / "status.json"));
          ASSERT_TRUE(status.contains("diverged")) << status;
          EXPECT_EQ(status["diverged"]["reason"].get<std::string>().rfind("x* itself:", 0), 0U) << status;
+       }},
+      {"obabo's rejected blocks: every sample kept is a block's end, here x* itself",
+       // h = 0.5 makes every Metropolis-Hastings block a rejection (the log says 0 of 6 accepted), so the
+       // chain never leaves x*; samples kept inside a block were proposals, and averaged far from x*.
+       [] {
+         return tiny_run_args(fresh("obabo_rejected").string(),
+                              " --set sampler.name=obabo --set sampler.mh_block=5 --set sampler.step_size=0.5 "
+                              "--set sampler.max_loss_increase=.inf --set sampler.max_accuracy_drop=.inf "
+                              "--set run.members=1");
+       },
+       0, "accept=0.000 (0/6 blocks)", {},
+       [](const CommandResult&) {
+         const auto m = kHostileWork / "cases" / "obabo_rejected" / "member_000";
+         const auto swa = bnn::data_loaders::read_npy(m / "swa_probs.npy").to(torch::kDouble);
+         const auto bayes = bnn::data_loaders::read_npy(m / "bayes_probs.npy").to(torch::kDouble);
+         EXPECT_LT((swa - bayes).abs().max().item<double>(), 1e-6);
+       }},
+      {"a non-finite Adam names adam.lr, not the step size",
+       [] { return tiny_run_args(fresh("adam_overflow").string(), " --set adam.lr=1e30 --set run.members=1"); }, 3,
+       "member 0 failed: non-finite ", {},
+       [](const CommandResult& r) {
+         EXPECT_NE(r.output.find(" in adam epoch 1 (mean training loss "), std::string::npos) << r.output;
+         EXPECT_NE(r.output.find("); lower adam.lr"), std::string::npos) << r.output;
+         EXPECT_EQ(r.output.find("step size"), std::string::npos) << r.output;
        }},
       {"7: the thresholds are config keys",
        [] {
