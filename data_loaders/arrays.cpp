@@ -108,6 +108,11 @@ std::vector<std::string> read_class_names(const fs::path& path) {
     if (line.empty()) {
       throw error(path, fmt::format("line {} is empty; give one class name per line", names.size() + 1));
     }
+    // Reports and bnn predict name classes by these: two alike would be read as one.
+    if (const auto same = std::find(names.begin(), names.end(), line); same != names.end()) {
+      throw error(path, fmt::format("line {} names '{}' again (line {}); give each class its own name",
+                                    names.size() + 1, line, same - names.begin() + 1));
+    }
     names.push_back(line);
   }
   if (names.size() < 2) throw error(path, fmt::format("names {} classes; a classifier needs at least 2", names.size()));

@@ -15,6 +15,7 @@
 #include "src/io/npy.h"
 #include "src/pipeline/member.h"
 #include "src/pipeline/run.h"
+#include "src/pipeline/rhat.h"
 #include "src/pipeline/run_directory.h"
 #include "src/pipeline/stored_weights.h"
 
@@ -108,11 +109,12 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   const double localization = std::isinf(config.sampler.rho) ? 0.0 : 1.0 / (config.sampler.rho * config.sampler.rho);
 
   // The initialisation, the member's point estimates (adam and swa, or map)
-  // and x* perturbed by N(0, rho^2 I).
+  // and x* perturbed by N(0, rho^2 I), rho as bnn rhat takes it: the
+  // localization radius, or 50^-1/2 for a global sampler (rho = .inf).
   const std::string anchor = anchor_point(config);
   const torch::Tensor x_star = read_weights(dir, anchor, flat.numel(), config).to(device, torch::kFloat);
   auto noise_gen = samplers::make_generator(device, samplers::derive_seed(options.seed, kPerturbationStream));
-  const double rho = std::isinf(config.sampler.rho) ? 0.0 : config.sampler.rho;
+  const double rho = default_perturbation(config);
   std::vector<std::pair<std::string, torch::Tensor>> points = {
       {"init", read_weights(dir, "init", flat.numel(), config)}};
   for (const std::string& point : point_estimates(config)) {

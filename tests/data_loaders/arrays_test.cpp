@@ -218,6 +218,8 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
        d + "train_x.npy: not a valid .npy file: shape (6, 3) needs 72 data bytes, the file has 64 (cut short?)"},
       {"empty class name", [&] { io::write_file_atomically(dir / "class_names.txt", "a\n\nc\n"); },
        d + "class_names.txt: line 2 is empty; give one class name per line"},
+      {"a class name twice", [&] { io::write_file_atomically(dir / "class_names.txt", "a\nb\na\n"); },
+       d + "class_names.txt: line 3 names 'a' again (line 1); give each class its own name"},
   };
   for (const auto& c : cases) {
     good();

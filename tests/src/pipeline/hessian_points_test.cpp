@@ -139,6 +139,11 @@ TEST(HessianCli, PointsOfAnLbfgsRun) {
   std::vector<std::string> names;
   for (const auto& p : report["points"]) names.push_back(p["point"]);
   EXPECT_EQ(names, (std::vector<std::string>{"init", "map", "map_perturbed"}));
+  // The run is global (sampler.rho .inf): the perturbation is 50^-1/2, as bnn
+  // rhat's, so the perturbed point is not the MAP point itself.
+  if (names.size() == 3) {
+    EXPECT_NE(report["points"][1]["rayleigh"].get<double>(), report["points"][2]["rayleigh"].get<double>());
+  }
   const auto whole_run = hessian_cli("hessian --checkpoint " + run.string());
   EXPECT_EQ(whole_run.code, 2) << whole_run.output;
   EXPECT_NE(whole_run.output.find(run.string() + " is a run directory; give --checkpoint one of its member folders, "
