@@ -311,6 +311,15 @@ void validate(const config::Config& config, const RhatOptions& options) {
   if (options.loss_every < 0) {
     throw config::ConfigError(fmt::format("--loss-every must be >= 0, got {}", options.loss_every));
   }
+  // samplers/obabo.h: inside a Metropolis-Hastings block the position is a
+  // proposal, and the loss a chain reports at every step is the proposal's.
+  if (config.sampler.name == "obabo" && config.sampler.mh_block > 0) {
+    throw config::ConfigError(fmt::format(
+        "config key 'sampler.mh_block': invalid value '{}': bnn rhat follows each chain by its training loss at "
+        "every step, and inside obabo's Metropolis-Hastings blocks that is the loss of proposals the test may "
+        "reject; use mh_block 0 (unadjusted obabo) or another sampler",
+        config.sampler.mh_block));
+  }
   if (config.sampler.epochs - config.sampler.burn_in < kMinDraws) {
     throw config::ConfigError(fmt::format(
         "R-hat needs at least {} sampling epochs after burn-in: sampler.epochs {} and sampler.burn_in {} leave {}",

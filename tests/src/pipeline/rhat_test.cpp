@@ -457,6 +457,12 @@ TEST(RhatCommand, RefusesBadOptions) {
   r = bnn_on(s, "rhat" + config + " --set sampler.burn_in=4");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("at least 4 sampling epochs after burn-in"), std::string::npos) << r.output;
+  r = bnn_on(s, "rhat" + config + " --set sampler.name=obabo --set sampler.mh_block=6");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find("config key 'sampler.mh_block': invalid value '6': bnn rhat follows each chain by its "
+                          "training loss at every step"),
+            std::string::npos)
+      << r.output;
   r = bnn_on(s, "rhat" + config + " --rho=-1");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find("--rho must be finite and >= 0"), std::string::npos) << r.output;
