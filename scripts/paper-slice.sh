@@ -147,7 +147,8 @@ run_stoppable timeout -k 5 $((left + 20)) bash "$root/scripts/paper-run.sh" --co
 if [[ $code -eq 2 && $resume == 0 && ! -e "$work/run" ]]; then
   # bnn refused an OPTION before it made the run folder (it does so only
   # once the data and model loaded): nothing was trained, and the NAME
-  # stays free. An exit 2 later (a failed write) keeps everything.
+  # stays free. An exit 2 later (a file bnn refused), or 74 (the storage
+  # failed a write), keeps everything.
   sed -n '/^bnn: error: /p' "$work"/log/slice_*.log 2> /dev/null
   cat "$work"/log/slice_*.log >> "$log" 2> /dev/null
   rm -rf "$work"

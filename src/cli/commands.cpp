@@ -1,5 +1,6 @@
 #include "src/cli/commands.h"
 
+#include <cerrno>
 #include <csignal>
 #include <filesystem>
 #include <string_view>
@@ -73,6 +74,15 @@ std::string usage() {
   return out + "  bnn COMMAND --help\n";
 }
 
+namespace {
+
+// After a write the storage failed (exit io::kExitStorage).
+constexpr const char* kStorageAdvice =
+    " (free space, or raise the quota or file-size limit, and run the command again; what was written before is "
+    "kept, and bnn run --resume RUN_DIR continues a run)";
+
+}  // namespace
+
 int main(int argc, char** argv) {
   const bool no_command = argc < 2;
   const std::string_view name = no_command ? "" : argv[1];
@@ -101,11 +111,14 @@ int main(int argc, char** argv) {
                fmt::join(names, ", "));
     return 2;
   } catch (const io::WriteError& e) {
-    fmt::print(stderr, "bnn: error: {}\n", e.what());
+    fmt::print(stderr, "bnn: error: {}{}\n", e.what(), e.storage() ? kStorageAdvice : "");
     return e.storage() ? io::kExitStorage : 2;
   } catch (const std::filesystem::filesystem_error& e) {  // a folder that could not be made, say
-    fmt::print(stderr, "bnn: error: {}\n", e.what());
-    return io::storage_failure(e.code().value()) ? io::kExitStorage : 2;
+    // Only a lack of space is surely a write's failure (an EIO may be a read's).
+    const int error = e.code().value();
+    const bool full = error == ENOSPC || error == EDQUOT;
+    fmt::print(stderr, "bnn: error: {}{}\n", e.what(), full ? kStorageAdvice : "");
+    return full ? io::kExitStorage : 2;
   } catch (const c10::Error& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());
   } catch (const cxxopts::exceptions::exception& e) {

@@ -24,8 +24,9 @@ const std::vector<Command>& commands();
 std::string usage();
 
 // The whole command line: `bnn COMMAND ARGS...`. Returns the exit code:
-// the command's, 1 for no command, 2 for an unknown command or an error
-// (printed as one "bnn: error: ..." line).
+// the command's; 2 for no command, an unknown command or an error (printed
+// as one "bnn: error: ..." line); io::kExitStorage (74) where the storage
+// failed a write (a full disk or quota, a file-size limit, a device error).
 int main(int argc, char** argv);
 
 }  // namespace bnn::cli

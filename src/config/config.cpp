@@ -371,13 +371,14 @@ std::vector<Field> fields(Config& c) {
            "Stochastic gradient estimator (control variate at x*, as the reference runs)."),
       text("sampler.anchor_gradients", c.sampler.anchor_gradients, "auto", {"auto", "stored", "recomputed"},
            "Control variate anchors g*_b: stored (N_m*d floats) or recomputed (one more backward per step); "
-           "auto = stored if they fit in sampler.anchor_memory_mb."),
+           "auto = stored if they fit in sampler.anchor_memory_mb (only sampler.gradient control_variate has them)."),
       integer("sampler.anchor_memory_mb", c.sampler.anchor_memory_mb, "4096", 0, kBig,
               "Memory budget for stored anchor gradients."),
       integer("sampler.cycle_length", c.sampler.cycle_length, "0", 0, kBig,
-              "csghmc only: steps per cosine step-size cycle; 0 = auto (4 epochs)."),
+              "csghmc only: steps per cosine step-size cycle, 2 or more (1 is plain sghmc); 0 = auto (4 epochs)."),
       integer("sampler.mh_block", c.sampler.mh_block, "0", 0, kBig,
-              "obabo only: steps per Metropolis-Hastings block (exact potential at block ends); 0 = none."),
+              "obabo only: steps per Metropolis-Hastings block (exact potential at block ends); 0 = none. Samples "
+              "are kept at block ends: it must divide the steps between samples and the burn-in's."),
       text("sampler.nogin_covariance", c.sampler.nogin_covariance, "diagonal", {"diagonal", "low_rank"},
            "nogin only: gradient-noise covariance from the batch's per-example gradients (N_b backward passes "
            "per step); diagonal (O(N_b d)) or low_rank (whole sample covariance by Woodbury, O(N_b^2 d))."),
@@ -741,10 +742,6 @@ void validate_and_resolve(Config& c) {
                                   "do: {}); remove the key",
                                   k.key, k.value, s.name, fmt::join(readers, ", ")));
   }
-  if (s.name == "csghmc" && s.cycle_length == 1) {
-    throw ConfigError("config key 'sampler.cycle_length': invalid value '1': a cycle of one step runs every step at "
-                      "the full h, which is sghmc; give 2 or more steps, or 0 for 4 epochs");
-  }
   if (s.repartition && s.mh_block > 0) {
     throw ConfigError(fmt::format("config key 'sampler.mh_block': invalid value '{}': with sampler.repartition true "
                                   "a model with BatchNorm has another potential in every cycle, and the "
@@ -759,15 +756,11 @@ void validate_and_resolve(Config& c) {
                       "batches no longer used; use auto or recomputed");
   }
   if (const double float_max = std::numeric_limits<float>::max(); localized && 1.0 / (s.rho * s.rho) > float_max) {
-    throw ConfigError(fmt::format("config key 'sampler.rho': invalid value '{}': the localization's 1/rho^2 = {:.3g} "
-                                  "is beyond the float32 range; give at least {:.3g}",
-                                  s.rho, 1.0 / (s.rho * s.rho), 1.0 / std::sqrt(float_max)));
-  }
-  if (s.gradient != "control_variate" && s.anchor_gradients != "auto") {
-    throw ConfigError(fmt::format("config key 'sampler.anchor_gradients': invalid value '{}': only the control "
-                                  "variate (sampler.gradient control_variate) has anchor gradients, and "
-                                  "sampler.gradient is {}; remove the key",
-                                  s.anchor_gradients, s.gradient));
+    // The smallest rho, rounded up at 3 digits so that the value named passes.
+    const double least = std::ceil(1e22 / std::sqrt(float_max)) / 1e22;
+    throw ConfigError(fmt::format("config key 'sampler.rho': invalid value '{}': the localization's 1/rho^2 = {:.4g} "
+                                  "is beyond the float32 range ({:.4g}); give {:.3g} or more",
+                                  s.rho, 1.0 / (s.rho * s.rho), float_max, least));
   }
   if (!s.rho_max) s.rho_max = localized ? 6.0 * s.rho : kInf;
   if (!s.friction) {

@@ -127,9 +127,9 @@ void validate(const BiasOptions& o) {
   }
   // run_one's sampling steps, round(time / h): none would leave nothing to measure.
   const double largest = *std::max_element(o.step_sizes.begin(), o.step_sizes.end());
-  if (std::llround(o.sample_time / largest) < 1) {
-    throw std::invalid_argument(fmt::format("bnn bias: --time {} is not one step of size {}, so that chain would "
-                                            "keep no sample; give --time {} or more",
+  if (o.sample_time / largest < 0.5) {
+    throw std::invalid_argument(fmt::format("bnn bias: --time {} is not one step of size {} (--step-sizes), so that "
+                                            "chain would keep no sample; give --time {} or more",
                                             o.sample_time, largest, largest));
   }
   if (o.bins < 10) throw std::invalid_argument(fmt::format("bnn bias: --bins {} must be at least 10", o.bins));

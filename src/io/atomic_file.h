@@ -25,7 +25,8 @@ namespace bnn::io {
 
 // EX_IOERR (sysexits.h): bnn's exit code when the machine's storage failed a
 // write (see WriteError::storage), distinct from 2, bad input: the command
-// was right and, once there is room, `bnn run --resume` continues it.
+// was right, and can be run again once there is room (a run continues with
+// `bnn run --resume`).
 inline constexpr int kExitStorage = 74;
 
 // Whether errno `error` is the storage's failure rather than the path's: a

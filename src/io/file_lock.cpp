@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "src/io/atomic_file.h"
+
 namespace bnn::io {
 
 namespace {
@@ -20,7 +22,9 @@ namespace {
 int lock_file(const std::filesystem::path& path, int operation) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (fd < 0) {
-    throw std::runtime_error(fmt::format("cannot open lock file {}: {}", path.string(), std::strerror(errno)));
+    const int error = errno;
+    if (storage_failure(error)) throw WriteError(path, error);  // no free inode or quota left: exit 74
+    throw std::runtime_error(fmt::format("cannot open lock file {}: {}", path.string(), std::strerror(error)));
   }
   int result = 0;
   while ((result = ::flock(fd, operation)) != 0 && errno == EINTR) {

@@ -142,6 +142,7 @@ std::vector<HessianPoint> hessian_at_checkpoints(const HessianOptions& options) 
   nlohmann::json report = to_json(out);
   report["examples"] = n;
   report["localization"] = localization;
+  report["perturbation"] = rho;  // the standard deviation of the perturbed point's N(0, rho^2 I)
   // What produced it, so that the file can be reproduced (same seed and options, same numbers).
   report["seed"] = options.seed;
   report["max_iterations"] = options.power.max_iterations;

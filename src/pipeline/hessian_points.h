@@ -1,7 +1,8 @@
 // `bnn hessian --checkpoint MEMBER_DIR`: the Hessian spectral norm of the
 // log-posterior (src/evaluation/hessian.h; paper appendix D.2) at the points of
 // one finished member's path: random initialisation, after Adam, at the SWA
-// point x*, and at x* + rho xi with xi ~ N(0, I) (a typical start of a chain).
+// point x*, and at x* + rho xi with xi ~ N(0, I) (a typical start of a chain;
+// rho is sampler.rho, or 50^-1/2 for a global sampler, as bnn rhat's starts).
 //
 // The potential is f(x) = sum_i CE_i(x) + (lambda / 2) ||x_w||^2 over the first
 // `examples` training examples (all when 0), with the model in train mode

@@ -276,14 +276,11 @@ void Member::check_finite(const std::string& phase, int64_t epoch, double loss) 
   check_ranks_agree(fmt::format("the end of {} epoch {}", phase, epoch + 1));
   if (std::isfinite(loss) && torch::isfinite(flat_->values()).all().item<bool>()) return;
   // The phase's own step: Adam's and SWA's learning rates, the sampler's h
-  // (rhat's phases are "chain C sample").
-  const auto ends_with = [&](std::string_view tail) {
-    return phase.size() >= tail.size() && phase.compare(phase.size() - tail.size(), tail.size(), tail) == 0;
-  };
-  const char* advice = phase == "adam"           ? "; lower adam.lr"
-                       : phase == "swa"          ? "; lower swa.lr"
-                       : ends_with("sample") ? "; lower sampler.step_size"
-                                                 : "";
+  // (bnn rhat's phases are "chain C sample"); L-BFGS ("map") has none.
+  const char* advice = phase == "adam"                              ? "; lower adam.lr"
+                       : phase == "swa"                             ? "; lower swa.lr"
+                       : phase.find("sample") != std::string::npos ? "; lower sampler.step_size"
+                                                                    : "";
   throw NonFiniteError(fmt::format("non-finite {} in {} epoch {} (mean training loss {}){}",
                                    std::isfinite(loss) ? "parameters" : "loss", phase, epoch + 1, loss, advice));
 }

@@ -341,7 +341,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   const auto& dir = options.out_dir;
   const torch::Device device = resolve_device(config.run.device);
   const data_loaders::Dataset data = load_dataset(config, device);
-  check_batch_norm_batches(config, check_model_builds(config, data));
+  check_batch_norm_batches(config, check_model_builds(config, data), /*processes=*/1);
   // Windows need the steps per epoch, known with the data (none: the batch
   // size's own error comes later).
   const int64_t per_epoch = data_loaders::Partition::batches_in(data.train.size(), config.data.batch_size);

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <exception>
 #include <map>
+#include <numeric>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "src/pipeline/member_checkpoint.h"
 #include "src/pipeline/ood.h"
 #include "src/pipeline/preprocess.h"
+#include "src/pipeline/sampling_phase.h"
 #include "src/runtime/device_streams.h"
 #include "src/runtime/linkage.h"
 
@@ -207,19 +209,29 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
 }
 
 
-void check_batch_norm_batches(const config::Config& config, bool batch_norm) {
-  if (!batch_norm || config.data.batch_size > 1) return;
-  throw config::ConfigError(fmt::format("config key 'data.batch_size': invalid value '1': model {} has BatchNorm "
-                                        "layers, whose training statistics need at least 2 examples a batch",
-                                        config.model.name));
+void check_batch_norm_batches(const config::Config& config, bool batch_norm, int64_t processes) {
+  // A TorchScript module's BatchNorm2d takes one image (its statistics run
+  // over the pixels too); bnn's own models normalise features, BatchNorm1d.
+  if (!batch_norm || config.model.name == "torchscript") return;
+  const int64_t b = config.data.batch_size;
+  if (b / processes >= 2) return;  // each process's share: b / processes rows, or one more
+  const std::string share =
+      processes == 1 ? "" : fmt::format("with --distributed over {} processes a process's share of a batch is {} "
+                                        "example(s), and ", processes, b / processes);
+  throw config::ConfigError(fmt::format("config key 'data.batch_size': invalid value '{}': {}model {} has "
+                                        "BatchNorm1d layers, whose training statistics need at least 2 examples; "
+                                        "give data.batch_size {} or more{}",
+                                        b, share, config.model.name, 2 * processes,
+                                        config.model.name == "mlp" ? " (or model.batch_norm false)" : ""));
 }
 
 void check_retained_samples(const config::Config& config, int64_t num_batches) {
   const auto& s = config.sampler;
-  const int64_t thin = s.thin == 0 ? num_batches : s.thin;
+  const Retention retention = retention_of(config, num_batches);
+  const int64_t thin = retention.thin();
   const int64_t burn_in_steps = s.burn_in * num_batches;
   const int64_t after_burn_in = (s.epochs - s.burn_in) * num_batches;
-  const int64_t retained = after_burn_in / thin;
+  const int64_t retained = retention.count(s.epochs * num_batches);
   if (retained == 0) {
     throw config::ConfigError(fmt::format("config key 'sampler.thin': invalid value '{}': a sample every {} steps "
                                           "keeps none of the {} steps after burn-in (sampler.epochs {} - burn_in "
@@ -233,17 +245,56 @@ void check_retained_samples(const config::Config& config, int64_t num_batches) {
     throw config::ConfigError(fmt::format(
         "config key 'sampler.mh_block': invalid value '{}': obabo keeps a sample only where a Metropolis-Hastings "
         "block ends (inside a block the position is a proposal the test may reject), so the steps between samples "
-        "({}, sampler.thin{}) and the burn-in's {} steps (sampler.burn_in {} x {} batches) must be multiples of it",
-        s.mh_block, thin, s.thin == 0 ? " 0: an epoch" : "", burn_in_steps, s.burn_in, num_batches));
+        "({}, sampler.thin{}) and the burn-in's {} steps (sampler.burn_in {} x {} batches) must be multiples of it; "
+        "{} divides both",
+        s.mh_block, thin, s.thin == 0 ? " 0: an epoch" : "", burn_in_steps, s.burn_in, num_batches,
+        std::gcd(thin, burn_in_steps)));
   }
   const auto& e = config.evaluation;
   if (e.save_sample_weights && e.sample_weights_every > retained) {
     throw config::ConfigError(fmt::format("config key 'evaluation.sample_weights_every': invalid value '{}': a "
                                           "member keeps {} samples, so storing the weights of one in every {} "
-                                          "stores none; give at most {}",
+                                          "stores none; give at most {} (or evaluation.save_sample_weights false)",
                                           e.sample_weights_every, retained, e.sample_weights_every, retained));
   }
 }
+
+namespace {
+
+// Settings that change nothing, which older bnn accepted and recorded in
+// their runs' bnn.json (refused, those runs could be neither resumed nor
+// evaluated): said, not refused.
+void warn_about_idle_settings(const config::Config& config) {
+  const auto& s = config.sampler;
+  if (s.gradient != "control_variate" && s.anchor_gradients != "auto") {
+    spdlog::warn("sampler.anchor_gradients {} is not used: only the control variate (sampler.gradient "
+                 "control_variate) has anchor gradients, and sampler.gradient is {}",
+                 s.anchor_gradients, s.gradient);
+  }
+  if (s.name == "csghmc" && s.cycle_length == 1) {
+    spdlog::warn("sampler.cycle_length 1: a cycle of one step runs every step at the full h, so this csghmc is "
+                 "sghmc; give 2 or more steps, or 0 for 4 epochs");
+  }
+}
+
+// The checks that need the data and the model (check_batch_norm_batches,
+// check_retained_samples), with the way out for a run whose bnn.json already
+// records the setting: a new run.
+void check_sampling_plan(const config::Config& config, const data_loaders::Dataset& data, int64_t processes,
+                         const std::filesystem::path& dir) {
+  const bool batch_norm = check_model_builds(config, data);
+  try {
+    check_batch_norm_batches(config, batch_norm, processes);
+    check_retained_samples(config, data_loaders::Partition::batches_in(data.train.size(), config.data.batch_size));
+  } catch (const config::ConfigError& e) {
+    if (!std::filesystem::exists(dir / kManifestFile)) throw;
+    throw config::ConfigError(fmt::format("{}; {} records this setting as its experiment's, so start a new run "
+                                          "(bnn run --config ... --out NEW_DIR) with it changed",
+                                          e.what(), dir.string()));
+  }
+}
+
+}  // namespace
 
 std::vector<std::string> parse_device_list(const std::string& text) {
   std::vector<std::string> out;
@@ -596,9 +647,8 @@ int run(const config::Config& config, const RunOptions& options) {
       if (device == data.begin()->first) spdlog::info("OOD set {}: {} examples", set.name, set.images.size());
     }
   }
-  check_batch_norm_batches(config, check_model_builds(config, data.begin()->second));
-  check_retained_samples(config, data_loaders::Partition::batches_in(data.begin()->second.train.size(),
-                                                                     config.data.batch_size));
+  check_sampling_plan(config, data.begin()->second, group != nullptr ? group->world_size() : 1, dir);
+  warn_about_idle_settings(config);
   if (options.design == MemberDesign::kStacked) make_stacked_group(config, data.begin()->second, torch::kCPU, 1);
   if (writer) {
     check_model_file(dir, config);

@@ -170,10 +170,11 @@ data_loaders::Dataset load_dataset(const config::Config& config, torch::Device d
 // has BatchNorm layers. Throws ConfigError.
 bool check_model_builds(const config::Config& config, const data_loaders::Dataset& data);
 
-// Throws ConfigError, naming data.batch_size, for batches of 1 example
-// through a model with BatchNorm layers (`batch_norm`): training statistics
-// need 2. Checked before a run folder exists, as the next.
-void check_batch_norm_batches(const config::Config& config, bool batch_norm);
+// Throws ConfigError, naming data.batch_size, where a batch, or with
+// --distributed over `processes` a process's share of one, would hold 1
+// example for a bnn model with BatchNorm (`batch_norm`): its BatchNorm1d
+// needs 2 in training. Checked before a run folder exists, as the next.
+void check_batch_norm_batches(const config::Config& config, bool batch_norm, int64_t processes);
 
 // Throws ConfigError naming the key where sampling with `num_batches`
 // batches an epoch would keep no sample (sampler.thin beyond the steps after

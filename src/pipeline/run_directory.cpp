@@ -302,13 +302,21 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
 }
 
 void require_recorded_experiment(const std::filesystem::path& dir, const config::Config& config) {
-  const auto manifest = read_manifest(dir);
+  std::optional<Manifest> manifest;
+  try {
+    manifest = read_manifest(dir);
+  } catch (const ConfigError&) {
+    throw ConfigError(fmt::format("{} is not a bnn manifest (JSON with \"bnn\", \"experiment\" and \"settings\"), so "
+                                  "the experiment this run's members were trained with cannot be checked against its "
+                                  "config.yaml; restore it",
+                                  (dir / kManifestFile).string()));
+  }
   if (!manifest || manifest->kind != "run") return;  // a run of a bnn before manifests, or not a run
   const std::string differences =
       differences_from(manifest->settings, config, {"in bnn.json", "in config.yaml"});
   if (differences.empty()) return;
   throw ConfigError(fmt::format("{} no longer says the experiment this run's members were trained with, which {} "
-                                "records ({}): was it edited? Restore it (bnn.json keeps every setting), or start a "
+                                "records ({}): was it edited? Restore those keys to bnn.json's values, or start a "
                                 "new run with the changed config",
                                 (dir / kConfigFile).string(), (dir / kManifestFile).string(), differences));
 }

@@ -25,12 +25,20 @@ double sampling_epoch(samplers::Sampler& sampler, const data_loaders::Partition&
   return loss_sum.item<double>() / static_cast<double>(partition.num_examples());
 }
 
+int64_t thin_steps(const config::Config& config, int64_t num_batches) {
+  return config.sampler.thin == 0 ? num_batches : config.sampler.thin;
+}
+
 int64_t thin_steps(const config::Config& config, const data_loaders::Partition& partition) {
-  return config.sampler.thin == 0 ? partition.num_batches() : config.sampler.thin;
+  return thin_steps(config, partition.num_batches());
+}
+
+Retention retention_of(const config::Config& config, int64_t num_batches) {
+  return Retention(config.sampler.burn_in * num_batches, thin_steps(config, num_batches));
 }
 
 Retention retention_of(const config::Config& config, const data_loaders::Partition& partition) {
-  return Retention(config.sampler.burn_in * partition.num_batches(), thin_steps(config, partition));
+  return retention_of(config, partition.num_batches());
 }
 
 SamplingPhase::SamplingPhase(const config::Config& config, int64_t member, const data_loaders::Partition& partition,

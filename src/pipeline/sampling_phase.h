@@ -57,6 +57,10 @@ class Retention {
     return steps_done > burn_in_steps_ && (steps_done - burn_in_steps_) % thin_ == 0;
   }
   int64_t thin() const { return thin_; }
+  // How many of steps 1..total_steps are retained.
+  int64_t count(int64_t total_steps) const {
+    return total_steps > burn_in_steps_ ? (total_steps - burn_in_steps_) / thin_ : 0;
+  }
   // The step of the j-th retained sample (j = 1, 2, ...).
   int64_t retained_step(int64_t j) const { return burn_in_steps_ + j * thin_; }
 
@@ -90,10 +94,12 @@ class SamplingPhase {
 };
 
 // Steps between retained samples: sampler.thin, or one epoch (N_m steps) for 0.
+int64_t thin_steps(const config::Config& config, int64_t num_batches);
 int64_t thin_steps(const config::Config& config, const data_loaders::Partition& partition);
 
-// The samples `config`'s sampling phase retains on `partition`: after
-// sampler.burn_in epochs, every thin_steps().
+// The samples `config`'s sampling phase retains with `num_batches` batches an
+// epoch (those of `partition`): after sampler.burn_in epochs, every thin_steps().
+Retention retention_of(const config::Config& config, int64_t num_batches);
 Retention retention_of(const config::Config& config, const data_loaders::Partition& partition);
 
 }  // namespace bnn::pipeline

@@ -195,8 +195,8 @@ TEST(EndToEnd, BadInputIsOneClearLine) {
       {"bias --chains +5", "option --chains: '+5' is not a valid value; it takes a whole number, in digits"},
       {"bias --chains 99999999999", "bnn bias: --chains 99999999999 must be at most 100000000"},
       {"bias --chains 100 --time 0.1 --samplers sms_ubu",
-       "bnn bias: --time 0.1 is not one step of size 0.25, so that chain would keep no sample; give --time 0.25 or "
-       "more"},
+       "bnn bias: --time 0.1 is not one step of size 0.25 (--step-sizes), so that chain would keep no sample; give "
+       "--time 0.25 or more"},
       {"coupled-bias --config " + kTinyConfig + " --set sampler.repartition=true",
        "config key 'sampler.repartition': bnn coupled-bias keeps one partition of the data for both coupled chains"},
       {"hessian --checkpoint /no/member --tolerance inf",

@@ -227,7 +227,7 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
        {kHostileWork / "cases" / "edited_config"}},
       {"... and bnn run --resume of it",
        [] { return "run --resume " + (kHostileWork / "cases" / "edited_config").string() + " --threads 1"; }, 2,
-       "(sampler.step_size: 0.001 in bnn.json, 0.002 in config.yaml): was it edited? Restore it",
+       "(sampler.step_size: 0.001 in bnn.json, 0.002 in config.yaml): was it edited? Restore those keys",
        {kHostileWork / "cases" / "edited_config"}},
       {"9: --resume with a --set that changes the experiment",
        [] { return "run --resume " + a() + " --set sampler.step_size=0.002"; }, 2,
@@ -432,29 +432,31 @@ TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
       {"unknown key", [&] { return tiny_run_args(out(), " --set sampler.stepsize=0.1"); }, 2,
        "unknown config key 'sampler.stepsize'", {}, no_output},
       // Checks that need the data's size (tiny: 10 batches an epoch, 3 sampling epochs, 1 of burn-in), made
-      // before the folder exists: each used to fail every member after training, the folder then recording the
-      // setting as its experiment's.
+      // before the folder exists, which then recorded the setting as its experiment's: members failed after
+      // training (thin), or in their first epoch (BatchNorm), or stored no sample for bnn predict
+      // (sample_weights_every).
       {"a thinning that keeps no sample", [&] { return tiny_run_args(out(), " --set sampler.thin=21"); }, 2,
        "config key 'sampler.thin': invalid value '21': a sample every 21 steps keeps none of the 20 steps after "
        "burn-in (sampler.epochs 3 - burn_in 1, 10 batches an epoch); give at most 20",
        {}, no_output},
       {"BatchNorm with batches of one example",
        [&] { return tiny_run_args(out(), " --set model.batch_norm=true --set data.batch_size=1"); }, 2,
-       "config key 'data.batch_size': invalid value '1': model mlp has BatchNorm layers, whose training statistics "
-       "need at least 2 examples a batch",
+       "config key 'data.batch_size': invalid value '1': model mlp has BatchNorm1d layers, whose training "
+       "statistics need at least 2 examples; give data.batch_size 2 or more (or model.batch_norm false)",
        {}, no_output},
       {"obabo samples inside a Metropolis-Hastings block",
        [&] { return tiny_run_args(out(), " --set sampler.name=obabo --set sampler.mh_block=3"); }, 2,
        "config key 'sampler.mh_block': invalid value '3': obabo keeps a sample only where a Metropolis-Hastings "
        "block ends (inside a block the position is a proposal the test may reject), so the steps between samples "
        "(10, sampler.thin 0: an epoch) and the burn-in's 10 steps (sampler.burn_in 1 x 10 batches) must be "
-       "multiples of it",
+       "multiples of it; 10 divides both",
        {}, no_output},
       {"... also where the thinning is one but the burn-in is not",
        [&] {
          return tiny_run_args(out(), " --set sampler.name=obabo --set sampler.mh_block=4 --set sampler.thin=8");
        },
-       2, "the steps between samples (8, sampler.thin) and the burn-in's 10 steps", {}, no_output},
+       2, "the steps between samples (8, sampler.thin) and the burn-in's 10 steps (sampler.burn_in 1 x 10 batches) "
+          "must be multiples of it; 2 divides both", {}, no_output},
       {"stored sample weights beyond the samples kept",
        [&] {
          return tiny_run_args(out(), " --set evaluation.save_sample_weights=true "
@@ -462,25 +464,47 @@ TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
        },
        2,
        "config key 'evaluation.sample_weights_every': invalid value '3': a member keeps 2 samples, so storing the "
-       "weights of one in every 3 stores none; give at most 2",
+       "weights of one in every 3 stores none; give at most 2 (or evaluation.save_sample_weights false)",
        {}, no_output},
       {"a localization beyond float32", [&] { return tiny_run_args(out(), " --set sampler.rho=1e-20"); }, 2,
        "config key 'sampler.rho': invalid value '1e-20': the localization's 1/rho^2 = 1e+40 is beyond the float32 "
-       "range; give at least 5.42e-20",
+       "range (3.403e+38); give 5.43e-20 or more",
        {}, no_output},
-      {"anchor gradients without a control variate",
-       [&] {
-         return tiny_run_args(out(), " --set sampler.gradient=plain --set sampler.anchor_gradients=recomputed");
+      {"the least rho named there passes the config (and the run stops at the next check)",
+       [&] { return tiny_run_args(out(), " --set sampler.rho=5.43e-20 --set sampler.thin=21"); }, 2,
+       "config key 'sampler.thin': invalid value '21'", {},
+       [](const CommandResult& r) { EXPECT_EQ(r.output.find("sampler.rho"), std::string::npos) << r.output; }},
+      // At the bounds: one sample kept (thin 20 of 20 steps) and its weights stored; settings that change
+      // nothing, which older bnn recorded in runs (refused, those could not be resumed), are warned about.
+      {"one sample kept, an idle anchor_gradients",
+       [] {
+         return tiny_run_args(fresh("bounds_a").string(),
+                              " --set sampler.thin=20 --set evaluation.save_sample_weights=true --set run.members=1 "
+                              "--set sampler.gradient=plain --set sampler.anchor_gradients=recomputed");
        },
-       2,
-       "config key 'sampler.anchor_gradients': invalid value 'recomputed': only the control variate "
-       "(sampler.gradient control_variate) has anchor gradients, and sampler.gradient is plain; remove the key",
-       {}, no_output},
-      {"a cSGHMC cycle of one step",
-       [&] { return tiny_run_args(out(), " --set sampler.name=csghmc --set sampler.cycle_length=1"); }, 2,
-       "config key 'sampler.cycle_length': invalid value '1': a cycle of one step runs every step at the full h, "
-       "which is sghmc",
-       {}, no_output},
+       0,
+       "sampler.anchor_gradients recomputed is not used: only the control variate (sampler.gradient "
+       "control_variate) has anchor gradients, and sampler.gradient is plain",
+       {},
+       [](const CommandResult&) {
+         const auto status = nlohmann::json::parse(
+             bnn::io::read_file(kHostileWork / "cases" / "bounds_a" / "member_000" / "status.json"));
+         EXPECT_EQ(status["samples"], 1) << status;
+         EXPECT_EQ(status["sample_weights"], 1) << status;
+       }},
+      {"the weights of one in every 2 of 2 samples, a csghmc cycle of one step",
+       [] {
+         return tiny_run_args(fresh("bounds_b").string(),
+                              " --set evaluation.save_sample_weights=true --set evaluation.sample_weights_every=2 "
+                              "--set run.members=1 --set sampler.name=csghmc --set sampler.cycle_length=1");
+       },
+       0, "sampler.cycle_length 1: a cycle of one step runs every step at the full h, so this csghmc is sghmc", {},
+       [](const CommandResult&) {
+         const auto status = nlohmann::json::parse(
+             bnn::io::read_file(kHostileWork / "cases" / "bounds_b" / "member_000" / "status.json"));
+         EXPECT_EQ(status["samples"], 2) << status;
+         EXPECT_EQ(status["sample_weights"], 1) << status;
+       }},
       {"divergence thresholds must be positive",
        [&] { return tiny_run_args(out(), " --set sampler.max_loss_increase=0"); }, 2,
        "config key 'sampler.max_loss_increase': invalid value '0'", {}, no_output},
@@ -772,7 +796,8 @@ TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
        }},
       {"obabo's rejected blocks: every sample kept is a block's end, here x* itself",
        // h = 0.5 makes every Metropolis-Hastings block a rejection (the log says 0 of 6 accepted), so the
-       // chain never leaves x*; samples kept inside a block were proposals, and averaged far from x*.
+       // chain never leaves x*, and with samples at block ends its Bayes average is x*'s prediction. (Samples
+       // inside a block were proposals, averaged far from x*; such settings are now refused, above.)
        [] {
          return tiny_run_args(fresh("obabo_rejected").string(),
                               " --set sampler.name=obabo --set sampler.mh_block=5 --set sampler.step_size=0.5 "

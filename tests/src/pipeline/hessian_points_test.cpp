@@ -144,6 +144,7 @@ TEST(HessianCli, PointsOfAnLbfgsRun) {
   if (names.size() == 3) {
     EXPECT_NE(report["points"][1]["rayleigh"].get<double>(), report["points"][2]["rayleigh"].get<double>());
   }
+  EXPECT_NEAR(report["perturbation"].get<double>(), 1.0 / std::sqrt(50.0), 1e-12);
   const auto whole_run = hessian_cli("hessian --checkpoint " + run.string());
   EXPECT_EQ(whole_run.code, 2) << whole_run.output;
   EXPECT_NE(whole_run.output.find(run.string() + " is a run directory; give --checkpoint one of its member folders, "
