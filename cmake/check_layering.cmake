@@ -23,7 +23,8 @@ set(allowed_src/distributed "samplers")
 set(allowed_src/evaluation "src/io;models")
 set(allowed_src/pipeline "src/config;src/distributed;src/evaluation;src/io;src/runtime;samplers;models;data_loaders")
 set(allowed_src/experiments "src/config;src/io;src/pipeline;samplers;models;data_loaders")
-set(allowed_src/cli "src/config;src/distributed;src/experiments;src/io;src/pipeline;src/runtime;samplers;models;data_loaders")
+set(allowed_src/cli
+    "src/config;src/distributed;src/experiments;src/io;src/pipeline;src/runtime;samplers;models;data_loaders")
 set(folders samplers models data_loaders src/io src/runtime src/config src/distributed src/evaluation src/pipeline
     src/experiments src/cli)
 

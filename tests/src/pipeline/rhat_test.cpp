@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -451,31 +452,25 @@ TEST(RhatTable, WarningNamesTheStatisticPastTheBound) {
 TEST(RhatCommand, RefusesBadOptions) {
   const Experiment s = make_experiment("errors");
   const std::string config = " --config " + s.config.string() + " --out " + (s.dir / "out").string();
-  CommandResult r = bnn_on(s, "rhat" + config + " --chains 1");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("R-hat needs at least 2 chains"), std::string::npos) << r.output;
-  r = bnn_on(s, "rhat" + config + " --set sampler.burn_in=4");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("at least 4 sampling epochs after burn-in"), std::string::npos) << r.output;
-  r = bnn_on(s, "rhat" + config + " --set sampler.name=obabo --set sampler.mh_block=6");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("config key 'sampler.mh_block': invalid value '6': bnn rhat follows each chain by its "
-                          "training loss at every step"),
-            std::string::npos)
-      << r.output;
-  r = bnn_on(s, "rhat" + config + " --rho=-1");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("--rho must be finite and >= 0"), std::string::npos) << r.output;
-  // 6 steps an epoch, 7 epochs, 2 of burn-in: windows of 9 steps keep 2 (steps 19-27 and 28-36).
-  r = bnn_on(s, "rhat" + config + " --loss-every 9");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("--loss-every 9 leaves 2 window(s) after burn-in (30 sampling steps of 6 per epoch); "
-                          "R-hat needs at least 4: use --loss-every 7 or less"),
-            std::string::npos)
-      << r.output;
-  r = bnn_on(s, "rhat --chains 3");
-  EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("bnn rhat needs --config"), std::string::npos) << r.output;
+  // Each refused with exit 2, before any folder is made.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"rhat" + config + " --chains 1", "R-hat needs at least 2 chains"},
+      {"rhat" + config + " --set sampler.burn_in=4", "at least 4 sampling epochs after burn-in"},
+      {"rhat" + config + " --set sampler.name=obabo --set sampler.mh_block=6",
+       "config key 'sampler.mh_block': invalid value '6': bnn rhat follows each chain by its training loss at every "
+       "step"},
+      {"rhat" + config + " --rho=-1", "--rho must be finite and >= 0"},
+      // 6 steps an epoch, 7 epochs, 2 of burn-in: windows of 9 steps keep 2 (steps 19-27 and 28-36).
+      {"rhat" + config + " --loss-every 9",
+       "--loss-every 9 leaves 2 window(s) after burn-in (30 sampling steps of 6 per epoch); R-hat needs at least 4: "
+       "use --loss-every 7 or less"},
+      {"rhat --chains 3", "bnn rhat needs --config"},
+  };
+  for (const auto& [args, message] : cases) {
+    const CommandResult r = bnn_on(s, args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+  }
   EXPECT_FALSE(fs::exists(s.dir / "out"));
   if (!HasFailure()) fs::remove_all(s.dir);
 }
