@@ -55,15 +55,6 @@ torch::Tensor true_class_probability(Chain& chain, const data_loaders::Partition
 
 bool finite(Chain& chain) { return torch::isfinite(chain.flat->values()).all().item<bool>(); }
 
-// Mean over test examples of |d|, and its standard error from the chunk rows.
-std::pair<double, double> mean_abs(const torch::Tensor& whole, const torch::Tensor& per_chunk) {
-  const double value = whole.abs().mean().item<double>();
-  const torch::Tensor chunks = per_chunk.abs().mean(1);
-  const double se = chunks.numel() > 1 ? chunks.std().item<double>() / std::sqrt(static_cast<double>(chunks.numel()))
-                                       : std::nan("");
-  return {value, se};
-}
-
 // The per-example difference of one level: over all retained samples, and per chunk.
 struct LevelDiff {
   torch::Tensor whole;      // N
@@ -72,6 +63,23 @@ struct LevelDiff {
 };
 
 }  // namespace
+
+std::pair<double, double> mean_abs(const torch::Tensor& whole, const torch::Tensor& per_chunk) {
+  const double value = whole.abs().mean().item<double>();
+  const torch::Tensor chunks = per_chunk.abs().mean(1);
+  const double se = chunks.numel() > 1 ? chunks.std().item<double>() / std::sqrt(static_cast<double>(chunks.numel()))
+                                       : std::nan("");
+  return {value, se};
+}
+
+std::pair<torch::Tensor, torch::Tensor> level_means(const torch::Tensor& sums, const std::vector<int64_t>& counts,
+                                                    int64_t kept) {
+  TORCH_CHECK(sums.dim() == 2 && sums.size(0) == static_cast<int64_t>(counts.size()),
+              "level_means: one row of sums per chunk count");
+  torch::Tensor per_chunk = sums.clone();
+  for (size_t k = 0; k < counts.size(); ++k) per_chunk[static_cast<int64_t>(k)] /= static_cast<double>(counts[k]);
+  return {sums.sum(0) / static_cast<double>(kept), per_chunk};
+}
 
 CouplingRule coupling_rule(const std::string& name) {
   if (name == "sms_ubu" || name == "sg_ubu" || name == "ubu_rr") return CouplingRule::kOrnsteinUhlenbeck;
@@ -233,10 +241,7 @@ std::vector<CoupledBiasRow> run_coupled_bias(const config::Config& config, const
                               true_class_probability(fine, partition, data, bn_batches);
         ++counts[static_cast<size_t>(chunk)];
       }
-      if (!d.diverged) {
-        d.whole = d.per_chunk.sum(0) / static_cast<double>(kept);
-        for (int64_t k = 0; k < options.chunks; ++k) d.per_chunk[k] /= static_cast<double>(counts[k]);
-      }
+      if (!d.diverged) std::tie(d.whole, d.per_chunk) = level_means(d.per_chunk, counts, kept);
       CoupledBiasRow row;
       row.sampler = name;
       row.h = h;

@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -110,6 +111,17 @@ struct CoupledBiasRow {
 std::vector<CoupledBiasRow> run_coupled_bias(const config::Config& config, const data_loaders::Dataset& data,
                                              torch::Device device, const CoupledBiasOptions& options,
                                              const std::function<void(const std::string&)>& log);
+
+// A level's per-example difference of the true class's probability (coarse
+// minus fine) from its chunks' sums (`sums`: chunks x N, chunk k holding
+// counts[k] of the `kept` samples): the mean over all samples, and each
+// chunk's mean.
+std::pair<torch::Tensor, torch::Tensor> level_means(const torch::Tensor& sums, const std::vector<int64_t>& counts,
+                                                    int64_t kept);
+// The mean over examples of |whole|, and its standard error: the sample
+// standard deviation of the chunks' mean |per_chunk| over sqrt(chunks) (NaN
+// with one chunk).
+std::pair<double, double> mean_abs(const torch::Tensor& whole, const torch::Tensor& per_chunk);
 
 // CSV: sampler,h,h_fine,epochs,samples,mean_abs_diff,mean_abs_diff_se,bias,bias_se (atomic write).
 void write_coupled_bias_csv(const std::vector<CoupledBiasRow>& rows, const std::filesystem::path& path);

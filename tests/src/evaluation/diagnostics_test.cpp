@@ -138,6 +138,20 @@ TEST(EffectiveSampleSize, ShiftedChainsLoseSamples) {
   EXPECT_LT(effective_sample_size(chains), 0.5 * before);
 }
 
+// Two chains of eight, checked with exact fractions: W = 983/112, var+ = 21/2;
+// rho_t = 1 - (W - mean_j acov_j(t)) / var+ with acov over N (not N - t);
+// Geyer's pair sums Gamma_0..3 = 70753/75264, 5237/75264, 14187/25088,
+// 15653/75264, made monotone (Gamma_2 and Gamma_3 are capped at Gamma_1):
+// tau = -1 + 2 (Gamma_0 + 3 Gamma_1) = 109/84, ESS = 16 / tau = 1344/109.
+// Acov over N - t gives 19.27 (tau at its floor 1/log10(16)); pair sums not
+// made monotone give 6.23.
+TEST(EffectiveSampleSize, HandCheckedShortChains) {
+  const torch::Tensor chains =
+      torch::tensor({8.0, 3.0, 2.0, 0.0, 8.0, 1.0, 3.0, 0.0, 7.0, 8.0, 3.0, 4.0, 6.0, 9.0, 1.0, 6.0}, torch::kDouble)
+          .reshape({2, 8});
+  EXPECT_NEAR(effective_sample_size(chains), 1344.0 / 109.0, 1e-12);
+}
+
 TEST(Diagnostics, BadInputIsRefused) {
   using testing::error_of;
   EXPECT_NE(error_of([] { rhat(torch::zeros({4})); }).find("must be 2-D"), std::string::npos);

@@ -80,6 +80,25 @@ TEST(CoupledBias, ForceFreeCoupledChainsCoincide) {
   }
 }
 
+// A level's table entries from its chunk sums, by hand: sums [[0.2, -0.4, 0],
+// [0.3, -0.3, 0.6]] of 2 and 3 samples (5 in all) give the mean difference
+// [0.1, -0.14, 0.12], so mean |d| = 0.12; the chunks' means [0.1, -0.2, 0] and
+// [0.1, -0.1, 0.2] have mean |.| 0.1 and 2/15, whose sample standard
+// deviation (1/30)/sqrt(2) over sqrt(2) chunks is the standard error 1/60.
+// (Over 2 x kept the mean would be 0.06; with std / chunks the error 0.0118.)
+TEST(CoupledBias, LevelMeansAndTheirStandardErrorByHand) {
+  const torch::Tensor sums = torch::tensor({0.2, -0.4, 0.0, 0.3, -0.3, 0.6}, torch::kDouble).reshape({2, 3});
+  const auto [whole, per_chunk] = experiments::level_means(sums, {2, 3}, 5);
+  EXPECT_TRUE(torch::allclose(whole, torch::tensor({0.1, -0.14, 0.12}, torch::kDouble), 0, 1e-15)) << whole;
+  EXPECT_TRUE(torch::allclose(per_chunk, torch::tensor({0.1, -0.2, 0.0, 0.1, -0.1, 0.2}, torch::kDouble).reshape({2, 3}),
+                              0, 1e-15))
+      << per_chunk;
+  const auto [value, se] = experiments::mean_abs(whole, per_chunk);
+  EXPECT_NEAR(value, 0.12, 1e-15);
+  EXPECT_NEAR(se, 1.0 / 60.0, 1e-15);
+  EXPECT_TRUE(std::isnan(experiments::mean_abs(whole, per_chunk.slice(0, 0, 1)).second));
+}
+
 TEST(CoupledBias, SamplersWithoutACouplingAreRefusedByName) {
   try {
     experiments::coupling_rule("nogin");

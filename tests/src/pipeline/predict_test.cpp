@@ -188,6 +188,19 @@ TEST_F(Predict, PngImagesReproduceTheEvaluatorsProbabilities) {
       EXPECT_LE(m["mutual_information"].get<double>(), m["entropy"].get<double>() + 1e-12);
     }
   }
+  // SWA's mixture holds one draw per member, so its entropy and mutual
+  // information follow from the members' own swa_probs.npy: H(mean p_m) and
+  // H(mean p_m) - mean H(p_m) (float32 probabilities: 1e-4).
+  const auto entropy = [](const torch::Tensor& q) { return -torch::xlogy(q, q).sum(-1); };
+  const torch::Tensor p0 = bnn::data_loaders::read_npy(r / "member_000" / "swa_probs.npy").to(torch::kDouble);
+  const torch::Tensor p1 = bnn::data_loaders::read_npy(r / "member_001" / "swa_probs.npy").to(torch::kDouble);
+  const torch::Tensor total = entropy((p0 + p1) / 2);
+  const torch::Tensor mi = (total - (entropy(p0) + entropy(p1)) / 2).clamp_min(0);
+  for (int i = 0; i < kImages; ++i) {
+    const auto& m = p["images"][i]["swa"];
+    EXPECT_NEAR(m["entropy"].get<double>(), total[i].item<double>(), 1e-4) << i;
+    EXPECT_NEAR(m["mutual_information"].get<double>(), mi[i].item<double>(), 1e-4) << i;
+  }
 }
 
 TEST_F(Predict, NpyPixelsGiveTheSameAnswerAsPngFiles) {
