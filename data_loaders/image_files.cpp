@@ -30,15 +30,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
-#ifdef BNN_WITH_OPENCV  // without OpenCV decode_images only throws (below)
 constexpr double kPi = 3.14159265358979323846;
-
-using samplers::splitmix64;
 
 // Uniform in [lo, hi) from 53 random bits.
 double uniform(std::mt19937_64& rng, double lo, double hi) {
   return lo + (hi - lo) * static_cast<double>(rng() >> 11) * 0x1.0p-53;
 }
+
+#ifdef BNN_WITH_OPENCV  // without OpenCV decode_images only throws (below)
+using samplers::splitmix64;
 
 [[noreturn]] void bad_image(const fs::path& path, const std::string& why) {
   throw std::runtime_error(fmt::format("{}: {}", path.string(), why));
@@ -176,29 +176,11 @@ cv::Mat resized(const cv::Mat& image, const ImageDecodeOptions& options) {
 // Note [Augmentation]: one affine warp (destination -> source map) and a
 // brightness factor, drawn in a fixed order from `rng`.
 cv::Mat augmented(const cv::Mat& base, const Augmentation& a, std::mt19937_64& rng) {
-  const double side = base.cols;
-  const double area = uniform(rng, a.min_area, 1.0);
-  const double log_ratio = uniform(rng, std::log(3.0 / 4.0), std::log(4.0 / 3.0));
-  const double crop_w = std::min(side, side * std::sqrt(area * std::exp(log_ratio)));
-  const double crop_h = std::min(side, side * std::sqrt(area / std::exp(log_ratio)));
-  const double x0 = uniform(rng, 0.0, side - crop_w);
-  const double y0 = uniform(rng, 0.0, side - crop_h);
-  const double angle = uniform(rng, -a.max_rotation_degrees, a.max_rotation_degrees) * kPi / 180.0;
-  const bool flip = (rng() >> 63) != 0;
-  const double gain = uniform(rng, 1.0 - a.brightness, 1.0 + a.brightness);
-
-  // Destination pixel d -> flipped f -> rotated about the centre c -> crop box.
-  const double c = (side - 1) / 2;
-  const double fx = flip ? -1.0 : 1.0;            // f = (fx * (d.x - c) + c, d.y)
-  const double cs = std::cos(angle), sn = std::sin(angle);
-  const double sx = crop_w / side, sy = crop_h / side;
-  // rotated r = R (f - c) + c; source s = (x0, y0) + (r + 0.5) * scale - 0.5.
-  cv::Matx23d m(sx * cs * fx, -sx * sn, 0, sy * sn * fx, sy * cs, 0);
-  m(0, 2) = x0 + (c + 0.5) * sx - 0.5 - (m(0, 0) * c + m(0, 1) * c);
-  m(1, 2) = y0 + (c + 0.5) * sy - 0.5 - (m(1, 0) * c + m(1, 1) * c);
+  const AugmentationWarp w = draw_augmentation(base.cols, a, rng);
+  const cv::Matx23d m(w.matrix[0], w.matrix[1], w.matrix[2], w.matrix[3], w.matrix[4], w.matrix[5]);
   cv::Mat out;
   cv::warpAffine(base, out, m, base.size(), cv::INTER_LINEAR | cv::WARP_INVERSE_MAP, cv::BORDER_REPLICATE);
-  out.convertTo(out, /*rtype=*/-1, /*alpha=*/gain, /*beta=*/0.0);
+  out.convertTo(out, /*rtype=*/-1, /*alpha=*/w.gain, /*beta=*/0.0);
   return out;
 }
 
@@ -254,6 +236,31 @@ class ProgressLine {
 
 #endif  // BNN_WITH_OPENCV
 }  // namespace
+
+AugmentationWarp draw_augmentation(double side, const Augmentation& a, std::mt19937_64& rng) {
+  const double area = uniform(rng, a.min_area, 1.0);
+  const double log_ratio = uniform(rng, std::log(3.0 / 4.0), std::log(4.0 / 3.0));
+  const double crop_w = std::min(side, side * std::sqrt(area * std::exp(log_ratio)));
+  const double crop_h = std::min(side, side * std::sqrt(area / std::exp(log_ratio)));
+  const double x0 = uniform(rng, 0.0, side - crop_w);
+  const double y0 = uniform(rng, 0.0, side - crop_h);
+  const double angle = uniform(rng, -a.max_rotation_degrees, a.max_rotation_degrees) * kPi / 180.0;
+  const bool flip = (rng() >> 63) != 0;
+  const double gain = uniform(rng, 1.0 - a.brightness, 1.0 + a.brightness);
+
+  // Destination pixel d -> flipped f -> rotated about the centre c -> crop box.
+  const double c = (side - 1) / 2;
+  const double fx = flip ? -1.0 : 1.0;            // f = (fx * (d.x - c) + c, d.y)
+  const double cs = std::cos(angle), sn = std::sin(angle);
+  const double sx = crop_w / side, sy = crop_h / side;
+  // rotated r = R (f - c) + c; source s = (x0, y0) + (r + 0.5) * scale - 0.5.
+  AugmentationWarp w;
+  w.matrix = {sx * cs * fx, -sx * sn, 0.0, sy * sn * fx, sy * cs, 0.0};
+  w.matrix[2] = x0 + (c + 0.5) * sx - 0.5 - (w.matrix[0] * c + w.matrix[1] * c);
+  w.matrix[5] = y0 + (c + 0.5) * sy - 0.5 - (w.matrix[3] * c + w.matrix[4] * c);
+  w.gain = gain;
+  return w;
+}
 
 std::vector<fs::path> list_image_files(const fs::path& dir) {
   std::vector<fs::path> files;

@@ -42,9 +42,11 @@
 
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -64,6 +66,20 @@ struct Augmentation {
   double max_rotation_degrees = 20.0;
   double brightness = 0.2;
 };
+
+// One augmented copy of a side x side image, drawn from `rng` in a fixed
+// order (Note [Augmentation]): `matrix`, row-major 2 x 3, maps a pixel of the
+// copy to where it is read in the image (cv::warpAffine's inverse map):
+// [sx cos(t) f, -sx sin(t), tx; sy sin(t) f, sy cos(t), ty] with the crop's
+// scales sx, sy (its area sx sy of the image's, at least min_area before the
+// aspect ratio's clipping to the image), rotation t within
+// +-max_rotation_degrees and f = -1 for a mirrored copy; `gain` scales the
+// brightness. The loaders apply it; exposed for its tests.
+struct AugmentationWarp {
+  std::array<double, 6> matrix{};
+  double gain = 1.0;
+};
+AugmentationWarp draw_augmentation(double side, const Augmentation& a, std::mt19937_64& rng);
 
 struct ImageDecodeOptions {
   int64_t channels = 1;         // 1 = grayscale, 3 = RGB

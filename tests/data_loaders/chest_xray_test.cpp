@@ -1,5 +1,7 @@
 #include "data_loaders/chest_xray.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -8,6 +10,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include "data_loaders/image_files.h"
 #include "tests/support/error_text.h"
 #include "tests/support/image_files.h"
 #include "tests/support/temp_dir.h"
@@ -17,6 +20,44 @@ namespace {
 
 namespace fs = std::filesystem;
 using bnn::testing::error_of;
+
+// The augmentation's geometry over many copies, with the chest X-ray
+// defaults (crops of at least 80% of the area at aspect 3:4 to 4:3, rotations
+// within +-20 degrees, brightness within +-20%): each copy's angle, read back
+// from its warp matrix, stays within 20 degrees and comes near it; the
+// crop's area sx sy stays in [sqrt(0.8 x 3/4), 1] (the aspect ratio may clip
+// one side to the image); half the copies are mirrored. Half the drawn angle
+// would peak at 10 degrees; a crop side without its square root gives areas
+// down to 0.64 and below.
+TEST(Augmentation, RotationsCropsAndMirrorsStayInTheirRanges) {
+  const Augmentation a;
+  ASSERT_EQ(a.min_area, 0.8);
+  ASSERT_EQ(a.max_rotation_degrees, 20.0);
+  std::mt19937_64 rng(7);
+  constexpr int kCopies = 10000;
+  double largest_angle = 0, smallest_area = 2, largest_area = 0, lowest_gain = 2, highest_gain = 0;
+  int mirrored = 0;
+  for (int i = 0; i < kCopies; ++i) {
+    const AugmentationWarp w = draw_augmentation(180.0, a, rng);
+    const auto& m = w.matrix;
+    const double sx = std::hypot(m[0], m[1]), sy = std::hypot(m[3], m[4]);
+    const double f = m[0] < 0 ? -1.0 : 1.0;  // cos(t) > 0 within +-20 degrees
+    largest_angle = std::max(largest_angle, std::abs(std::atan2(m[3] * f, m[4])) * 180.0 / M_PI);
+    smallest_area = std::min(smallest_area, sx * sy);
+    largest_area = std::max(largest_area, sx * sy);
+    lowest_gain = std::min(lowest_gain, w.gain);
+    highest_gain = std::max(highest_gain, w.gain);
+    mirrored += f < 0 ? 1 : 0;
+  }
+  EXPECT_LE(largest_angle, 20.0 + 1e-9);
+  EXPECT_GT(largest_angle, 19.9);
+  EXPECT_GE(smallest_area, std::sqrt(0.8 * 0.75) - 1e-12);
+  EXPECT_LE(largest_area, 1.0 + 1e-12);
+  EXPECT_GT(largest_area, 0.99);
+  EXPECT_GE(lowest_gain, 0.8);
+  EXPECT_LT(highest_gain, 1.2);
+  EXPECT_NEAR(mirrored, kCopies / 2, 300);  // 6 standard deviations of a binomial's 50
+}
 
 class ChestXray : public ::testing::Test {
  protected:
