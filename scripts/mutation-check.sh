@@ -28,7 +28,7 @@ mutations="${2:-$root/tests/data/mutations.txt}"
 default_regex="SamplerFamily|FusedSteps|SmsUbuGaussian|UbuConstants|Bounce|^Samplers\.|SghmcGaussian|Obabo|Sgnht"
 default_regex+="|CyclicalSghmc|Bias|Nogin|LogPosteriorHvp|Logistic|CoupledBias|Metrics|Ensemble|Reliability"
 default_regex+="|BatchOrder|LangevinOptions|Rhat\.|RhatByEpoch|EffectiveSampleSize|Diagnostics\.|OptimiserPhases"
-default_regex+="|StochasticGradient|PairedMargin|OodDetection|OodTable|Uncertainty|StudentT"
+default_regex+="|StochasticGradient|PairedMargin|OodDetection|OodTable|Uncertainty|StudentT|Augmentation"
 regex="${3:-$default_regex}"
 # MutationCheck.* reads the mutated sources themselves: a mutation applied
 # makes its own line not apply, which would read as a catch.
