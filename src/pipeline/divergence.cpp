@@ -5,7 +5,9 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <torch/torch.h>
 
+#include "data_loaders/npy.h"
 #include "samplers/registry.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/run_directory.h"
@@ -13,7 +15,8 @@
 namespace bnn::pipeline {
 
 std::optional<Divergence> check_divergence(const std::string& trace_rows, const std::string& anchor_phase,
-                                           const config::Config& config, int64_t num_classes) {
+                                           const config::Config& config, int64_t num_classes,
+                                           std::optional<double> anchor_accuracy) {
   std::istringstream in(trace_rows);
   bool have_reference = false;
   Divergence d;
@@ -44,6 +47,7 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
     }
   }
   if (!have_reference) return std::nullopt;
+  if (anchor_accuracy) d.reference_accuracy = *anchor_accuracy;
   const auto& s = config.sampler;
   d.chain_loss = epochs > 0 ? loss_sum / static_cast<double>(epochs) : d.reference_loss;
   d.chain_accuracy = epochs > 0 ? accuracy_sum / static_cast<double>(epochs) : d.reference_accuracy;
@@ -61,14 +65,35 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
   const bool loss_up = d.chain_loss - d.reference_loss > s.max_loss_increase;
   const bool accuracy_down = d.reference_accuracy - d.chain_accuracy > s.max_accuracy_drop;
   if (!loss_up && !accuracy_down) return std::nullopt;
+  // SWA's row holds the mean loss over its last epoch's iterates, and the
+  // last iterate's accuracy; L-BFGS's, x*'s own.
+  const std::string against =
+      anchor_phase == "swa"
+          ? fmt::format("against SWA's last epoch's mean training loss {:.4g} and {} test accuracy {:.4g}",
+                        d.reference_loss, anchor_accuracy ? "x*'s" : "its last iterate's", d.reference_accuracy)
+          : fmt::format("against x*'s training loss {:.4g} and test accuracy {:.4g}", d.reference_loss,
+                        d.reference_accuracy);
   d.reason = fmt::format(
-      "after burn-in the chain's mean training loss is {:.4g} and its test accuracy {:.4g}, against {:.4g} and "
-      "{:.4g} at x* ({}: sampler.max_loss_increase {}, sampler.max_accuracy_drop {}); lower sampler.step_size{}",
-      d.chain_loss, d.chain_accuracy, d.reference_loss, d.reference_accuracy,
+      "after burn-in the chain's mean training loss is {:.4g} and its test accuracy {:.4g}, {} ({}: "
+      "sampler.max_loss_increase {}, sampler.max_accuracy_drop {}); lower sampler.step_size{}",
+      d.chain_loss, d.chain_accuracy, against,
       loss_up && accuracy_down ? "both past" : loss_up ? "loss past" : "accuracy past", s.max_loss_increase,
       s.max_accuracy_drop,
       samplers::reads_option(s.name, samplers::SamplerOption::kFriction) ? " or raise sampler.friction" : "");
   return d;
+}
+
+std::optional<double> anchor_accuracy(const std::filesystem::path& member, const config::Config& config) {
+  const auto probs = point_probs_path(member, anchor_point(config)), labels = member.parent_path() / kLabelsFile;
+  std::error_code ec;
+  if (!std::filesystem::exists(probs, ec) || !std::filesystem::exists(labels, ec)) return std::nullopt;
+  try {
+    const torch::Tensor p = data_loaders::read_npy(probs), y = data_loaders::read_npy(labels);
+    if (p.dim() != 2 || y.dim() != 1 || p.size(0) != y.size(0) || p.size(0) == 0) return std::nullopt;
+    return p.argmax(1).eq(y.to(torch::kLong)).to(torch::kDouble).mean().item<double>();
+  } catch (const std::exception&) {
+    return std::nullopt;  // bnn evaluate names a damaged file when it reads it
+  }
 }
 
 std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config,
@@ -78,7 +103,7 @@ std::optional<Divergence> check_member_divergence(const std::filesystem::path& m
   const std::string text = io::read_file(path);
   const auto header_end = text.find('\n');
   return check_divergence(header_end == std::string::npos ? "" : text.substr(header_end + 1), anchor_point(config),
-                          config, num_classes);
+                          config, num_classes, anchor_accuracy(member, config));
 }
 
 }  // namespace bnn::pipeline

@@ -9,7 +9,9 @@
 //     burn-in with the loss of the last epoch of the phase that made x*
 //     (SWA's last epoch, or L-BFGS's final loss);
 //   - the mean test accuracy of those epochs (each epoch's last retained
-//     sample) with the test accuracy at the end of that phase.
+//     sample) with x*'s test accuracy, from its stored probabilities
+//     (<anchor>_probs.npy; the trace's last SWA row scores the last iterate,
+//     not their average x*, and serves only where that file is missing).
 // SWA's epoch loss is the mean over its iterates, which the average x*
 // usually beats, so the reference errs high: the check only fires on a
 // clear blow-up. A member is diverged when the loss rises by more than
@@ -47,10 +49,16 @@ struct Divergence {
 
 // The check above, over the rows of trace.csv (without its header) of a
 // member of `config` on data of `num_classes` classes; `anchor_phase` is
-// "swa" or "map". nullopt when x* and the chain stayed within the
+// "swa" or "map"; `anchor_accuracy` is x*'s test accuracy (unset: the
+// anchor row's). nullopt when x* and the chain stayed within the
 // thresholds, or when the trace holds no x* phase.
 std::optional<Divergence> check_divergence(const std::string& trace_rows, const std::string& anchor_phase,
-                                           const config::Config& config, int64_t num_classes);
+                                           const config::Config& config, int64_t num_classes,
+                                           std::optional<double> anchor_accuracy = std::nullopt);
+
+// x*'s test accuracy from `member`/<anchor>_probs.npy and the run's
+// labels.npy; nullopt where either is missing or unreadable.
+std::optional<double> anchor_accuracy(const std::filesystem::path& member, const config::Config& config);
 
 // The check over `member`/trace.csv (Note [Run directory]).
 std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config,

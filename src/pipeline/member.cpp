@@ -211,7 +211,7 @@ Position Member::train_anchor(bool resume) {
 }
 
 std::optional<Divergence> Member::divergence() const {
-  return check_divergence(state_.trace, anchor_point(cfg_), cfg_, ctx_.data.num_classes);
+  return check_divergence(state_.trace, anchor_point(cfg_), cfg_, ctx_.data.num_classes, anchor_accuracy(dir_, cfg_));
 }
 
 void Member::discard_checkpoint() const {

@@ -768,6 +768,11 @@ TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
          ASSERT_TRUE(status.contains("diverged")) << status;
          EXPECT_GT(status["diverged"]["chain_loss"].get<double>(),
                    status["diverged"]["reference_loss"].get<double>() + 1.0);
+         // The accuracy compared with is x*'s own, from its probabilities (not SWA's last iterate's).
+         const auto p = bnn::data_loaders::read_npy(dir / "member_000" / "swa_probs.npy");
+         const auto y = bnn::data_loaders::read_npy(dir / "labels.npy");
+         EXPECT_DOUBLE_EQ(status["diverged"]["reference_accuracy"].get<double>(),
+                          p.argmax(1).eq(y).to(torch::kDouble).mean().item<double>());
          EXPECT_NE(bnn::io::read_file(dir / "report.md").find("## Warnings"), std::string::npos);
          EXPECT_NE(r.output.find("their samples are not of the posterior around a sound x*"), std::string::npos);
        }},

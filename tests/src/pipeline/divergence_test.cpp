@@ -88,6 +88,26 @@ TEST(Divergence, AnXStarWorseThanAUniformGuessIsDivergedItself) {
   EXPECT_TRUE(check("swa,1,40,0.1,1e-3,0.1\n", "swa", config).has_value());
 }
 
+// x*'s own test accuracy, where the member's probabilities give it, replaces
+// the SWA row's, which scores the epoch's last iterate; the reason says which
+// it used. (A run showed 0.786 for the last iterate where x* scored 0.770.)
+TEST(Divergence, XStarsOwnAccuracyIsTheReference) {
+  const auto config = with_burn_in(2);
+  const auto d = check_divergence(trace(1.25, 1.77, 0.5, 0.5), "swa", config, 10, 0.77);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_DOUBLE_EQ(d->reference_accuracy, 0.77);
+  EXPECT_NE(d->reason.find("against SWA's last epoch's mean training loss 0.5 and x*'s test accuracy 0.77 (both "
+                           "past"),
+            std::string::npos)
+      << d->reason;
+  // A drop of 0.26 from the last iterate's 0.8, of 0.24 from x*'s 0.78: the reference decides.
+  EXPECT_TRUE(check_divergence(trace(0.6, 0.6, 0.54, 0.54), "swa", config, 10).has_value());
+  EXPECT_FALSE(check_divergence(trace(0.6, 0.6, 0.54, 0.54), "swa", config, 10, 0.78).has_value());
+  const auto fallback = check(trace(1.25, 1.77), "swa", config);
+  ASSERT_TRUE(fallback.has_value());
+  EXPECT_NE(fallback->reason.find("and its last iterate's test accuracy 0.8"), std::string::npos) << fallback->reason;
+}
+
 TEST(Divergence, MapIsTheAnchorOfAnLbfgsRun) {
   const auto config = with_burn_in(0);
   const std::string rows = "map,1,0.3,0.9,0,1\nsample,1,3.0,0.2,0.001,0.1\n";
