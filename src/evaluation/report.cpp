@@ -186,8 +186,11 @@ std::string render_report(const ReportInputs& in) {
   } else {
     fmt::format_to(std::back_inserter(out),
                    "- Bayesian ensemble: each member's bayes_probs.npy (samples after the run's burn-in of {} "
-                   "epoch(s); {} stored samples in all)\n",
-                   in.run_burn_in, in.samples);
+                   "epoch(s); {})\n",
+                   in.run_burn_in,
+                   in.samples > 0 ? fmt::format("{} stored samples in all", in.samples)
+                                  : std::string("their probabilities not stored (evaluation.save_sample_probs "
+                                                "false), so the uncertainty below is over members"));
   }
   if (!in.arithmetic.empty()) {
     std::vector<std::string> parts;
@@ -234,13 +237,13 @@ std::string render_report(const ReportInputs& in) {
   }
 
   fmt::format_to(std::back_inserter(out),
-                 "\n## Uncertainty of the full ensemble ({} members)\n\n"
+                 "\n## Uncertainty of the full ensemble ({} member{})\n\n"
                  "Means over test examples of the predictive entropy H(p̄), the expected entropy of the draws "
                  "and their difference, the mutual information (epistemic part). Draws are members for the point "
                  "estimates ({}), and {} for the Bayesian ensemble (uncertainty.json).\n\n"
                  "| method | draws | accuracy | predictive entropy | expected entropy | mutual information |\n"
                  "|:---|---:|---:|---:|---:|---:|\n",
-                 in.traces.size(), fmt::join(in.point_estimates, ", "),
+                 in.traces.size(), in.traces.size() == 1 ? "" : "s", fmt::join(in.point_estimates, ", "),
                  in.draws_are_samples ? "every retained sample of every member" : "members");
   for (const std::string& method : in.methods) {
     const auto& s = in.summaries.at(method);

@@ -66,5 +66,36 @@ TEST(RhatAcrossMembers, SaysWhatItLacks) {
   EXPECT_EQ(computed.curve.back().draws, 6);
 }
 
+// What the report says of the Bayesian ensemble's samples and of a
+// one-member ensemble: a run that stored no sample probabilities averaged
+// its samples all the same (bayes_probs.npy), so "0 stored samples in all"
+// would mislead; one member is not "1 members".
+TEST(Report, SaysWhatItAveragedInWords) {
+  ReportInputs in;
+  UncertaintySummary bayes;
+  bayes.per_class_accuracy = {1.0, 0.5};
+  bayes.confusion = {{2, 0}, {1, 1}};
+  in.methods = {"bayes"};
+  in.summaries["bayes"] = bayes;
+  in.members = {"member_000"};
+  in.traces = {sampling_trace("member_000", {0.5, 0.4, 0.5, 0.4})};
+  in.run_burn_in = 1;
+  in.samples = 0;
+  in.draws_are_samples = false;
+  const std::string none = render_report(in);
+  EXPECT_NE(none.find("samples after the run's burn-in of 1 epoch(s); their probabilities not stored "
+                      "(evaluation.save_sample_probs false), so the uncertainty below is over members)"),
+            std::string::npos)
+      << none;
+  EXPECT_NE(none.find("## Uncertainty of the full ensemble (1 member)\n"), std::string::npos) << none;
+  in.members.push_back("member_001");
+  in.traces.push_back(sampling_trace("member_001", {0.5, 0.4, 0.5, 0.4}));
+  in.samples = 6;
+  in.draws_are_samples = true;
+  const std::string some = render_report(in);
+  EXPECT_NE(some.find("epoch(s); 6 stored samples in all)"), std::string::npos) << some;
+  EXPECT_NE(some.find("## Uncertainty of the full ensemble (2 members)\n"), std::string::npos) << some;
+}
+
 }  // namespace
 }  // namespace bnn::evaluation
