@@ -90,9 +90,8 @@ TEST(CoupledBias, LevelMeansAndTheirStandardErrorByHand) {
   const torch::Tensor sums = torch::tensor({0.2, -0.4, 0.0, 0.3, -0.3, 0.6}, torch::kDouble).reshape({2, 3});
   const auto [whole, per_chunk] = experiments::level_means(sums, {2, 3}, 5);
   EXPECT_TRUE(torch::allclose(whole, torch::tensor({0.1, -0.14, 0.12}, torch::kDouble), 0, 1e-15)) << whole;
-  EXPECT_TRUE(torch::allclose(per_chunk, torch::tensor({0.1, -0.2, 0.0, 0.1, -0.1, 0.2}, torch::kDouble).reshape({2, 3}),
-                              0, 1e-15))
-      << per_chunk;
+  const torch::Tensor chunk_means = torch::tensor({0.1, -0.2, 0.0, 0.1, -0.1, 0.2}, torch::kDouble).reshape({2, 3});
+  EXPECT_TRUE(torch::allclose(per_chunk, chunk_means, 0, 1e-15)) << per_chunk;
   const auto [value, se] = experiments::mean_abs(whole, per_chunk);
   EXPECT_NEAR(value, 0.12, 1e-15);
   EXPECT_NEAR(se, 1.0 / 60.0, 1e-15);
