@@ -82,6 +82,7 @@ struct Range {
 };
 
 const std::string kBeyondFloat = "beyond the float32 range (3.4e38) in which bnn computes";
+const std::string kBelowFloat = "below the smallest normal float32 (1.2e-38), in which bnn computes";
 
 // Every number is used in float32 arithmetic on the parameters: a finite
 // value outside float's range would become inf or 0 there, long after the
@@ -91,13 +92,11 @@ void check_float_range(const std::string& key, const YAML::Node& node, double v)
     const std::string text = node.Scalar();
     const std::string mantissa = text.substr(0, text.find_first_of("eE"));
     if (mantissa.find_first_of("123456789") == std::string::npos) return;
-    bad_value(key, node, "below the smallest normal float32 (1.2e-38), in which bnn computes");
+    bad_value(key, node, kBelowFloat);
   }
   if (!std::isfinite(v)) return;
   if (std::abs(v) > std::numeric_limits<float>::max()) bad_value(key, node, kBeyondFloat);
-  if (std::abs(v) < std::numeric_limits<float>::min()) {
-    bad_value(key, node, "below the smallest normal float32 (1.2e-38), in which bnn computes");
-  }
+  if (std::abs(v) < std::numeric_limits<float>::min()) bad_value(key, node, kBelowFloat);
 }
 
 Range positive() { return {0, kInf, true, false}; }
