@@ -28,6 +28,7 @@ Obabo::Obabo(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions optio
     f0_ = torch::empty_like(x_);
     const auto scalar = x_.options().dtype(torch::kDouble);
     u0_ = torch::zeros({}, scalar);
+    d0_ = torch::zeros({}, scalar);
     kinetic_change_ = torch::zeros({}, scalar);
   }
 }
@@ -47,11 +48,23 @@ std::string Obabo::diagnostics() const {
   return fmt::format("accept={:.3f} ({}/{} blocks)", static_cast<double>(a) / static_cast<double>(n), a, n);
 }
 
+std::string Obabo::warning() const {
+  if (options_.mh_block() == 0) return {};
+  const int64_t n = completed_blocks(), a = accepted_blocks();
+  if (n == 0 || static_cast<double>(a) >= kLowAcceptance * static_cast<double>(n)) return {};
+  return fmt::format("the Metropolis-Hastings test accepted {} of {} blocks of {} steps: the chain hardly left x*, "
+                     "so its samples are nearly x* itself; lower sampler.step_size or sampler.mh_block",
+                     a, n, options_.mh_block());
+}
+
 void Obabo::half_o(const torch::Tensor& xi) { v_.mul_(decay_).add_(xi, noise_scale_); }
 
 void Obabo::begin_block() {
   if (!have_u0_) {
-    u0_.copy_(gradient_.potential());
+    torch::Tensor data;
+    u0_.copy_(gradient_.potential(&data));
+    d0_.copy_(data);
+    d0_known_ = true;
     have_u0_ = true;
   }
   x0_.copy_(x_);
@@ -61,7 +74,8 @@ void Obabo::begin_block() {
 }
 
 void Obabo::end_block() {
-  const torch::Tensor u1 = gradient_.potential();
+  torch::Tensor d1;
+  const torch::Tensor u1 = gradient_.potential(&d1);
   const torch::Tensor log_ratio = -(u1 - u0_) - kinetic_change_;
   const torch::Tensor u = torch::rand({}, uniform_gen_, u1.options());
   const torch::Tensor accept = torch::log(u) < log_ratio;
@@ -69,8 +83,25 @@ void Obabo::end_block() {
   v_.copy_(torch::where(accept, v_, -v0_));
   gradient_.force().copy_(torch::where(accept, gradient_.force(), f0_));
   u0_.copy_(torch::where(accept, u1, u0_));
+  d0_.copy_(torch::where(accept, d1, d0_));
   accepted_.add_(accept.to(torch::kLong));
   blocks_.add_(1);
+}
+
+void Obabo::recover_state_loss() {
+  // Between blocks the state is x itself; inside one it is x0.
+  const bool between = steps_taken() % options_.mh_block() == 0;
+  torch::Tensor data;
+  if (between) {
+    gradient_.potential(&data);
+  } else {
+    const torch::Tensor here = x_.clone();
+    x_.copy_(x0_);
+    gradient_.potential(&data);
+    x_.copy_(here);
+  }
+  d0_.copy_(data);
+  d0_known_ = true;
 }
 
 torch::Tensor Obabo::do_step() {
@@ -80,6 +111,7 @@ torch::Tensor Obabo::do_step() {
     gradient_.evaluate(order_.next());
     primed_ = true;
   }
+  if (block > 0 && have_u0_ && !d0_known_) recover_state_loss();
   if (block > 0 && steps_taken() % block == 0) begin_block();
   draw_noise();
   half_o(noise_[0]);
@@ -92,8 +124,9 @@ torch::Tensor Obabo::do_step() {
   v_.add_(force, -h / 2);
   if (block > 0) kinetic_change_.add_(0.5 * torch::dot(v_, v_).to(torch::kDouble));
   half_o(noise_[1]);
-  if (block > 0 && (steps_taken() + 1) % block == 0) end_block();
-  return loss;
+  if (block == 0) return loss;
+  if ((steps_taken() + 1) % block == 0) end_block();
+  return (d0_ / static_cast<double>(oracle_.num_batches())).to(loss.scalar_type());
 }
 
 void Obabo::save_extra(torch::serialize::OutputArchive& archive) const {
@@ -104,6 +137,7 @@ void Obabo::save_extra(torch::serialize::OutputArchive& archive) const {
   if (options_.mh_block() == 0) return;
   archive.write("obabo.have_u0", torch::tensor(have_u0_ ? 1 : 0, torch::kLong));
   archive.write("obabo.u0", u0_);
+  archive.write("obabo.d0", d0_);
   archive.write("obabo.kinetic_change", kinetic_change_);
   archive.write("obabo.x0", x0_);
   archive.write("obabo.v0", v0_);
@@ -119,6 +153,10 @@ void Obabo::load_extra(torch::serialize::InputArchive& archive) {
   if (options_.mh_block() == 0) return;
   have_u0_ = read_tensor(archive, "obabo.have_u0").item<int64_t>() != 0;
   read_into(archive, "obabo.u0", u0_);
+  // Older checkpoints hold no d0; it is worked out again at the next step.
+  torch::Tensor d0;
+  d0_known_ = archive.try_read("obabo.d0", d0);
+  if (d0_known_) d0_.copy_(d0);
   read_into(archive, "obabo.kinetic_change", kinetic_change_);
   read_into(archive, "obabo.x0", x0_);
   read_into(archive, "obabo.v0", v0_);

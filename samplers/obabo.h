@@ -24,6 +24,11 @@
 // Only the states at block ends are the chain's: inside a block the position
 // is a proposal the test may still reject, so `bnn run` keeps samples at
 // block ends only (it refuses a sampler.thin or burn-in that L does not divide).
+// For the same reason each step's loss, with MH, is not the proposal's
+// minibatch loss but the chain's: the full-data loss of the state at the last
+// block end (x* before the first) over N_m, so that an epoch's mean training
+// loss (trace.csv, the divergence check) is that of states the chain held. The
+// test computes it anyway; a block rejected returns to x0's.
 // Without MH the scheme is the unadjusted OBABO: bias O(h^2) with exact
 // gradients (Var x = 1/(1 - h^2/4) on N(0, 1)).
 #pragma once
@@ -37,6 +42,10 @@ class Obabo : public KineticLangevin {
   Obabo(GradientOracle& oracle, torch::Tensor anchor, LangevinOptions options, uint64_t seed);
   std::string pretty_string() const override;
   std::string diagnostics() const override;
+  // Where the test accepted under 5% of the blocks (kLowAcceptance), the
+  // chain has hardly moved: its samples are nearly copies of its start.
+  std::string warning() const override;
+  static constexpr double kLowAcceptance = 0.05;
   // Accepted / completed Metropolis-Hastings blocks (0 / 0 without MH).
   int64_t accepted_blocks() const;
   int64_t completed_blocks() const;
@@ -50,6 +59,9 @@ class Obabo : public KineticLangevin {
   void half_o(const torch::Tensor& xi);
   void begin_block();
   void end_block();
+  // Sets d0_ from the state at the last block end, for a checkpoint of an
+  // older bnn that did not store it.
+  void recover_state_loss();
 
   double decay_, noise_scale_;
   bool primed_ = false;
@@ -57,6 +69,8 @@ class Obabo : public KineticLangevin {
   at::Generator uniform_gen_;
   torch::Tensor x0_, v0_, f0_;     // state at the block start
   torch::Tensor u0_;               // U(x0), 0-dim double
+  torch::Tensor d0_;               // the data term of U(x0) times T: summed loss over every batch, 0-dim double
+  bool d0_known_ = true;           // false after loading a checkpoint without it
   torch::Tensor kinetic_change_;   // sum of K(v_{3/4}) - K(v_{1/4}) in the block, 0-dim double
   torch::Tensor accepted_, blocks_;  // 0-dim int64 counters
   bool have_u0_ = false;

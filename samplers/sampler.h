@@ -36,7 +36,8 @@ class Sampler {
 
   // One step. Returns the summed cross-entropy of the minibatch that the step
   // evaluated (0-dim tensor on device; reading it synchronises, so callers
-  // accumulate and read once per epoch).
+  // accumulate and read once per epoch); OBABO with Metropolis-Hastings
+  // returns the chain's state's instead (samplers/obabo.h).
   torch::Tensor step();
 
   int64_t steps_taken() const { return steps_; }
@@ -48,6 +49,10 @@ class Sampler {
   // A short line of sampler-specific diagnostics for the epoch log (e.g. the
   // acceptance rate or the thermostat); empty if none. May synchronise.
   virtual std::string diagnostics() const { return {}; }
+  // A line to warn the user with when sampling ends, about samples that are
+  // not what they seem (OBABO's test rejecting nearly every block); empty if
+  // none. May synchronise.
+  virtual std::string warning() const { return {}; }
 
   // The sampler's options as exact values, by name (step_size, friction,
   // ...): a checkpoint records them and load() requires the same bits.

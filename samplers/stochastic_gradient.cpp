@@ -63,11 +63,12 @@ int64_t StochasticGradient::anchor_bytes() const {
   return anchor_grads_.defined() ? anchor_grads_.numel() * anchor_grads_.element_size() : 0;
 }
 
-torch::Tensor StochasticGradient::potential() {
+torch::Tensor StochasticGradient::potential(torch::Tensor* data_loss) {
   torch::NoGradGuard no_grad;
   const torch::Tensor x = oracle_.parameters();
   torch::Tensor data = torch::zeros({}, x.options().dtype(torch::kDouble));
   for (int64_t b = 0; b < oracle_.num_batches(); ++b) data.add_(oracle_.loss(b).to(torch::kDouble));
+  if (data_loss) *data_loss = data;
   // diag_ * T - 1/rho^2 is lambda m; both quadratic terms summed in double.
   const torch::Tensor xd = x.to(torch::kDouble);
   const torch::Tensor prior = ((diag_.to(torch::kDouble) * temperature_ - localization_) * xd * xd).sum();

@@ -47,7 +47,9 @@ class StochasticGradient {
   // The exact potential f(x)/T at the oracle's current parameters, over every
   // batch (one forward pass per batch, no gradient): what a Metropolis-Hastings
   // correction needs. 0-dim double tensor on the parameters' device.
-  torch::Tensor potential();
+  // `data_loss`, where given, receives the data term alone: the summed loss
+  // over every batch (0-dim double).
+  torch::Tensor potential(torch::Tensor* data_loss = nullptr);
 
   // The buffer evaluate() writes. Samplers that reuse the end-of-step gradient
   // (BAOAB, OBABO) read it at the next step and restore it from checkpoints.

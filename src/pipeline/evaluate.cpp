@@ -170,6 +170,7 @@ struct MemberData {
   int64_t float16_samples = 0;  // of bayes_draws (Note [Stored sample probabilities])
   evaluation::LossTrace trace;
   std::string diverged;  // status.json's reason, if the chain diverged
+  std::string sampler_warning;  // status.json's (samplers/sampler.h), if any
   std::vector<std::string> arithmetic;  // status.json's (Note [Member checkpoints]); empty from an older bnn
 };
 
@@ -200,6 +201,9 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
     return status[key].get<int64_t>();
   };
   if (const auto d = check_member_divergence(dir, config, classes)) m.diverged = d->reason;  // Note [Divergence check]
+  if (status.contains("sampler_warning") && status["sampler_warning"].is_string()) {
+    m.sampler_warning = status["sampler_warning"].get<std::string>();
+  }
   if (status.contains("arithmetic") && status["arithmetic"].is_array()) {
     for (const auto& a : status["arithmetic"]) {
       if (a.is_string()) m.arithmetic.push_back(a.get<std::string>());
@@ -672,6 +676,10 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
     if (!m.diverged.empty()) {
       report.warnings.push_back(fmt::format("{} diverged: {}", m.dir.filename().string(), m.diverged));
       spdlog::warn("{} diverged: {}", m.dir.string(), m.diverged);
+    }
+    if (!m.sampler_warning.empty()) {
+      report.warnings.push_back(fmt::format("{}: {}", m.dir.filename().string(), m.sampler_warning));
+      spdlog::warn("{}: {}", m.dir.string(), m.sampler_warning);
     }
   }
   report.test_examples = members.front().bayes.size(0);

@@ -397,6 +397,10 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     status["batches_per_epoch"] = member.batches_per_epoch();
     status["thin_steps"] = member.thin_steps();
     status["arithmetic"] = member.arithmetic();
+    if (const std::string w = member.sampler_warning(); !w.empty()) {
+      spdlog::warn("member {}: {}", index, w);
+      status["sampler_warning"] = w;
+    }
     if (const auto d = member.divergence()) {
       outcome.diverged = true;
       spdlog::error("member {} diverged: {}", index, d->reason);

@@ -148,6 +148,8 @@ class Member : private PhaseHooks {
   int64_t samples() const { return state_.samples; }
   // After run(): Note [Divergence check] (src/pipeline/divergence.h).
   std::optional<Divergence> divergence() const;
+  // After run(): the sampler's warning about its samples (samplers/sampler.h), or empty.
+  std::string sampler_warning() const { return state_.sampler ? state_.sampler->warning() : std::string(); }
   int64_t batches_per_epoch() const { return partition_.num_batches(); }
   int64_t thin_steps() const;
   // MemberState::arithmetic: what decided its rounding, oldest first.

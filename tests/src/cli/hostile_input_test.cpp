@@ -10,6 +10,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -802,19 +803,38 @@ TEST(HostileInput, AChainThatBlowsUpIsMarkedDiverged) {
       {"obabo's rejected blocks: every sample kept is a block's end, here x* itself",
        // h = 0.5 makes every Metropolis-Hastings block a rejection (the log says 0 of 6 accepted), so the
        // chain never leaves x*, and with samples at block ends its Bayes average is x*'s prediction. (Samples
-       // inside a block were proposals, averaged far from x*; such settings are now refused, above.)
+       // inside a block were proposals, averaged far from x*; such settings are now refused, above.) Its
+       // training loss is x*'s in every epoch (it was the proposals', near 50, and the chain was flagged
+       // diverged), and a warning says the samples are x* itself.
        [] {
          return tiny_run_args(fresh("obabo_rejected").string(),
                               " --set sampler.name=obabo --set sampler.mh_block=5 --set sampler.step_size=0.5 "
-                              "--set sampler.max_loss_increase=.inf --set sampler.max_accuracy_drop=.inf "
                               "--set run.members=1");
        },
        0, "accept=0.000 (0/6 blocks)", {},
-       [](const CommandResult&) {
+       [](const CommandResult& r) {
          const auto m = kHostileWork / "cases" / "obabo_rejected" / "member_000";
          const auto swa = bnn::data_loaders::read_npy(m / "swa_probs.npy").to(torch::kDouble);
          const auto bayes = bnn::data_loaders::read_npy(m / "bayes_probs.npy").to(torch::kDouble);
          EXPECT_LT((swa - bayes).abs().max().item<double>(), 1e-6);
+         std::vector<std::string> sample_losses;
+         std::istringstream trace(bnn::io::read_file(m / "trace.csv"));
+         for (std::string line; std::getline(trace, line);) {
+           if (line.rfind("sample,", 0) != 0) continue;
+           const size_t from = line.find(',', 7) + 1;  // phase,epoch,loss,...
+           sample_losses.push_back(line.substr(from, line.find(',', from) - from));
+         }
+         ASSERT_EQ(sample_losses.size(), 3U);
+         EXPECT_EQ(sample_losses[0], sample_losses[1]);
+         EXPECT_EQ(sample_losses[0], sample_losses[2]);
+         EXPECT_LT(std::stod(sample_losses[0]), 1.0);
+         const auto status = nlohmann::json::parse(bnn::io::read_file(m / "status.json"));
+         EXPECT_FALSE(status.contains("diverged")) << status;
+         const std::string warning = "the Metropolis-Hastings test accepted 0 of 6 blocks of 5 steps";
+         EXPECT_EQ(status.value("sampler_warning", "").rfind(warning, 0), 0U) << status;
+         EXPECT_NE(r.output.find("member 0: " + warning), std::string::npos) << r.output;
+         const std::string report = bnn::io::read_file(m.parent_path() / "report.md");
+         EXPECT_NE(report.find("- **member_000: " + warning), std::string::npos) << report;
        }},
       {"a non-finite Adam names adam.lr, not the step size",
        [] { return tiny_run_args(fresh("adam_overflow").string(), " --set adam.lr=1e30 --set run.members=1"); }, 3,
