@@ -108,6 +108,10 @@ std::vector<std::string> read_class_names(const fs::path& path) {
     if (line.empty()) {
       throw error(path, fmt::format("line {} is empty; give one class name per line", names.size() + 1));
     }
+    if (!is_utf8(line)) {
+      throw error(path, fmt::format("line {} ('{}') is not UTF-8 text; save class_names.txt as UTF-8",
+                                    names.size() + 1, escape_non_utf8(line)));
+    }
     // Reports and bnn predict name classes by these: two alike would be read as one.
     if (const auto same = std::find(names.begin(), names.end(), line); same != names.end()) {
       throw error(path, fmt::format("line {} names '{}' again (line {}); give each class its own name",

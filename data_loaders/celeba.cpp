@@ -1,6 +1,8 @@
 #include "data_loaders/celeba.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -46,6 +48,12 @@ std::vector<std::string> fields_of(const std::string& line) {
   throw std::runtime_error(fmt::format("{}:{}: {}", file.string(), line, why));
 }
 
+std::ifstream open_list(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", file.string(), std::strerror(errno)));
+  return in;
+}
+
 struct Labelled {
   std::string image;
   int64_t label;  // blond 0, brown 1
@@ -54,7 +62,7 @@ struct Labelled {
 // The images of list_attr_celeba.txt with exactly one of Blond_Hair and
 // Brown_Hair, in file order. Every line is checked.
 std::vector<Labelled> read_attributes(const fs::path& file) {
-  std::ifstream in(file);
+  std::ifstream in = open_list(file);
   std::string line;
   int64_t line_no = 1;
   if (!std::getline(in, line)) bad_line(file, 1, "expected the number of images, got an empty file");
@@ -89,8 +97,12 @@ std::vector<Labelled> read_attributes(const fs::path& file) {
     const auto f = fields_of(line);
     if (f.empty()) continue;
     if (f.size() != names.size() + 1) {
-      bad_line(file, line_no, fmt::format("expected an image name and {} attribute values, got {} fields",
-                                          names.size(), f.size()));
+      bad_line(file, line_no, fmt::format("expected {} fields (an image name and {} attribute values), got {}",
+                                          names.size() + 1, names.size(), f.size()));
+    }
+    // An image is a file of img_align_celeba/ itself: no path reaches elsewhere.
+    if (f[0].find('/') != std::string::npos || f[0] == "." || f[0] == "..") {
+      bad_line(file, line_no, fmt::format("image '{}' is not a file name of {}/", f[0], kImageFolder));
     }
     for (size_t a = 0; a < names.size(); ++a) {
       if (f[a + 1] == "1" || f[a + 1] == "-1") continue;
@@ -110,7 +122,7 @@ std::vector<Labelled> read_attributes(const fs::path& file) {
 }
 
 std::unordered_map<std::string, int> read_partitions(const fs::path& file) {
-  std::ifstream in(file);
+  std::ifstream in = open_list(file);
   std::unordered_map<std::string, int> partition;
   std::string line;
   for (int64_t line_no = 1; std::getline(in, line); ++line_no) {

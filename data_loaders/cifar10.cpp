@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -48,6 +50,13 @@ int64_t count_records(const fs::path& path) {
         path.string(), size, kCifar10RecordBytes, kCifar10ImageBytes));
   }
   if (size == 0) throw std::runtime_error(fmt::format("{}: empty: no records", path.string()));
+  // The published batches hold 10000 records each; a larger one is not one of
+  // them (and is not read into memory).
+  if (size / kCifar10RecordBytes > kCifar10RecordsPerBatch) {
+    throw std::runtime_error(fmt::format("{}: holds {} records, more than the {} of a CIFAR-10 batch file (the binary "
+                                         "version)",
+                                         path.string(), size / kCifar10RecordBytes, kCifar10RecordsPerBatch));
+  }
   return size / kCifar10RecordBytes;
 }
 
@@ -56,7 +65,8 @@ std::vector<uint8_t> read_bytes(const fs::path& path, int64_t size) {
   std::ifstream in(path, std::ios::binary);
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
   if (!in || in.gcount() != size) {
-    throw std::runtime_error(fmt::format("{}: could not read {} bytes", path.string(), size));
+    throw std::runtime_error(fmt::format("{}: could not read its {} bytes: {}", path.string(), size,
+                                         errno != 0 ? std::strerror(errno) : "the file ended early"));
   }
   return bytes;
 }

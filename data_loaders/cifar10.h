@@ -50,6 +50,7 @@ inline constexpr int64_t kCifar10Channels = 3;
 inline constexpr int64_t kCifar10Side = 32;
 inline constexpr int64_t kCifar10ImageBytes = kCifar10Channels * kCifar10Side * kCifar10Side;  // 3072
 inline constexpr int64_t kCifar10RecordBytes = 1 + kCifar10ImageBytes;                          // 3073
+inline constexpr int64_t kCifar10RecordsPerBatch = 10000;  // the most a batch file holds
 
 // Reads options.dir (empty: kCifar10DefaultDir), the limits (training: the
 // first n in file order data_batch_1.bin ... data_batch_5.bin; every file is

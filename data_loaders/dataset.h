@@ -125,6 +125,11 @@ struct Dataset {
 // `dir` is an existing directory (the error names it and the data set).
 void check_limits(int64_t train_limit, int64_t test_limit);
 void require_directory(const std::filesystem::path& dir, const std::string& dataset_name);
+// Whether `text` is valid UTF-8 (class names end up in JSON files, which hold
+// nothing else), and `text` with every byte of an invalid sequence as \xNN,
+// for an error message.
+bool is_utf8(const std::string& text);
+std::string escape_non_utf8(const std::string& text);
 
 class Partition {
  public:

@@ -86,6 +86,8 @@ class GzReader {
   }
 
   bool truncated_gzip() const { return truncated_gzip_; }
+  // Whether the file is read as it is, not gunzipped (known after a read).
+  bool plain() const { return gzdirect(file_) == 1; }
 
  private:
   void check_stream() {
@@ -166,9 +168,21 @@ torch::Tensor read_idx_uint8(const fs::path& path, const IdxSpec& spec) {
     total *= d;
   }
 
+  // A plain file's size says at once whether the data are all there: a
+  // header that promises more is not allocated for.
+  std::error_code size_error;
+  const auto file_bytes = static_cast<int64_t>(fs::file_size(path, size_error));
+  const int64_t header_bytes = 4 + 4 * rank;
+  if (reader.plain() && !size_error && file_bytes - header_bytes < total) {
+    fail(path, fmt::format("truncated: expected {}, got {}", describe_bytes(total, spec.element_name, dims),
+                           file_bytes - header_bytes));
+  }
   torch::Tensor data;
   try {
     data = torch::empty(dims, torch::kUInt8);
+  } catch (const c10::Error& e) {
+    fail(path, fmt::format("cannot allocate the {} the header promises: {}",
+                           describe_bytes(total, spec.element_name, dims), e.what_without_backtrace()));
   } catch (const std::exception& e) {
     fail(path, fmt::format("cannot allocate the {} the header promises: {}",
                            describe_bytes(total, spec.element_name, dims), e.what()));

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -39,14 +41,36 @@ double uniform(std::mt19937_64& rng, double lo, double hi) {
 
 #ifdef BNN_WITH_OPENCV  // without OpenCV decode_images only throws (below)
 using samplers::splitmix64;
+// The largest image file read (1 GiB): a 30000 x 30000 PNG is far smaller.
+constexpr uintmax_t kMaxImageFileBytes = uintmax_t{1} << 30;
 
 [[noreturn]] void bad_image(const fs::path& path, const std::string& why) {
   throw std::runtime_error(fmt::format("{}: {}", path.string(), why));
 }
 
 std::vector<uint8_t> read_file_bytes(const fs::path& path) {
+  // Only a regular file is read: a FIFO would block forever, a directory or a
+  // device has no size to read. The size is capped before it is allocated.
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (ec && status.type() != fs::file_type::not_found) {
+    bad_image(path, fmt::format("cannot read the file: {}", ec.message()));
+  }
+  if (status.type() == fs::file_type::not_found) bad_image(path, "cannot read the file: it does not exist");
+  if (status.type() != fs::file_type::regular) {
+    bad_image(path, fmt::format("cannot read the file: it is {}, not an image file",
+                                status.type() == fs::file_type::directory ? "a directory"
+                                : status.type() == fs::file_type::fifo    ? "a FIFO"
+                                                                          : "not a regular file"));
+  }
+  const auto size_on_disk = fs::file_size(path, ec);
+  if (!ec && size_on_disk > kMaxImageFileBytes) {
+    bad_image(path, fmt::format("cannot read the file: it holds {} bytes, more than the {} bytes bnn reads as one "
+                                "image",
+                                size_on_disk, kMaxImageFileBytes));
+  }
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) bad_image(path, "cannot read the file: it cannot be opened");
+  if (!in) bad_image(path, fmt::format("cannot read the file: {}", std::strerror(errno)));
   const std::streamsize size = in.tellg();
   std::vector<uint8_t> bytes(static_cast<size_t>(std::max<std::streamsize>(size, 0)));
   in.seekg(0);

@@ -39,7 +39,13 @@ std::vector<std::string> image_folder_classes(const fs::path& dir) {
   std::vector<std::string> names;
   for (const auto& entry : fs::directory_iterator(root)) {
     const std::string name = entry.path().filename().string();
-    if (entry.is_directory() && name.front() != '.') names.push_back(name);  // not .ipynb_checkpoints and the like
+    if (!entry.is_directory() || name.front() == '.') continue;  // not .ipynb_checkpoints and the like
+    // Class names are written to JSON files, which hold UTF-8 only.
+    if (!is_utf8(name)) {
+      throw std::runtime_error(fmt::format("{}/{}: a class folder's name is not UTF-8 text; rename it",
+                                           root.string(), escape_non_utf8(name)));
+    }
+    names.push_back(name);
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -1,6 +1,8 @@
 #include "data_loaders/npy.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 #include <fstream>
 #include <iterator>
 #include <regex>
@@ -56,22 +58,50 @@ torch::Tensor read_npy(const std::filesystem::path& path) {
   std::smatch m;
   if (!std::regex_search(header, m, std::regex("'descr':\\s*'([^']+)'"))) throw fail("no descr");
   const torch::ScalarType dtype = dtype_of(m[1], path);
-  if (std::regex_search(header, std::regex("'fortran_order':\\s*True"))) throw fail("Fortran order not supported");
+  const bool fortran = std::regex_search(header, std::regex("'fortran_order':\\s*True"));
   if (!std::regex_search(header, m, std::regex("'shape':\\s*\\(([^)]*)\\)"))) throw fail("no shape");
   std::vector<int64_t> shape;
   const std::string dims = m[1];
   std::regex num("\\d+");
+  // The byte count the shape asks for, checked against the file before
+  // anything is allocated (a header may promise terabytes).
+  const size_t element = c10::elementSize(dtype);
+  size_t data_bytes = element;
+  bool too_large = false;
   for (auto it = std::sregex_iterator(dims.begin(), dims.end(), num); it != std::sregex_iterator(); ++it) {
-    shape.push_back(std::stoll(it->str()));
+    const std::string d = it->str();
+    if (d.size() > 18) {
+      too_large = true;
+      break;
+    }
+    shape.push_back(std::stoll(d));
+    const auto n = static_cast<size_t>(shape.back());
+    if (n != 0 && data_bytes > std::numeric_limits<size_t>::max() / n) {
+      too_large = true;
+      break;
+    }
+    data_bytes *= n;
   }
-  torch::Tensor t = torch::empty(shape, torch::TensorOptions().dtype(dtype));
-  const size_t data_bytes = static_cast<size_t>(t.numel()) * t.element_size();
   const size_t start = offset + header_len;
+  if (too_large) {
+    throw fail(fmt::format("shape ({}) needs more bytes than any file holds; the file has {} data bytes", dims,
+                           bytes.size() - start));
+  }
   if (bytes.size() != start + data_bytes) {
     throw fail(fmt::format("shape ({}) needs {} data bytes, the file has {}{}", dims, data_bytes, bytes.size() - start,
                            bytes.size() - start < data_bytes ? " (cut short?)" : ""));
   }
+  // Fortran order (column-major, as numpy saves a transposed array): the
+  // bytes are the C-order array of the reversed shape, transposed back.
+  std::vector<int64_t> stored = shape;
+  if (fortran) std::reverse(stored.begin(), stored.end());
+  torch::Tensor t = torch::empty(stored, torch::TensorOptions().dtype(dtype));
   std::memcpy(t.data_ptr(), bytes.data() + start, data_bytes);
+  if (fortran && t.dim() > 1) {
+    std::vector<int64_t> reverse(static_cast<size_t>(t.dim()));
+    for (int64_t i = 0; i < t.dim(); ++i) reverse[static_cast<size_t>(i)] = t.dim() - 1 - i;
+    t = t.permute(reverse).contiguous();
+  }
   return t;
 }
 

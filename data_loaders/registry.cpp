@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include "data_loaders/arrays.h"
 #include "data_loaders/celeba.h"
@@ -11,6 +12,37 @@
 #include "data_loaders/image_folder.h"
 
 namespace bnn::data_loaders {
+namespace {
+
+// A class with no training example cannot be learnt, and its test examples
+// would score it as if it had been: refused, as arrays refuses it (its own
+// message names the labels file). Under data.train_limit the file's other
+// examples may hold it, so it is said, not refused.
+void check_every_class_is_trained(const Dataset& data, const LoadOptions& options, const DatasetEntry& e) {
+  const torch::Tensor counts = torch::bincount(data.train.labels.to(torch::kCPU), {}, data.num_classes);
+  std::vector<std::string> empty;
+  for (int64_t k = 0; k < data.num_classes; ++k) {
+    if (counts[k].item<int64_t>() > 0) continue;
+    empty.push_back(static_cast<size_t>(k) < data.class_names.size()
+                        ? fmt::format("{} ('{}')", k, data.class_names[static_cast<size_t>(k)])
+                        : std::to_string(k));
+  }
+  if (empty.empty()) return;
+  const std::string dir = options.dir.empty() ? e.default_dir : options.dir.string();
+  const std::string what = fmt::format(
+      "{}: data.dataset {}: no training example{} is of class {} (of {})", dir, e.name,
+      options.train_limit > 0 ? fmt::format(" among the first {} (data.train_limit)", options.train_limit) : "",
+      fmt::join(empty, ", "), data.num_classes);
+  if (options.train_limit > 0) {
+    spdlog::warn("{}: those classes are trained without examples", what);
+    return;
+  }
+  throw std::runtime_error(what + "; a model cannot learn a class it never sees: check the training split's " +
+                           (e.name == "image_folder" ? "class folders, or data.split_ratio" : "labels"));
+}
+
+}  // namespace
+
 const std::vector<DatasetEntry>& dataset_entries() {
   static const std::vector<DatasetEntry> table = [] {
     std::vector<DatasetEntry> t(6);
@@ -69,7 +101,16 @@ Dataset load_dataset(const std::string& name, LoadOptions options, torch::Device
   if (e.resizable && options.side == 0) options.side = e.default_side;
   TORCH_CHECK(!options.test_only || options.stats, "loading only the test split of ", name,
               " needs the statistics to standardize it with");
-  return e.load(options, device);
+  Dataset data;
+  try {
+    data = e.load(options, device);
+  } catch (const std::filesystem::filesystem_error& error) {
+    // A folder that cannot be listed, a symbolic link that loops: the path
+    // and the system's reason, not the library's wording.
+    throw std::runtime_error(fmt::format("{}: cannot read: {}", error.path1().string(), error.code().message()));
+  }
+  if (!options.test_only) check_every_class_is_trained(data, options, e);
+  return data;
 }
 
 }  // namespace bnn::data_loaders

@@ -342,7 +342,10 @@ void check_predictions_path(const fs::path& path) {
 void write_predictions(const Predictions& predictions, const fs::path& path) {
   check_predictions_path(path);
   if (path.extension() == ".csv") return io::write_file_atomically(path, to_csv(predictions));
-  io::write_file_atomically(path, to_json(predictions).dump(2) + "\n");
+  // An image's path need not be UTF-8, which JSON must be: its invalid bytes
+  // are written as U+FFFD (the CSV output keeps them).
+  io::write_file_atomically(path, to_json(predictions).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                                      "\n");
 }
 
 }  // namespace bnn::pipeline

@@ -652,6 +652,7 @@ int run(const config::Config& config, const RunOptions& options) {
   if (options.design == MemberDesign::kStacked) make_stacked_group(config, data.begin()->second, torch::kCPU, 1);
   if (writer) {
     check_model_file(dir, config);
+    check_same_test_labels(dir, data.begin()->second.test.labels);
     claim_run_directory(dir, config, options.resume);
     if (config.model.name == "torchscript" && !std::filesystem::exists(dir / kModelFile)) {
       io::write_file_atomically(dir / kModelFile, io::read_file(config.model.path));

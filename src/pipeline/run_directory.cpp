@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "data_loaders/npy.h"
 #include "samplers/random.h"
 #include "src/io/atomic_file.h"
 
@@ -245,6 +246,34 @@ bool has_members(const std::filesystem::path& dir) {
 }
 
 }  // namespace
+
+void check_same_test_labels(const std::filesystem::path& dir, const torch::Tensor& labels) {
+  const auto path = dir / kLabelsFile;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec) || !has_members(dir)) return;
+  torch::Tensor theirs;
+  try {
+    theirs = data_loaders::read_npy(path);
+  } catch (const std::exception& e) {
+    throw ConfigError(fmt::format("{} (the test labels this run's members were scored with) cannot be read: {}; "
+                                  "restore it, or give --out a new folder",
+                                  path.string(), e.what()));
+  }
+  const torch::Tensor ours = labels.to(torch::kCPU, torch::kLong);
+  std::string difference;
+  if (theirs.dim() != 1 || theirs.size(0) != ours.size(0)) {
+    difference = fmt::format("it holds {} labels, the data now {}", theirs.numel(), ours.size(0));
+  } else if (const torch::Tensor differ = theirs.to(torch::kLong).ne(ours).nonzero(); differ.size(0) > 0) {
+    const int64_t row = differ[0][0].item<int64_t>();
+    difference = fmt::format("{} of {} differ, the first at row {}: {} there, {} now", differ.size(0), ours.size(0),
+                             row, theirs[row].item<int64_t>(), ours[row].item<int64_t>());
+  }
+  if (difference.empty()) return;
+  throw ConfigError(fmt::format("{}: the test split of data.dir is not the one this run's members were scored on ({}); "
+                                "the data changed since, or this node reads another copy of it: point data.dir at "
+                                "the same data, or give --out a new folder",
+                                path.string(), difference));
+}
 
 std::optional<std::string> other_than_run(const std::filesystem::path& dir) {
   std::optional<Manifest> manifest;

@@ -53,6 +53,8 @@
 #include <string>
 #include <vector>
 
+#include <torch/torch.h>
+
 #include "src/config/config.h"
 #include "src/io/file_lock.h"
 
@@ -148,6 +150,12 @@ void check_run_directory(const std::filesystem::path& dir, const config::Config&
 // config.yaml would score or continue the members under settings they were
 // not trained with). Nothing to check in a folder without a run's manifest.
 void require_recorded_experiment(const std::filesystem::path& dir, const config::Config& config);
+
+// Throws ConfigError if the run directory `dir` has members and its
+// labels.npy is not `labels`: the data at data.dir changed since they were
+// trained (another copy of it on another node, a file replaced), and writing
+// the new labels would score them against a test set they were not scored on.
+void check_same_test_labels(const std::filesystem::path& dir, const torch::Tensor& labels);
 
 // check_run_directory, then creates `dir` and writes bnn.json and config.yaml.
 void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);

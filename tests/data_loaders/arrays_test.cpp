@@ -157,6 +157,14 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
     std::string message;
   };
   const std::string d = dir.string() + "/";
+  // A (6, 3) float32 file whose header claims `shape`, the header's padding
+  // shortened to keep its length.
+  const auto claiming = [](const std::string& shape) {
+    std::string bytes = io::npy_bytes(torch::rand({6, 3}));
+    bytes.replace(bytes.find("(6, 3)"), 6, shape);
+    bytes.erase(bytes.find('\n') - (shape.size() - 6), shape.size() - 6);
+    return bytes;
+  };
   const std::vector<Case> cases = {
       {"missing file", [&] { fs::remove(dir / "test_y.npy"); },
        d + "test_y.npy: missing; data.dataset arrays reads train_x.npy, train_y.npy, test_x.npy and test_y.npy from "
@@ -216,8 +224,21 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
          io::write_file_atomically(dir / "train_x.npy", bytes.substr(0, bytes.size() - 8));
        },
        d + "train_x.npy: not a valid .npy file: shape (6, 3) needs 72 data bytes, the file has 64 (cut short?)"},
+      {"a header promising terabytes",
+       [&] { io::write_file_atomically(dir / "train_x.npy", claiming("(1000000000000, 3)")); },
+       d + "train_x.npy: not a valid .npy file: shape (1000000000000, 3) needs 12000000000000 data bytes, the file "
+           "has 72 (cut short?)"},
+      {"a shape beyond 64 bits",
+       [&] { io::write_file_atomically(dir / "train_x.npy", claiming("(100000000000000000000, 3)")); },
+       d + "train_x.npy: not a valid .npy file: shape (100000000000000000000, 3) needs more bytes than any file "
+           "holds; the file has 72 data bytes"},
+      {"a shape whose bytes overflow",
+       [&] { io::write_file_atomically(dir / "train_x.npy", claiming("(4611686018427387904, 4)")); },
+       d + "train_x.npy: not a valid .npy file: shape (4611686018427387904, 4) needs more bytes than any file holds"},
       {"empty class name", [&] { io::write_file_atomically(dir / "class_names.txt", "a\n\nc\n"); },
        d + "class_names.txt: line 2 is empty; give one class name per line"},
+      {"a class name not in UTF-8", [&] { io::write_file_atomically(dir / "class_names.txt", "a\ncaf\xE9\nc\n"); },
+       d + "class_names.txt: line 2 ('caf\\xE9') is not UTF-8 text; save class_names.txt as UTF-8"},
       {"a class name twice", [&] { io::write_file_atomically(dir / "class_names.txt", "a\nb\na\n"); },
        d + "class_names.txt: line 3 names 'a' again (line 1); give each class its own name"},
   };
@@ -231,6 +252,40 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
   EXPECT_NE(error_of([&] { load(dir, true, 7); }).find(d + "train_x.npy: data.train_limit = 7 exceeds its 6 examples"),
             std::string::npos);
   EXPECT_NO_THROW(load(dir));
+  fs::remove_all(dir);
+}
+
+// numpy saves a transposed (or np.asfortranarray) array in Fortran order:
+// the bytes are column-major, 'fortran_order': True in the header. Here the
+// array [[0, 1, 2], [3, 4, 5]] stored column by column: 0 3 1 4 2 5; and a
+// 3-d array, whose Fortran bytes are the C bytes of its reversed transpose.
+TEST(Npy, FortranOrderIsReadAsTheArrayItHolds) {
+  const auto dir = bnn::testing::unique_temp_dir("bnn_npy_fortran");
+  const auto fortran_bytes = [](const torch::Tensor& t) {
+    std::vector<int64_t> reverse;
+    for (int64_t i = t.dim() - 1; i >= 0; --i) reverse.push_back(i);
+    std::string bytes = io::npy_bytes(t.permute(reverse).contiguous());
+    std::string shape = "(";
+    for (int64_t i = 0; i < t.dim(); ++i) shape += std::to_string(t.size(i)) + (i + 1 < t.dim() ? ", " : ")");
+    std::string reversed = "(";
+    for (int64_t i = t.dim() - 1; i >= 0; --i) reversed += std::to_string(t.size(i)) + (i > 0 ? ", " : ")");
+    // Same lengths, so the header's padding stays right.
+    bytes.replace(bytes.find("'fortran_order': False"), 22, "'fortran_order': True ");
+    bytes.replace(bytes.find(reversed), reversed.size(), shape);
+    return bytes;
+  };
+  const torch::Tensor two = torch::arange(6, torch::kFloat).reshape({2, 3});
+  const std::string bytes = fortran_bytes(two);
+  const std::string column_major = std::string(reinterpret_cast<const char*>(torch::tensor({0.F, 3.F, 1.F, 4.F, 2.F,
+                                                                                             5.F}).data_ptr()), 24);
+  EXPECT_EQ(bytes.substr(bytes.size() - 24), column_major);
+  io::write_file_atomically(dir / "two.npy", bytes);
+  EXPECT_TRUE(read_npy(dir / "two.npy").equal(two));
+  const torch::Tensor three = torch::arange(24, torch::kLong).reshape({2, 3, 4});
+  io::write_file_atomically(dir / "three.npy", fortran_bytes(three));
+  const torch::Tensor back = read_npy(dir / "three.npy");
+  EXPECT_TRUE(back.equal(three));
+  EXPECT_TRUE(back.is_contiguous());
   fs::remove_all(dir);
 }
 
@@ -287,6 +342,29 @@ TEST(Arrays, RunAndPredictOnBothLayouts) {
                              "features, give N x 5 float32 arrays"),
             std::string::npos)
       << wide.output;
+
+  // A second member run into the same folder after the test labels changed
+  // (a node reading another copy of the data) is refused: its labels.npy
+  // would score the first member against a test set it was not scored on.
+  const auto labels_before = io::read_file(work / "run_features" / "labels.npy");
+  torch::Tensor changed = y.narrow(0, 300, 100).clone();
+  changed[7] = 1 - changed[7];
+  io::write_npy(features / "test_y.npy", changed);
+  const std::string second = " --set data.dataset=arrays --set data.dir=" + features.string() +
+                             " --set model.name=mlp --set model.hidden=[16] --set data.batch_size=50"
+                             " --set data.train_limit=0 --set data.test_limit=0"
+                             " --set run.members=1 --set evaluation.bn_batches=1 "
+                             "--set evaluation.save_sample_weights=true";
+  const auto refused = bnn::testing::run_bnn("run --config " + std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml --out " +
+                                                 (work / "run_features").string() + " --threads 1" + second,
+                                             work / "changed.txt");
+  EXPECT_EQ(refused.code, 2) << refused.output;
+  EXPECT_NE(refused.output.find((work / "run_features" / "labels.npy").string() +
+                                ": the test split of data.dir is not the one this run's members were scored on (1 of "
+                                "100 differ, the first at row 7: 1 there, 0 now)"),
+            std::string::npos)
+      << refused.output;
+  EXPECT_EQ(io::read_file(work / "run_features" / "labels.npy"), labels_before);
   fs::remove_all(work);
 }
 

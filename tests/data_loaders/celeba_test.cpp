@@ -1,5 +1,7 @@
 #include "data_loaders/celeba.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -82,7 +84,7 @@ TEST_F(Celeba, CentreSquareCropThenResizeInRgbOrder) {
 TEST_F(Celeba, MalformedAttributeLineNamesFileAndLine) {
   replace_line("list_attr_celeba.txt", 5, "000003.jpg 1 -1");
   EXPECT_EQ(error_of([&] { load(); }), (dir_ / "list_attr_celeba.txt").string() +
-                                           ":5: expected an image name and 40 attribute values, got 3 fields");
+                                           ":5: expected 41 fields (an image name and 40 attribute values), got 3");
 }
 
 TEST_F(Celeba, BadAttributeValueAndHeaderAreErrors) {
@@ -119,6 +121,30 @@ TEST_F(Celeba, CorruptImageIsAnErrorOrSkipped) {
   EXPECT_EQ(error_of([&] { load(); }), bad.string() + ": cannot decode the image: not a valid JPEG, PNG or BMP file");
   options_.skip_bad_images = true;
   EXPECT_TRUE(torch::equal(load().train.labels, torch::tensor({0, 1}, torch::kLong)));
+}
+
+// CelebA names its images in list_attr_celeba.txt, so the folder listing's
+// regular-file filter never sees them: a directory or a FIFO listed as an
+// image is refused by the reader (a FIFO used to block the run forever), or
+// skipped with data.skip_bad_images.
+TEST_F(Celeba, AListedImageThatIsNotARegularFileIsAnErrorOrSkipped) {
+  const auto listed = dir_ / "img_align_celeba" / "000002.jpg";
+  fs::remove(listed);
+  fs::create_directory(listed);
+  EXPECT_EQ(error_of([&] { load(); }), listed.string() + ": cannot read the file: it is a directory, not an image file");
+  fs::remove(listed);
+  ASSERT_EQ(mkfifo(listed.c_str(), 0600), 0);
+  EXPECT_EQ(error_of([&] { load(); }), listed.string() + ": cannot read the file: it is a FIFO, not an image file");
+  options_.skip_bad_images = true;
+  EXPECT_TRUE(torch::equal(load().train.labels, torch::tensor({0, 1}, torch::kLong)));
+}
+
+TEST_F(Celeba, AnImageNameThatLeavesItsFolderIsAnError) {
+  std::string line = "../000002.jpg";
+  for (int a = 0; a < 40; ++a) line += " -1";
+  replace_line("list_attr_celeba.txt", 4, line);
+  EXPECT_EQ(error_of([&] { load(); }), (dir_ / "list_attr_celeba.txt").string() +
+                                           ":4: image '../000002.jpg' is not a file name of img_align_celeba/");
 }
 
 TEST_F(Celeba, EmptySplitIsAnError) {

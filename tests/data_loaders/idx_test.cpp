@@ -175,6 +175,30 @@ TEST_F(IdxTest, TruncatedLabelsPlain) {
       << message;
 }
 
+// A header promising 2^31 - 1 images: a plain file's size shows at once that
+// they are not there (nothing is allocated); a gzip stream's cannot, and its
+// allocation fails, or the read comes up short, in one line without
+// LibTorch's backtrace.
+TEST_F(IdxTest, AHeaderPromisingTerabytesIsOneLine) {
+  const fs::path plain = dir_ / "train-images-idx3-ubyte";
+  write_plain(plain, idx_bytes(kImagesMagic, {2147483647, 28, 28}, pattern(60)));
+  const std::string message = error_of([&] { read_idx_images(plain, 28, 28); });
+  EXPECT_NE(message.find(plain.string() + ": truncated: expected 1683627179248 image bytes (2147483647 x 28 x 28), "
+                                          "got 60"),
+            std::string::npos)
+      << message;
+  const fs::path gz = dir_ / "train-images-idx3-ubyte.gz";
+  write_gzip(gz, idx_bytes(kImagesMagic, {2147483647, 28, 28}, pattern(60)));
+  const std::string gz_message = error_of([&] { read_idx_images(gz, 28, 28); });
+  EXPECT_EQ(gz_message.rfind(gz.string() + ": ", 0), 0U) << gz_message;
+  EXPECT_TRUE(gz_message.find("cannot allocate the 1683627179248 image bytes") != std::string::npos ||
+              gz_message.find("truncated gzip stream: expected 1683627179248 image bytes") != std::string::npos ||
+              gz_message.find("truncated: expected 1683627179248 image bytes") != std::string::npos)
+      << gz_message;
+  EXPECT_EQ(gz_message.find('\n'), std::string::npos) << gz_message;
+  EXPECT_EQ(gz_message.find("frame #"), std::string::npos) << gz_message;
+}
+
 TEST_F(IdxTest, TruncatedHeader) {
   const fs::path path = dir_ / "short-header";
   std::vector<unsigned char> bytes = idx_bytes(kImagesMagic, kImageDims, {});

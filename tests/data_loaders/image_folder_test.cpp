@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "data_loaders/registry.h"
 #include "tests/support/error_text.h"
 #include "tests/support/image_files.h"
 #include "tests/support/temp_dir.h"
@@ -174,6 +175,36 @@ TEST_F(ImageFolder, SplitRatioThatEmptiesASplit) {
   write_class(dir_, "b", 1);
   options_.split_ratio = 0.9;
   EXPECT_EQ(error_of([&] { load(); }), dir_.string() + ": split_ratio 0.9 leaves the test split empty");
+}
+
+// Class names go into JSON files, which hold UTF-8 only: a folder named in
+// Latin-1 is refused at once, naming it (it used to fail in the JSON library
+// after the run folder was made).
+TEST_F(ImageFolder, AClassFolderNameThatIsNotUtf8IsRefused) {
+  write_class(dir_, "cat", 5);
+  write_class(dir_, "caf\xC3\xA9", 5);  // cafe with an acute e, in UTF-8: a name like any other
+  EXPECT_EQ(load().class_names, (std::vector<std::string>{"caf\xC3\xA9", "cat"}));
+  fs::rename(dir_ / "caf\xC3\xA9", dir_ / "caf\xE9");
+  EXPECT_EQ(error_of([&] { load(); }),
+            dir_.string() + "/caf\\xE9: a class folder's name is not UTF-8 text; rename it");
+}
+
+// Through load_dataset, as bnn loads it: a split_ratio that gives a small
+// class no training image is refused (the class would be scored but never
+// learnt), and a folder that cannot be listed is the path and the reason.
+TEST_F(ImageFolder, ThroughTheRegistryEveryClassIsTrainedAndListingErrorsNameThePath) {
+  write_class(dir_, "cat", 6);
+  write_class(dir_, "dog", 1);
+  options_.split_ratio = 0.4;  // llround(0.4 x 1) = 0 dogs to train on
+  EXPECT_EQ(error_of([&] { load_dataset("image_folder", options_, torch::kCPU); }),
+            dir_.string() + ": data.dataset image_folder: no training example is of class 1 ('dog') (of 2); a model "
+                            "cannot learn a class it never sees: check the training split's class folders, or "
+                            "data.split_ratio");
+  options_.split_ratio = 0.8;
+  EXPECT_EQ(load_dataset("image_folder", options_, torch::kCPU).train.size(), 6);
+  fs::create_symlink("loop.png", dir_ / "cat" / "loop.png");
+  EXPECT_EQ(error_of([&] { load_dataset("image_folder", options_, torch::kCPU); }),
+            (dir_ / "cat" / "loop.png").string() + ": cannot read: Too many levels of symbolic links");
 }
 
 TEST_F(ImageFolder, CorruptImageNamesTheFile) {

@@ -254,6 +254,14 @@ TEST_F(Predict, CsvAndTableOutputs) {
     ASSERT_EQ(c.code, 0) << c.output;
   }
 
+  // A file name in Latin-1 (not UTF-8, which JSON must be): its byte is written as U+FFFD.
+  const fs::path latin1 = work_ / "latin1" / "caf\xE9.png";
+  fs::create_directories(latin1.parent_path());
+  fs::copy_file(work_ / "png" / "img_00.png", latin1, fs::copy_options::overwrite_existing);
+  const nlohmann::json named = predict_json("--run " + r.string() + " --images " + latin1.parent_path().string());
+  ASSERT_EQ(named["images"].size(), 1U) << named;
+  EXPECT_EQ(named["images"][0]["image"], (work_ / "latin1" / "caf\xEF\xBF\xBD.png").string()) << named;
+
   c = bnn("predict --run " + r.string() + " --images " + (work_ / "png").string() + " --threads 1");
   ASSERT_EQ(c.code, 0) << c.output;
   EXPECT_NE(c.output.find("img_07.png"), std::string::npos) << c.output;
