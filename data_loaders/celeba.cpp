@@ -124,12 +124,17 @@ std::vector<Labelled> read_attributes(const fs::path& file) {
 std::unordered_map<std::string, int> read_partitions(const fs::path& file) {
   std::ifstream in = open_list(file);
   std::unordered_map<std::string, int> partition;
+  std::unordered_map<std::string, int64_t> listed_at;
   std::string line;
   for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
     const auto f = fields_of(line);
     if (f.empty()) continue;
     if (f.size() != 2 || (f[1] != "0" && f[1] != "1" && f[1] != "2")) {
       bad_line(file, line_no, fmt::format("expected '<image> <0|1|2>', got '{}'", line));
+    }
+    // Listed twice, an image's split would be whichever line came last.
+    if (const auto [at, fresh] = listed_at.emplace(f[0], line_no); !fresh) {
+      bad_line(file, line_no, fmt::format("lists {} again (line {})", f[0], at->second));
     }
     partition[f[0]] = f[1][0] - '0';
   }

@@ -38,6 +38,7 @@ torch::Tensor read_npy(const std::filesystem::path& path) {
   auto fail = [&](const std::string& why) {
     return std::runtime_error(fmt::format("{}: not a valid .npy file: {}", path.string(), why));
   };
+  if (bytes.empty()) throw fail("the file is empty");
   if (bytes.size() < 10 || bytes.compare(0, 6, std::string(kMagic, 6)) != 0) throw fail("bad magic");
   const int major = static_cast<unsigned char>(bytes[6]);
   size_t header_len, offset;

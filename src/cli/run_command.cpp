@@ -22,7 +22,7 @@ namespace {
 // environment on this rank's device. A CUDA device without an index ("cuda",
 // or "auto" with a GPU) becomes cuda:LOCAL_RANK (modulo the visible GPUs), and
 // config.run.device is set to it. Ranks other than 0 log warnings only.
-std::unique_ptr<distributed::ProcessGroup> join_process_group(config::Config& config) {
+std::unique_ptr<distributed::ProcessGroup> join_process_group(config::Config& config, int64_t timeout_seconds) {
   if (!distributed::available()) {
     throw config::ConfigError(
         "bnn run --distributed: this LibTorch was built without distributed support (torch.distributed's c10d with "
@@ -40,7 +40,13 @@ std::unique_ptr<distributed::ProcessGroup> join_process_group(config::Config& co
                                                                        torch::cuda::device_count()));
   }
   config.run.device = device.str();
-  auto group = std::make_unique<distributed::ProcessGroup>(rendezvous, device);
+  // Said before the wait: a rank whose command failed before it got here
+  // (a config error, say) leaves the others waiting for it.
+  spdlog::info("distributed: rank {} of {} joining at {}:{}; it waits up to {} s (--distributed-timeout) for the "
+               "other ranks, each of which must be started with the same command",
+               rendezvous.rank, rendezvous.world_size, rendezvous.master_addr, rendezvous.master_port,
+               timeout_seconds);
+  auto group = std::make_unique<distributed::ProcessGroup>(rendezvous, device, std::chrono::seconds(timeout_seconds));
   spdlog::info("distributed: rank {} of {} on {}, {} backend, rendezvous at {}:{}{}", group->rank(),
                group->world_size(), device.str(), group->backend(), rendezvous.master_addr, rendezvous.master_port,
                rendezvous.agent_store ? fmt::format(" (torchrun's store, {})", rendezvous.store_prefix) : "");
@@ -103,6 +109,9 @@ int cmd_run(int argc, char** argv) {
       "distributed",
       "Data-parallel members over processes (torch.distributed); rendezvous from MASTER_ADDR, "
       "MASTER_PORT, RANK, WORLD_SIZE (and LOCAL_RANK for the CUDA device), as torchrun sets them")(
+      "distributed-timeout",
+      "With --distributed: seconds a rank waits for the others to join, and for each collective",
+      cxxopts::value<int64_t>()->default_value("1800"))(
       "seed", "Run seed (overrides run.seed)", cxxopts::value<uint64_t>())("h,help", "Show this help");
   const auto parsed = parse_or_help(opts, argc, argv, config_help());
   if (!parsed) return 0;
@@ -121,8 +130,14 @@ int cmd_run(int argc, char** argv) {
     run_options.resume = true;
     config_file = run_options.run_dir / bnn::pipeline::kConfigFile;
     if (!std::filesystem::exists(config_file)) {
+      // A run stopped while it started writes bnn.json before config.yaml.
       throw config::ConfigError(
-          fmt::format("bnn run --resume: {} has no config.yaml; not a run directory", run_options.run_dir.string()));
+          std::filesystem::exists(run_options.run_dir / bnn::pipeline::kManifestFile)
+              ? fmt::format("bnn run --resume: {} has a bnn.json but no config.yaml (a run stopped as it started?): "
+                            "run its first command, bnn run --config ... --out {}, again, which writes it",
+                            run_options.run_dir.string(), run_options.run_dir.string())
+              : fmt::format("bnn run --resume: {} has no config.yaml; not a run directory",
+                            run_options.run_dir.string()));
     }
     // An edited config.yaml is named as such, not as options that change the experiment.
     pipeline::require_recorded_experiment(run_options.run_dir, config::load_config(config_file, {}));
@@ -163,8 +178,15 @@ int cmd_run(int argc, char** argv) {
   if (args.count("cudnn-benchmark")) at::globalContext().setBenchmarkCuDNN(true);
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));
   std::unique_ptr<distributed::ProcessGroup> group;
+  const int64_t timeout = args["distributed-timeout"].as<int64_t>();
+  if (args.count("distributed-timeout") && !args.count("distributed")) {
+    throw config::ConfigError("--distributed-timeout applies to --distributed only");
+  }
+  if (timeout < 1) {
+    throw config::ConfigError(fmt::format("--distributed-timeout {}: give a number of seconds of at least 1", timeout));
+  }
   if (args.count("distributed")) {
-    group = join_process_group(config);
+    group = join_process_group(config, timeout);
     run_options.group = group.get();
   }
   spdlog::info("bnn run: config {}, run directory {}, {} threads", config_file.string(),

@@ -176,6 +176,18 @@ struct ProcessGroup::Impl {
   AllReduce allreduce;  // destroyed first: the group before its store
 };
 
+namespace {
+
+std::string rendezvous_failure(const Rendezvous& r, const std::string& what, std::chrono::milliseconds timeout) {
+  return fmt::format("rendezvous at {}:{} as rank {} of {} failed: {} (within {} s: did every rank start, with the "
+                     "same MASTER_ADDR, MASTER_PORT and WORLD_SIZE? A rank that stopped on an error of its own "
+                     "says so in its output)",
+                     r.master_addr, r.master_port, r.rank, r.world_size, what,
+                     std::chrono::duration_cast<std::chrono::seconds>(timeout).count());
+}
+
+}  // namespace
+
 ProcessGroup::ProcessGroup(const Rendezvous& r, torch::Device device, std::chrono::milliseconds timeout)
     : impl_(std::make_unique<Impl>()), rank_(r.rank), world_size_(r.world_size), device_(device) {
   if (device.is_cuda() && !nccl_available()) {
@@ -214,11 +226,9 @@ ProcessGroup::ProcessGroup(const Rendezvous& r, torch::Device device, std::chron
 #endif
     }
   } catch (const c10::Error& e) {
-    throw CommunicationError(fmt::format("rendezvous at {}:{} as rank {} of {} failed: {}", r.master_addr,
-                                         r.master_port, r.rank, r.world_size, e.what_without_backtrace()));
+    throw CommunicationError(rendezvous_failure(r, e.what_without_backtrace(), timeout));
   } catch (const std::exception& e) {
-    throw CommunicationError(fmt::format("rendezvous at {}:{} as rank {} of {} failed: {}", r.master_addr,
-                                         r.master_port, r.rank, r.world_size, e.what()));
+    throw CommunicationError(rendezvous_failure(r, e.what(), timeout));
   }
 }
 

@@ -724,6 +724,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
                                          "evaluate again once no other does)",
                                          e.what(), out_dir.string()));
   }
+  record_evaluated_runs(out_dir, run_dirs, config);
   io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
   io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
   io::write_file_atomically(

@@ -157,6 +157,7 @@ Position Member::train_anchor(bool resume) {
     return *adam;
   };
   Position at{cfg_.map.optimizer == "lbfgs" ? Phase::kMap : Phase::kAdam, 0};
+  check_ranks_see_the_checkpoint(resume);
   if (resume && std::filesystem::exists(checkpoint_path())) {
     at = restore_member_checkpoint(
         checkpoint_path(), ctx_.device, seed_, state_, flat_->values(), *model_, adam_in,
@@ -235,6 +236,25 @@ void Member::write_npy(const std::filesystem::path& name, const torch::Tensor& t
 
 void Member::save_npy(const std::filesystem::path& path, const torch::Tensor& t) const {
   if (writes()) io::write_npy(path, t);  // Note [Data-parallel member]: rank 0 writes
+}
+
+// Note [Data-parallel member]: every rank resumes from rank 0's checkpoint. A
+// rank that sees none (or another file) would start elsewhere in the
+// schedule, and the ranks' collectives (the sampler's anchor gradients, say)
+// would no longer pair up: gloo aborts the process. So before restoring, the
+// ranks compare whether they see a checkpoint and its size.
+void Member::check_ranks_see_the_checkpoint(bool resume) {
+  if (ctx_.group == nullptr) return;
+  std::error_code ec;
+  const bool has = resume && std::filesystem::exists(checkpoint_path(), ec);
+  const auto size = has ? static_cast<int64_t>(std::filesystem::file_size(checkpoint_path(), ec)) : int64_t{0};
+  if (ctx_.group->identical_on_all_ranks(torch::tensor({int64_t{has ? 1 : 0}, ec ? int64_t{-1} : size}))) return;
+  throw std::runtime_error(fmt::format(
+      "member {}: the {} ranks do not see the same checkpoint (rank {} sees {}); every rank must resume from rank "
+      "0's run directory: give them all the same folder, on a file system they share",
+      index_, ctx_.group->world_size(), ctx_.group->rank(),
+      has ? fmt::format("{} of {} bytes", checkpoint_path().string(), size)
+          : fmt::format("no {}", checkpoint_path().string())));
 }
 
 // Note [Data-parallel member]: ranks that disagree would silently average

@@ -185,6 +185,8 @@ class Member : private PhaseHooks {
   void save_npy(const std::filesystem::path& path, const torch::Tensor& t) const;
   // Note [Data-parallel member]: throws unless every rank holds the same parameters.
   void check_ranks_agree(const std::string& where);
+  // Note [Data-parallel member]: throws unless every rank sees the same checkpoint (or none).
+  void check_ranks_see_the_checkpoint(bool resume);
   std::filesystem::path checkpoint_path() const { return dir_ / kCheckpointFile; }
 
   const MemberContext& ctx_;

@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <numeric>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -334,6 +337,39 @@ std::vector<int64_t> unfinished_members(const std::filesystem::path& dir, const 
   return todo;
 }
 
+// The ranks of a distributed run must run one experiment, the same members,
+// both fresh or both resumed: else their collectives stop pairing up part-way
+// (gloo aborts the process) or every rank trains rank 0's members whatever
+// its own --members said. Compared before any work; every rank gets the same
+// answer, and all stop with the same error.
+void check_ranks_were_given_one_run(distributed::ProcessGroup& group, const config::Config& config,
+                                    const RunOptions& options) {
+  const auto hash = [](const std::string& text) {
+    uint64_t h = 14695981039346656037ull;  // FNV-1a
+    for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+  };
+  const std::string members = options.members.empty() ? std::string("all") : members_option(options.members);
+  const std::vector<std::pair<std::string, uint64_t>> parts = {
+      {"the experiment (config and --set)", rank_agreement_hash(config)},
+      {"--members", hash(members)},
+      {"--resume", options.resume ? 1 : 0},
+  };
+  std::vector<std::string> differ;
+  for (const auto& [what, value] : parts) {
+    // Bit-cast: the hash's 64 bits in an int64 tensor.
+    int64_t bits = 0;
+    std::memcpy(&bits, &value, sizeof bits);
+    if (!group.identical_on_all_ranks(torch::tensor({bits}))) differ.push_back(what);
+  }
+  if (differ.empty()) return;
+  throw config::ConfigError(fmt::format(
+      "the {} ranks of this distributed run were not given the same run: {} differ; give every rank the same "
+      "command (rank {} was given: --members {}, {}, experiment {:016x})",
+      group.world_size(), fmt::join(differ, ", "), group.rank(), members,
+      options.resume ? "--resume " + options.run_dir.string() : "a new run", rank_agreement_hash(config)));
+}
+
 // Rank 0's `todo` on every rank (the other ranks may not see the directory).
 std::vector<int64_t> share_todo(distributed::ProcessGroup& group, const std::vector<int64_t>& todo,
                                 int64_t num_members) {
@@ -624,6 +660,7 @@ int run(const config::Config& config, const RunOptions& options) {
                                 "drop the option");
     }
   }
+  if (group != nullptr) check_ranks_were_given_one_run(*group, config, options);
   const bool writer = group == nullptr || group->rank() == 0;
   const auto& dir = options.run_dir;
   // Note [Run ownership]: checked now, claimed once the data and model are known to work.
@@ -653,6 +690,11 @@ int run(const config::Config& config, const RunOptions& options) {
   if (writer) {
     check_model_file(dir, config);
     check_same_test_labels(dir, data.begin()->second.test.labels);
+    std::vector<int64_t> requested = options.members;
+    if (requested.empty()) {
+      for (int64_t i = 0; i < config.run.members; ++i) requested.push_back(i);
+    }
+    check_members_are_members(dir, requested);
     claim_run_directory(dir, config, options.resume);
     if (config.model.name == "torchscript" && !std::filesystem::exists(dir / kModelFile)) {
       io::write_file_atomically(dir / kModelFile, io::read_file(config.model.path));
@@ -695,12 +737,15 @@ int run(const config::Config& config, const RunOptions& options) {
   // members, so rank 0 locks all of its members before sharing the list and
   // holds the locks to the end; other runs lock each member as they start it.
   std::vector<io::FileLock> held;
+  int64_t held_by_others = 0;  // of rank 0's members (Note [Member locks])
   if (group != nullptr) {
     std::vector<int64_t> locked;
     for (int64_t index : todo) {
       if (auto lock = lock_member(dir, index)) {
         held.push_back(std::move(*lock));
         locked.push_back(index);
+      } else if (!member_finished(member_dir(dir, index))) {
+        ++held_by_others;
       }
     }
     todo = share_todo(*group, locked, config.run.members);
@@ -764,8 +809,13 @@ int run(const config::Config& config, const RunOptions& options) {
   std::atomic<size_t> next{0};
   std::atomic<int64_t> failed{0};
   std::atomic<int64_t> left{0};
-  std::atomic<int64_t> held_elsewhere{0};  // Note [Member locks]: skipped
+  std::atomic<int64_t> held_elsewhere{held_by_others};  // Note [Member locks]: skipped
   std::atomic<int64_t> lost{0};            // Note [Member locks]: stopped, their lock files gone
+  // Note [Run ownership]: why the folder stopped being this run's (deleted,
+  // or taken by another experiment) while it ran; no member starts after.
+  std::mutex folder_mutex;
+  std::optional<std::string> folder_lost;
+  std::atomic<int64_t> not_started{0};
   std::vector<std::exception_ptr> errors(workers.size());
   auto worker = [&](size_t w) {
     try {
@@ -784,6 +834,16 @@ int run(const config::Config& config, const RunOptions& options) {
                                                                     : options.deadline->allows_an_epoch())) {
           ++left;
           continue;
+        }
+        // Note [Run ownership]: checked before the member's folder is made. A
+        // data-parallel run's ranks follow rank 0's list, and do not check.
+        if (group == nullptr) {
+          const std::lock_guard<std::mutex> guard(folder_mutex);
+          if (!folder_lost) folder_lost = run_directory_lost(dir, config);
+          if (folder_lost) {
+            ++not_started;
+            continue;
+          }
         }
         // Note [Member locks]: one process at a time trains a member. A
         // data-parallel run's ranks follow rank 0's list instead.
@@ -847,6 +907,13 @@ int run(const config::Config& config, const RunOptions& options) {
     if (e) std::rethrow_exception(e);
   }
   if (!writer) return failed > 0 ? 3 : 0;  // rank 0 evaluates
+  if (!folder_lost && group == nullptr) folder_lost = run_directory_lost(dir, config);
+  if (folder_lost) {
+    spdlog::error("{} is no longer this run's folder: {}; {} member(s) not started there, and no metrics written "
+                  "(the folder's files are left as they are)",
+                  dir.string(), *folder_lost, not_started.load());
+    return 3;
+  }
   if (left > 0) {
     spdlog::warn("time limit of {:g} s reached after {:.1f} s: {} member(s) left unfinished{}, {} finished in {}; "
                  "continue with: bnn run --resume {}{}{} (the metrics are written when the last member finishes; "

@@ -238,6 +238,26 @@ std::string contents_of(const std::string& kind) {
   return "the R-hat chains of `bnn rhat`";
 }
 
+// A folder named member_* directly inside a bnn run's folder is one of its
+// members' (or will be): a run's, an evaluation's or bnn rhat's output there
+// would be mixed with the member's files. Refused for every command's --out.
+void refuse_member_folder(const std::filesystem::path& out) {
+  const auto absolute = std::filesystem::absolute(out).lexically_normal();
+  const auto name = (absolute.has_filename() ? absolute : absolute.parent_path()).filename().string();
+  const auto parent = (absolute.has_filename() ? absolute : absolute.parent_path()).parent_path();
+  if (name.rfind("member_", 0) != 0) return;
+  std::optional<Manifest> manifest;
+  try {
+    manifest = read_manifest(parent);
+  } catch (const ConfigError&) {
+    return;  // not a run this check can vouch for; the run's own checks refuse its damaged bnn.json
+  }
+  if (!manifest || manifest->kind != "run") return;
+  throw ConfigError(fmt::format("--out {} is a member folder of the bnn run {}: its files would be mixed with that "
+                                "member's; give --out a folder outside the run",
+                                out.string(), parent.string()));
+}
+
 bool has_members(const std::filesystem::path& dir) {
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().filename().string().rfind("member_", 0) == 0) return true;
@@ -286,6 +306,12 @@ std::optional<std::string> other_than_run(const std::filesystem::path& dir) {
   return contents_of(manifest->kind);
 }
 
+uint64_t rank_agreement_hash(const config::Config& config) {
+  Settings settings = experiment_keys(config);
+  settings.erase("data.dir");
+  return std::stoull(identity_of(settings), nullptr, 16);
+}
+
 bool same_experiment(const config::Config& a, const config::Config& b) {
   return experiment_keys(a) == experiment_keys(b);
 }
@@ -294,7 +320,44 @@ std::string experiment_differences(const config::Config& a, const config::Config
   return differences_from(experiment_keys(a), b, {"in the first", "in the second"});
 }
 
+std::optional<std::string> run_directory_lost(const std::filesystem::path& dir, const config::Config& config) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return "the folder is gone";
+  std::optional<Manifest> manifest;
+  try {
+    manifest = read_manifest(dir);
+  } catch (const ConfigError&) {
+    return fmt::format("its {} is no longer a bnn manifest", kManifestFile);
+  }
+  if (!manifest) return fmt::format("its {} is gone", kManifestFile);
+  if (manifest->kind != "run") return fmt::format("it holds {} now", contents_of(manifest->kind));
+  if (const std::string d = differences_from(manifest->settings, config); !d.empty()) {
+    return fmt::format("it holds another experiment now ({})", d);
+  }
+  return std::nullopt;
+}
+
+void check_members_are_members(const std::filesystem::path& dir, const std::vector<int64_t>& members) {
+  for (const int64_t index : members) {
+    const auto member = member_dir(dir, index);
+    std::optional<Manifest> manifest;
+    try {
+      manifest = read_manifest(member);
+    } catch (const ConfigError&) {
+      manifest = Manifest{"unknown", "", {}};
+    }
+    if (!manifest) continue;
+    throw ConfigError(fmt::format("{} holds {} (its {}), not member {} of this run: bnn would mix the member's files "
+                                  "with them; move that folder out of the run",
+                                  member.string(),
+                                  manifest->kind == "unknown" ? std::string("another bnn folder")
+                                                              : contents_of(manifest->kind),
+                                  kManifestFile, index));
+  }
+}
+
 void check_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume) {
+  refuse_member_folder(dir);
   if (std::filesystem::exists(dir) && !std::filesystem::is_directory(dir)) {
     throw ConfigError(fmt::format("run directory {} is a file; give --out a folder", dir.string()));
   }
@@ -372,6 +435,7 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
   if (std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
     throw ConfigError(fmt::format("--out {} is a file; give a folder", out.string()));
   }
+  refuse_member_folder(out);
   if (empty_folder(out)) {
     if (!publish_manifest(out, manifest, false)) claim_evaluation_directory(out, run_dirs, config);  // the new one's
     return;
@@ -395,6 +459,18 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
     throw ConfigError(fmt::format("--out {} holds the evaluation of another experiment; give --out a new folder",
                                   out.string()));
   }
+  // Its "runs" are rewritten by record_evaluated_runs, under the evaluation's
+  // lock, beside the tables they describe.
+}
+
+void record_evaluated_runs(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
+                           const config::Config& config) {
+  std::error_code ec;
+  if (run_dirs.size() == 1 && std::filesystem::equivalent(out, run_dirs.front(), ec)) return;  // the run's own
+  nlohmann::json manifest = manifest_json("evaluation", config);
+  std::vector<std::string> runs;
+  for (const auto& d : run_dirs) runs.push_back(std::filesystem::absolute(d).lexically_normal().string());
+  manifest["runs"] = runs;
   write_manifest(out, manifest);
 }
 
@@ -515,6 +591,7 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
   if (std::filesystem::exists(out) && !std::filesystem::is_directory(out)) {
     throw ConfigError(fmt::format("--out {} is a file; give a folder", out.string()));
   }
+  refuse_member_folder(out);
   if (const std::string why = rhat_refusal(out, config, options); !why.empty()) throw ConfigError(why);
   create_folder(out);
   auto lock = io::FileLock::try_acquire(out / kRhatLockFile);

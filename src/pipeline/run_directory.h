@@ -100,6 +100,10 @@ std::filesystem::path sample_probs_path(const std::filesystem::path& member, int
 // must agree.
 bool same_experiment(const config::Config& a, const config::Config& b);
 
+// A 64-bit hash of `config`'s experiment keys but data.dir (each rank of a
+// distributed run may read its own copy of the data), for ranks to compare.
+uint64_t rank_agreement_hash(const config::Config& config);
+
 // The experiment keys where `a` and `b` differ, as "key: A in the first, B in
 // the second; ...".
 std::string experiment_differences(const config::Config& a, const config::Config& b);
@@ -133,7 +137,15 @@ std::string experiment_differences(const config::Config& a, const config::Config
 //    rhat.lock (the folder is checked again under the lock). An rhat folder
 //    holds config.yaml and member_NNN/ as a run does: `bnn rhat --out RUN`
 //    once overwrote a run's config.yaml and trace.csv. `bnn rhat` loads the
-//    data set before it claims a folder, as `bnn run` does.
+//    data set before it claims a folder, as `bnn run` does;
+//  - any command's --out that is a member_* folder of a run (an evaluation
+//    or a run there would mix its files with the member's), and `bnn run`
+//    of members whose member_NNN/ holds such a folder's bnn.json;
+//  - `bnn run` into a folder with members whose labels.npy is not the test
+//    labels of the data it loaded (check_same_test_labels).
+// A run checks the folder again before each member it starts and before it
+// evaluates (run_directory_lost): a folder deleted while it ran, or deleted
+// and taken by another experiment, receives nothing more from it (exit 3).
 // Commands started at the same moment on one new folder may all find it
 // empty. The first bnn.json is therefore created exclusively
 // (io::create_file_atomically, a link(2) of its temporary file): one
@@ -144,6 +156,17 @@ std::string experiment_differences(const config::Config& a, const config::Config
 // Whether `bnn run` with `config` may use `dir` (resume: `bnn run --resume`,
 // for the wording of errors); throws ConfigError saying what to do instead.
 void check_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);
+
+// Why the run directory `dir`, which this process claimed for `config`, is no
+// longer that run's ("the folder is gone", "it holds another experiment now
+// (...)"), or nullopt if it still is. A run checks it before each member and
+// before evaluating: a folder deleted, or taken by another experiment, while
+// it ran must not receive its next member (Note [Run ownership]).
+std::optional<std::string> run_directory_lost(const std::filesystem::path& dir, const config::Config& config);
+
+// Throws ConfigError if the member folder of one of `members` in `dir` holds
+// another bnn folder (a bnn.json: an evaluation's, a run's, bnn rhat's).
+void check_members_are_members(const std::filesystem::path& dir, const std::vector<int64_t>& members);
 
 // Throws ConfigError if the run directory `dir`'s config.yaml, loaded as
 // `config`, is not the experiment its bnn.json records (an edited
@@ -164,6 +187,11 @@ void claim_run_directory(const std::filesystem::path& dir, const config::Config&
 // experiment is `config`); throws ConfigError if `out` holds anything else.
 void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
                                 const config::Config& config);
+// Writes `out`'s bnn.json naming `run_dirs` (nothing where `out` is the one
+// run's own folder): under the evaluation's lock, with the tables, so that
+// the manifest names the runs the tables are of.
+void record_evaluated_runs(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
+                           const config::Config& config);
 
 // Prepares `out` for `bnn rhat` of `config` with `options` (its own settings,
 // "rhat.chains" -> "4", ...): throws ConfigError if `out` holds anything else

@@ -224,6 +224,8 @@ TEST(Arrays, BadInputIsOneLineNamingTheFile) {
          io::write_file_atomically(dir / "train_x.npy", bytes.substr(0, bytes.size() - 8));
        },
        d + "train_x.npy: not a valid .npy file: shape (6, 3) needs 72 data bytes, the file has 64 (cut short?)"},
+      {"an empty file", [&] { io::write_file_atomically(dir / "train_x.npy", ""); },
+       d + "train_x.npy: not a valid .npy file: the file is empty"},
       {"a header promising terabytes",
        [&] { io::write_file_atomically(dir / "train_x.npy", claiming("(1000000000000, 3)")); },
        d + "train_x.npy: not a valid .npy file: shape (1000000000000, 3) needs 12000000000000 data bytes, the file "

@@ -108,6 +108,12 @@ TEST_F(Celeba, MalformedPartitionLineNamesFileAndLine) {
             (dir_ / "list_eval_partition.txt").string() + ":3: expected '<image> <0|1|2>', got '000003.jpg 7'");
 }
 
+TEST_F(Celeba, AnImageListedTwiceInThePartitionsIsAnError) {
+  replace_line("list_eval_partition.txt", 4, "000003.jpg 0");
+  EXPECT_EQ(error_of([&] { load(); }),
+            (dir_ / "list_eval_partition.txt").string() + ":4: lists 000003.jpg again (line 3)");
+}
+
 TEST_F(Celeba, MissingFilesAreErrors) {
   fs::remove(dir_ / "list_eval_partition.txt");
   EXPECT_EQ(error_of([&] { load(); }),

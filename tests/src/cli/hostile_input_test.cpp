@@ -182,6 +182,23 @@ TEST(HostileInput, RunDirectoriesAreNeverWrittenOver) {
          return "evaluate " + b() + " --out " + e.string() + " --no-figures";
        },
        2, "holds the evaluation of another experiment", {kHostileWork / "cases" / "eval_of_a"}},
+      {"evaluate into a member folder of a run that is not there yet",
+       [] { return "evaluate " + a() + " --out " + (kHostileWork / "A" / "member_005").string() + " --no-figures"; },
+       2, "/A/member_005 is a member folder of the bnn run "},
+      {"a whole run into a member folder of another run",
+       [] { return tiny_run_args((kHostileWork / "A" / "member_007").string(), ""); }, 2,
+       "/A/member_007 is a member folder of the bnn run "},
+      {"a run whose member folder holds an evaluation",
+       [] {
+         const auto c = copy_of("A", "member_is_evaluation");
+         fs::remove_all(c / "member_001");
+         write_text(c / "member_001" / "bnn.json",
+                    R"({"bnn": "evaluation", "format": 1, "experiment": "0", "settings": {}})" "\n");
+         return "run --resume " + c.string() + " --threads 1";
+       },
+       2, "/member_is_evaluation/member_001 holds the tables of `bnn evaluate` (its bnn.json), not member 1 of this "
+          "run: bnn would mix the member's files with them; move that folder out of the run",
+       {kHostileWork / "cases" / "member_is_evaluation"}},
       {"run into an evaluation folder",
        [] {
          const auto e = fresh("eval_of_a2");
@@ -380,6 +397,48 @@ TEST(HostileInput, AMemberWhoseLockFileIsReplacedStops) {
   EXPECT_FALSE(fs::exists(member / "status.json"));
   EXPECT_FALSE(fs::exists(member / "bayes_probs.npy"));
   EXPECT_TRUE(fs::exists(member / "checkpoint.pt"));  // another process may resume from it
+}
+
+// Note [Run ownership]: the run folder of a running bnn is taken by another
+// experiment (its bnn.json replaced, as by a run started on the folder after
+// it was deleted), and the member that was training stops (its lock file
+// deleted): the next member is not started there, and no metrics are
+// written; and a folder deleted outright is not made again.
+TEST(HostileInput, ARunWhoseFolderIsTakenStartsNoMoreMembers) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  for (const bool deleted : {false, true}) {
+    SCOPED_TRACE(deleted ? "deleted" : "taken");
+    const auto out = fresh(deleted ? "folder_deleted" : "folder_taken");
+    const auto member = out / "member_000";
+    // 1000 sampling epochs: far longer than the polling below takes to act.
+    auto running = std::async(std::launch::async, [&] {
+      return bnn_as_user(tiny_run_args(out.string(), " --set run.members=2 --set sampler.epochs=1000"));
+    });
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!fs::exists(member / "checkpoint.pt") && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(fs::exists(member / "checkpoint.pt"));
+    if (deleted) {
+      fs::remove_all(out);
+    } else {
+      auto manifest = nlohmann::json::parse(bnn::io::read_file(out / "bnn.json"));
+      manifest["settings"]["sampler.step_size"] = "0.002";
+      bnn::io::write_file_atomically(out / "bnn.json", manifest.dump(2) + "\n");
+      fs::remove(member / "lock");
+    }
+    const CommandResult r = running.get();
+    EXPECT_EQ(r.code, 3) << r.output;
+    const std::string lost = out.string() + " is no longer this run's folder: ";
+    EXPECT_NE(r.output.find(lost + (deleted ? "the folder is gone" : "it holds another experiment now (sampler.step_size: "
+                                                                    "0.002 there, 0.001 now)") +
+                            "; 1 member(s) not started there, and no metrics written"),
+              std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(out / "member_001"));
+    EXPECT_FALSE(fs::exists(out / "metrics.json"));
+    if (deleted) EXPECT_FALSE(fs::exists(out)) << "the deleted folder was made again";
+  }
 }
 
 // Findings 5, 6 and 10: nonsense is a config error before any work.

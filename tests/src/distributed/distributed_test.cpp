@@ -17,6 +17,7 @@
 #include "data_loaders/npy.h"
 #include "src/distributed/process_group.h"
 #include "src/io/atomic_file.h"
+#include "src/io/file_lock.h"
 #include "src/io/npy.h"
 #include "tests/support/data_paths.h"
 #include "tests/support/run_bnn.h"
@@ -329,6 +330,79 @@ TEST_F(DistributedRun, TorchrunLaunchesEqualTheRanksLaunchedByHand) {
       EXPECT_EQ(bnn::io::read_file(out / file), bnn::io::read_file(hand / file)) << rendezvous << " " << file;
     }
   }
+}
+
+// Ranks given different runs stop together with one error naming what
+// differs, before any work (their collectives used to stop pairing up part-way,
+// and gloo aborted the process, or rank 1's --members were silently ignored);
+// a resume where one rank sees no checkpoint is caught before restoring; and a
+// rank whose command failed before joining leaves the other saying what it
+// waits for, and for how long.
+TEST_F(DistributedRun, RanksGivenDifferentRunsStopWithOneError) {
+  const auto two = [&](const std::filesystem::path& out) { return args(out) + " --set run.members=2"; };
+  auto ranks = bnn_ranks({two(work_ / "m") + " --members 0", two(work_ / "m") + " --members 1"});
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ranks[r].code, 2) << ranks[r].output;
+    EXPECT_NE(ranks[r].output.find("bnn: error: the 2 ranks of this distributed run were not given the same run: "
+                                   "--members differ; give every rank the same command (rank " +
+                                   std::to_string(r) + " was given: --members " + std::to_string(r)),
+              std::string::npos)
+        << ranks[r].output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(work_ / "m"));
+  ranks = bnn_ranks({args(work_ / "e"), args(work_ / "e") + " --set sampler.epochs=4"});
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ranks[r].code, 2) << ranks[r].output;
+    EXPECT_NE(ranks[r].output.find("not given the same run: the experiment (config and --set) differ"),
+              std::string::npos)
+        << ranks[r].output;
+  }
+
+  const auto cut = work_ / "cut", copy = work_ / "cut_copy";
+  ranks = bnn_ranks({args(cut), args(cut)}, "BNN_KILL_AT_SAMPLER_STEP=25");
+  ASSERT_EQ(ranks[0].code, 128 + 9) << ranks[0].output;
+  std::filesystem::copy(cut, copy, std::filesystem::copy_options::recursive);
+  std::filesystem::remove(copy / "member_000" / "checkpoint.pt");
+  ranks = bnn_ranks({"run --threads 1 --resume " + cut.string(), "run --threads 1 --resume " + copy.string()});
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ranks[r].code, 2) << ranks[r].output;
+    EXPECT_NE(ranks[r].output.find("member 0: the 2 ranks do not see the same checkpoint"), std::string::npos)
+        << ranks[r].output;
+  }
+  EXPECT_NE(ranks[1].output.find("(rank 1 sees no " + (copy / "member_000" / "checkpoint.pt").string() + ")"),
+            std::string::npos)
+      << ranks[1].output;
+  EXPECT_TRUE(std::filesystem::exists(cut / "member_000" / "checkpoint.pt"));
+
+  ranks = bnn_ranks({args(work_ / "w") + " --distributed-timeout 3", args(work_ / "w") + " --set sampler.step_size=-1"});
+  EXPECT_EQ(ranks[1].code, 2) << ranks[1].output;
+  EXPECT_NE(ranks[0].code, 0) << ranks[0].output;
+  EXPECT_NE(ranks[0].code, 124) << "rank 0 waited out the test's own timeout:\n" << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("distributed: rank 0 of 2 joining at 127.0.0.1:"), std::string::npos)
+      << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("it waits up to 3 s (--distributed-timeout) for the other ranks"), std::string::npos)
+      << ranks[0].output;
+  std::printf("rank 0 alone:\n%s\n", ranks[0].output.c_str());
+}
+
+// Note [Member locks]: a distributed run whose members are all being trained
+// by another process has nothing to do, and nothing failed: exit 0 on every
+// rank, as for one process (rank 0 said "no member has finished" and exited 3).
+TEST_F(DistributedRun, MembersHeldByAnotherProcessAreNotAFailure) {
+  const auto out = work_ / "held";
+  // A run folder whose one member is unfinished (its process killed), then held by "another process".
+  const auto first = bnn(args(out), "BNN_KILL_AT_SAMPLER_STEP=1");
+  ASSERT_EQ(first.code, 128 + 9) << first.output;
+  const auto lock = bnn::io::FileLock::try_acquire(out / "member_000" / "lock");
+  ASSERT_TRUE(lock.has_value());
+  const std::string resume = "run --threads 1 --resume " + out.string();
+  const auto ranks = bnn_ranks({resume, resume});
+  EXPECT_EQ(ranks[0].code, 0) << ranks[0].output;
+  EXPECT_EQ(ranks[1].code, 0) << ranks[1].output;
+  EXPECT_NE(ranks[0].output.find("member 0: another process is training it"), std::string::npos) << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("the 1 member(s) left are being trained by other processes"), std::string::npos)
+      << ranks[0].output;
+  EXPECT_FALSE(std::filesystem::exists(out / "member_000" / "status.json"));
 }
 
 TEST_F(DistributedRun, MissingWorldSizeIsAClearError) {

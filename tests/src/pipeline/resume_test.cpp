@@ -292,6 +292,17 @@ TEST_F(Resume, ResumeNeedsARunDirectory) {
       << r.output;
   r = bnn("run --resume " + work_.string() + " --config " + kTinyConfig);
   EXPECT_NE(r.output.find("drop --config and --out"), std::string::npos) << r.output;
+  // Stopped as it started: its bnn.json is written, its config.yaml not yet.
+  const auto starting = work_ / "starting";
+  std::filesystem::create_directories(starting);
+  bnn::io::write_file_atomically(starting / "bnn.json", R"({"bnn": "run"})" "\n");
+  r = bnn("run --resume " + starting.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.output.find(starting.string() + " has a bnn.json but no config.yaml (a run stopped as it started?): run "
+                                              "its first command, bnn run --config ... --out " +
+                          starting.string() + ", again, which writes it"),
+            std::string::npos)
+      << r.output;
 }
 
 }  // namespace
