@@ -62,6 +62,7 @@ int64_t count_records(const fs::path& path) {
 
 std::vector<uint8_t> read_bytes(const fs::path& path, int64_t size) {
   std::vector<uint8_t> bytes(static_cast<size_t>(size));
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(size));
   if (!in || in.gcount() != size) {

@@ -69,8 +69,11 @@ std::vector<uint8_t> read_file_bytes(const fs::path& path) {
                                 "image",
                                 size_on_disk, kMaxImageFileBytes));
   }
+  errno = 0;
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) bad_image(path, fmt::format("cannot read the file: {}", std::strerror(errno)));
+  if (!in) {
+    bad_image(path, fmt::format("cannot read the file: {}", errno != 0 ? std::strerror(errno) : "it cannot be opened"));
+  }
   const std::streamsize size = in.tellg();
   std::vector<uint8_t> bytes(static_cast<size_t>(std::max<std::streamsize>(size, 0)));
   in.seekg(0);

@@ -23,7 +23,8 @@
 // (no host synchronisation); diagnostics() reports the acceptance rate.
 // Only the states at block ends are the chain's: inside a block the position
 // is a proposal the test may still reject, so `bnn run` keeps samples at
-// block ends only (it refuses a sampler.thin or burn-in that L does not divide).
+// block ends only (it refuses a sampler.thin, or batches per epoch, that L does
+// not divide).
 // For the same reason each step's loss, with MH, is not the proposal's
 // minibatch loss but the chain's: the full-data loss of the state at the last
 // block end (x* before the first) over N_m, so that an epoch's mean training

@@ -132,7 +132,7 @@ int cmd_run(int argc, char** argv) {
     if (!std::filesystem::exists(config_file)) {
       // A run stopped while it started writes bnn.json before config.yaml.
       throw config::ConfigError(
-          std::filesystem::exists(run_options.run_dir / bnn::pipeline::kManifestFile)
+          bnn::pipeline::holds_manifest_of(run_options.run_dir, "run")
               ? fmt::format("bnn run --resume: {} has a bnn.json but no config.yaml (a run stopped as it started?): "
                             "run its first command, bnn run --config ... --out {}, again, which writes it",
                             run_options.run_dir.string(), run_options.run_dir.string())
@@ -182,8 +182,10 @@ int cmd_run(int argc, char** argv) {
   if (args.count("distributed-timeout") && !args.count("distributed")) {
     throw config::ConfigError("--distributed-timeout applies to --distributed only");
   }
-  if (timeout < 1) {
-    throw config::ConfigError(fmt::format("--distributed-timeout {}: give a number of seconds of at least 1", timeout));
+  constexpr int64_t kWeek = 7 * 24 * 3600;
+  if (timeout < 1 || timeout > kWeek) {
+    throw config::ConfigError(
+        fmt::format("--distributed-timeout {}: give a number of seconds from 1 to {} (a week)", timeout, kWeek));
   }
   if (args.count("distributed")) {
     group = join_process_group(config, timeout);

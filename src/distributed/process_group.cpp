@@ -179,8 +179,8 @@ struct ProcessGroup::Impl {
 namespace {
 
 std::string rendezvous_failure(const Rendezvous& r, const std::string& what, std::chrono::milliseconds timeout) {
-  return fmt::format("rendezvous at {}:{} as rank {} of {} failed: {} (within {} s: did every rank start, with the "
-                     "same MASTER_ADDR, MASTER_PORT and WORLD_SIZE? A rank that stopped on an error of its own "
+  return fmt::format("rendezvous at {}:{} as rank {} of {} failed: {} (a timeout is {} s: did every rank start, with "
+                     "the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE? A rank that stopped on an error of its own "
                      "says so in its output)",
                      r.master_addr, r.master_port, r.rank, r.world_size, what,
                      std::chrono::duration_cast<std::chrono::seconds>(timeout).count());

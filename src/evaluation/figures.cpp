@@ -225,15 +225,6 @@ void loss_traces(const FigureInputs& in, const std::filesystem::path& dir, std::
   add_figure(script, "loss_traces", 1000, 560, body);
 }
 
-bool has_split_rhat(const std::vector<RhatCurve>& curves) {
-  for (const RhatCurve& c : curves) {
-    for (const RhatAtEpoch& p : c.points) {
-      if (std::isfinite(p.split_rhat)) return true;
-    }
-  }
-  return false;
-}
-
 // Two panels, classic and split R-hat; data block 2i is curve i's classic
 // R-hat, block 2i+1 its split R-hat (finite values only).
 void rhat_vs_epoch(const std::vector<RhatCurve>& curves, const std::string& title, const std::filesystem::path& dir,
@@ -466,6 +457,15 @@ FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::pa
     }
     return run_script(script, names, dir);
   });
+}
+
+bool has_split_rhat(const std::vector<RhatCurve>& curves) {
+  for (const RhatCurve& c : curves) {
+    for (const RhatAtEpoch& p : c.points) {
+      if (std::isfinite(p.split_rhat)) return true;
+    }
+  }
+  return false;
 }
 
 FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::string& title,

@@ -101,6 +101,11 @@ struct FigureOutcome {
 // break its preconditions (TORCH_CHECK).
 FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir);
 
+// Whether some point of `curves` has a finite split R-hat: none has where
+// every chain stood still (a within-chain variance of 0), or where too few
+// draws were kept.
+bool has_split_rhat(const std::vector<RhatCurve>& curves);
+
 // rhat_vs_epoch alone, titled `title`, the same way (its own figures.gp).
 // `curves` must hold a split R-hat somewhere (TORCH_CHECK).
 FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::string& title,

@@ -94,6 +94,22 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   }
 }
 
+StagedFiles::~StagedFiles() {
+  for (const auto& [tmp, path] : staged_) ::unlink(tmp.c_str());
+}
+
+void StagedFiles::stage(const std::filesystem::path& path, std::string_view contents) {
+  staged_.emplace_back(write_temporary(path, contents), path);
+}
+
+void StagedFiles::commit() {
+  while (!staged_.empty()) {
+    const auto [tmp, path] = staged_.front();
+    if (::rename(tmp.c_str(), path.c_str()) != 0) throw WriteError(path, errno);  // the rest unlinked by the destructor
+    staged_.erase(staged_.begin());
+  }
+}
+
 bool create_file_atomically(const std::filesystem::path& path, std::string_view contents) {
   const std::filesystem::path tmp = write_temporary(path, contents);
   // link(2) publishes the whole file under `path` only if no file has that name.

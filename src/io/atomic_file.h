@@ -20,6 +20,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace bnn::io {
 
@@ -54,6 +56,27 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 // through link(2) of the temporary file; on a filesystem without hard links
 // (EPERM, ENOTSUP), atomic but not exclusive. Throws as write_file_atomically.
 bool create_file_atomically(const std::filesystem::path& path, std::string_view contents);
+
+// Note [Staged writes]: a set of files that should change together (an
+// evaluation's tables and reports). stage() writes each to its temporary
+// file; commit() then renames them all, which needs no space: a disk that
+// fills, or any other failed write, fails a stage() before any file of the
+// set is replaced, and the temporaries are removed. (A process killed during
+// the renames still leaves the set part old, part new.)
+class StagedFiles {
+ public:
+  StagedFiles() = default;
+  StagedFiles(const StagedFiles&) = delete;
+  StagedFiles& operator=(const StagedFiles&) = delete;
+  ~StagedFiles();
+  // Throws as write_file_atomically, replacing nothing.
+  void stage(const std::filesystem::path& path, std::string_view contents);
+  // Renames every staged file into place, in the order staged.
+  void commit();
+
+ private:
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> staged_;  // temporary, final
+};
 
 // A fresh temporary name for an atomic write of `path`, in its directory.
 std::filesystem::path temporary_path(const std::filesystem::path& path);

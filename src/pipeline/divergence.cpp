@@ -88,12 +88,18 @@ std::optional<double> anchor_accuracy(const std::filesystem::path& member, const
   std::error_code ec;
   if (!std::filesystem::exists(probs, ec) || !std::filesystem::exists(labels, ec)) return std::nullopt;
   try {
-    const torch::Tensor p = data_loaders::read_npy(probs), y = data_loaders::read_npy(labels);
-    if (p.dim() != 2 || y.dim() != 1 || p.size(0) != y.size(0) || p.size(0) == 0) return std::nullopt;
-    return p.argmax(1).eq(y.to(torch::kLong)).to(torch::kDouble).mean().item<double>();
+    return accuracy_of(data_loaders::read_npy(probs), data_loaders::read_npy(labels));
   } catch (const std::exception&) {
     return std::nullopt;  // bnn evaluate names a damaged file when it reads it
   }
+}
+
+std::optional<double> accuracy_of(const torch::Tensor& probs, const torch::Tensor& labels) {
+  if (probs.dim() != 2 || labels.dim() != 1 || probs.size(0) != labels.size(0) || probs.size(0) == 0 ||
+      labels.is_floating_point()) {
+    return std::nullopt;
+  }
+  return probs.argmax(1).eq(labels.to(torch::kLong)).to(torch::kDouble).mean().item<double>();
 }
 
 std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config,

@@ -37,6 +37,8 @@
 #include <optional>
 #include <string>
 
+#include <torch/torch.h>
+
 #include "src/config/config.h"
 
 namespace bnn::pipeline {
@@ -59,6 +61,9 @@ std::optional<Divergence> check_divergence(const std::string& trace_rows, const 
 // x*'s test accuracy from `member`/<anchor>_probs.npy and the run's
 // labels.npy; nullopt where either is missing or unreadable.
 std::optional<double> anchor_accuracy(const std::filesystem::path& member, const config::Config& config);
+// The accuracy of `probs` (N x K) against `labels` (N); nullopt where their
+// shapes do not fit (the caller names a damaged file when it checks them).
+std::optional<double> accuracy_of(const torch::Tensor& probs, const torch::Tensor& labels);
 
 // The check over `member`/trace.csv (Note [Run directory]).
 std::optional<Divergence> check_member_divergence(const std::filesystem::path& member, const config::Config& config,

@@ -76,12 +76,12 @@ std::vector<std::pair<int64_t, std::filesystem::path>> stored_samples(const std:
   return out;
 }
 
-// trace.csv, checked line by line: evaluation takes losses from it.
-evaluation::LossTrace read_trace(const std::filesystem::path& member) {
+// trace.csv (its text `text`), checked line by line: evaluation takes losses from it.
+evaluation::LossTrace read_trace(const std::filesystem::path& member, const std::string& text) {
   const auto path = member / kTraceFile;
   evaluation::LossTrace trace;
   trace.member = member.filename().string();
-  std::istringstream in(io::read_file(path));
+  std::istringstream in(text);
   std::string line;
   std::getline(in, line);
   if (line != "phase,epoch,loss,test_accuracy,lr_or_h,seconds") {
@@ -183,13 +183,15 @@ struct Selection {
 };
 
 MemberData load_member(const std::filesystem::path& dir, const config::Config& config, const Selection& selection,
-                       int64_t rows, int64_t& classes) {
+                       const torch::Tensor& labels, int64_t& classes) {
+  const int64_t rows = labels.size(0);
   MemberData m;
   m.dir = dir;
   for (const std::string& method : point_estimates(config)) {
     m.point[method] = read_probabilities(point_probs_path(dir, method), rows, classes);
   }
-  m.trace = read_trace(dir);
+  const std::string trace_text = io::read_file(dir / kTraceFile);
+  m.trace = read_trace(dir, trace_text);
   const auto stored = stored_samples(dir);
   const auto status = nlohmann::json::parse(io::read_file(dir / kStatusFile));  // member_finished() checked it
   // status.json's counts, or -1 where it has none (an older bnn).
@@ -200,7 +202,13 @@ MemberData load_member(const std::filesystem::path& dir, const config::Config& c
     }
     return status[key].get<int64_t>();
   };
-  if (const auto d = check_member_divergence(dir, config, classes)) m.diverged = d->reason;  // Note [Divergence check]
+  // Note [Divergence check], from the trace and x*'s probabilities already read.
+  const auto header_end = trace_text.find('\n');
+  if (const auto d = check_divergence(header_end == std::string::npos ? "" : trace_text.substr(header_end + 1),
+                                      anchor_point(config), config, classes,
+                                      accuracy_of(m.point.at(anchor_point(config)), labels))) {
+    m.diverged = d->reason;
+  }
   if (status.contains("sampler_warning") && status["sampler_warning"].is_string()) {
     m.sampler_warning = status["sampler_warning"].get<std::string>();
   }
@@ -415,9 +423,12 @@ std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::
 // no lock any more, and the files it has written stand beside the earlier
 // evaluation's. So everything is computed and the figures drawn (each checked
 // whole before it replaces one: Note [Figures] in src/evaluation/figures.h)
-// before the tables and reports are written, last, one after another: a kill
-// leaves the earlier set whole but for those few milliseconds of writes, and
-// the next evaluation rewrites them all.
+// before the tables and reports (and an evaluation folder's bnn.json) are
+// written, last: each to a temporary file, then all renamed (Note [Staged
+// writes] in src/io/atomic_file.h). A write that fails (a full disk) leaves
+// the earlier set whole, beside figures that may already be the new ones; a
+// kill leaves it whole but for the milliseconds of the renames; the next
+// evaluation rewrites them all.
 // Under the lock: the temporary files of an evaluation killed between a write
 // and its rename (Note [Atomic writes]), which only evaluations write: in
 // figures/ and of the tables and reports. A run's own files (bnn.json,
@@ -516,7 +527,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   int64_t classes = -1;
   for (const auto& [name, dir] : chosen) {
     selection.members.push_back(name);
-    members.push_back(load_member(dir, config, selection, labels.size(0), classes));
+    members.push_back(load_member(dir, config, selection, labels, classes));
   }
   if (labels.dim() != 1 || labels.is_floating_point() || labels.min().item<int64_t>() < 0 ||
       labels.max().item<int64_t>() >= classes) {
@@ -724,16 +735,19 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
                                          "evaluate again once no other does)",
                                          e.what(), out_dir.string()));
   }
-  record_evaluated_runs(out_dir, run_dirs, config);
-  io::write_file_atomically(out_dir / "metrics.json", metrics.dump(2) + "\n");
-  io::write_file_atomically(out_dir / "metrics.csv", evaluation::to_csv(rows));
-  io::write_file_atomically(
-      out_dir / "metrics.txt",
-      evaluation::to_table(rows) + (ood_rows.empty() ? "" : "\n" + evaluation::ood_text_table(ood_rows)));
-  if (!ood_rows.empty()) io::write_file_atomically(out_dir / "metrics_ood.csv", evaluation::ood_csv(ood_rows));
-  io::write_file_atomically(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
-  io::write_file_atomically(out_dir / "report.md", markdown);
-  io::write_file_atomically(out_dir / "report.html", html);
+  // Note [Staged writes]: every table and report written before any is
+  // replaced, so a write that fails (a full disk) leaves the earlier set whole.
+  io::StagedFiles files;
+  if (const auto manifest = evaluation_manifest(out_dir, run_dirs, config)) files.stage(out_dir / "bnn.json", *manifest);
+  files.stage(out_dir / "metrics.json", metrics.dump(2) + "\n");
+  files.stage(out_dir / "metrics.csv", evaluation::to_csv(rows));
+  files.stage(out_dir / "metrics.txt",
+              evaluation::to_table(rows) + (ood_rows.empty() ? "" : "\n" + evaluation::ood_text_table(ood_rows)));
+  if (!ood_rows.empty()) files.stage(out_dir / "metrics_ood.csv", evaluation::ood_csv(ood_rows));
+  files.stage(out_dir / "uncertainty.json", uncertainty.dump(2) + "\n");
+  files.stage(out_dir / "report.md", markdown);
+  files.stage(out_dir / "report.html", html);
+  files.commit();
   return rows;
 }
 

@@ -104,7 +104,15 @@ Member::Member(const MemberContext& ctx, int64_t index)
     }
   }
   if (writes()) {
-    std::filesystem::create_directories(dir_ / kSamplesDir);
+    // Not create_directories: a run folder deleted meanwhile is not made again
+    // (the error that follows is the lost lock's: Note [Run ownership]).
+    for (const auto& folder : {dir_, dir_ / kSamplesDir}) {
+      std::error_code ec;
+      if (std::filesystem::create_directory(folder, ec) || std::filesystem::is_directory(folder)) continue;
+      throw std::runtime_error(fmt::format("cannot create the folder {}: {}", folder.string(),
+                                           std::filesystem::exists(folder) ? "a file of that name is in its place"
+                                                                           : ec.message()));
+    }
     if (ctx.ood != nullptr) {
       for (const OodSet& set : *ctx.ood) {
         std::filesystem::create_directories(ood_member_dir(dir_, set.name) / kSamplesDir);
@@ -248,13 +256,15 @@ void Member::check_ranks_see_the_checkpoint(bool resume) {
   std::error_code ec;
   const bool has = resume && std::filesystem::exists(checkpoint_path(), ec);
   const auto size = has ? static_cast<int64_t>(std::filesystem::file_size(checkpoint_path(), ec)) : int64_t{0};
+  // A file this rank cannot look at (-1) never matches another rank's.
   if (ctx_.group->identical_on_all_ranks(torch::tensor({int64_t{has ? 1 : 0}, ec ? int64_t{-1} : size}))) return;
+  const std::string sees = ec  ? fmt::format("cannot look at {}: {}", checkpoint_path().string(), ec.message())
+                           : has ? fmt::format("sees {} of {} bytes", checkpoint_path().string(), size)
+                                 : fmt::format("sees no {}", checkpoint_path().string());
   throw std::runtime_error(fmt::format(
-      "member {}: the {} ranks do not see the same checkpoint (rank {} sees {}); every rank must resume from rank "
+      "member {}: the {} ranks do not see the same checkpoint (rank {} {}); every rank must resume from rank "
       "0's run directory: give them all the same folder, on a file system they share",
-      index_, ctx_.group->world_size(), ctx_.group->rank(),
-      has ? fmt::format("{} of {} bytes", checkpoint_path().string(), size)
-          : fmt::format("no {}", checkpoint_path().string())));
+      index_, ctx_.group->world_size(), ctx_.group->rank(), sees));
 }
 
 // Note [Data-parallel member]: ranks that disagree would silently average

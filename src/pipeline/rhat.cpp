@@ -311,15 +311,6 @@ void validate(const config::Config& config, const RhatOptions& options) {
   if (options.loss_every < 0) {
     throw config::ConfigError(fmt::format("--loss-every must be >= 0, got {}", options.loss_every));
   }
-  // samplers/obabo.h: inside a Metropolis-Hastings block the position is a
-  // proposal, and the loss a chain reports at every step is the proposal's.
-  if (config.sampler.name == "obabo" && config.sampler.mh_block > 0) {
-    throw config::ConfigError(fmt::format(
-        "config key 'sampler.mh_block': invalid value '{}': bnn rhat follows each chain by its training loss at "
-        "every step, and inside obabo's Metropolis-Hastings blocks that is the loss of proposals the test may "
-        "reject; use mh_block 0 (unadjusted obabo) or another sampler",
-        config.sampler.mh_block));
-  }
   if (config.sampler.epochs - config.sampler.burn_in < kMinDraws) {
     throw config::ConfigError(fmt::format(
         "R-hat needs at least {} sampling epochs after burn-in: sampler.epochs {} and sampler.burn_in {} leave {}",
@@ -466,9 +457,15 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
                  result.burn_in);
   }
   if (!result.missing.empty()) return result;  // the tables wait for every repeat
-  if (options.figures) {
-    std::vector<evaluation::RhatCurve> curves;
-    for (const RhatRepeat& r : result.repeats) curves.push_back({fmt::format("repeat {}", r.repeat), r.by_epoch});
+  std::vector<evaluation::RhatCurve> curves;
+  for (const RhatRepeat& r : result.repeats) curves.push_back({fmt::format("repeat {}", r.repeat), r.by_epoch});
+  if (options.figures && !evaluation::has_split_rhat(curves)) {
+    // Chains that never moved (obabo rejecting every block, say) have no
+    // within-chain variance: the table says so with its numbers.
+    result.figure_error = "no split R-hat could be computed at any epoch (each chain's epoch losses are constant: "
+                          "did the chains move?)";
+    spdlog::warn("figure not drawn: {}", result.figure_error);
+  } else if (options.figures) {
     const auto outcome = evaluation::draw_rhat_figure(
         curves,
         fmt::format("R-hat of the mean training loss across {} chains from x* + {:g} N(0, I), burn-in {} epochs",

@@ -232,7 +232,6 @@ void check_retained_samples(const config::Config& config, int64_t num_batches) {
   const auto& s = config.sampler;
   const Retention retention = retention_of(config, num_batches);
   const int64_t thin = retention.thin();
-  const int64_t burn_in_steps = s.burn_in * num_batches;
   const int64_t after_burn_in = (s.epochs - s.burn_in) * num_batches;
   const int64_t retained = retention.count(s.epochs * num_batches);
   if (retained == 0) {
@@ -243,15 +242,16 @@ void check_retained_samples(const config::Config& config, int64_t num_batches) {
                                           after_burn_in));
   }
   // samplers/obabo.h: only a block's end is a state of the chain; inside a
-  // block the position is a proposal the test may still reject.
-  if (s.name == "obabo" && s.mh_block > 0 && (thin % s.mh_block != 0 || burn_in_steps % s.mh_block != 0)) {
+  // block the position is a proposal the test may still reject. Samples are
+  // kept, and each epoch's test accuracy is taken, where blocks end; so the
+  // burn-in (whole epochs) ends at a block's end too.
+  if (s.name == "obabo" && s.mh_block > 0 && (thin % s.mh_block != 0 || num_batches % s.mh_block != 0)) {
     throw config::ConfigError(fmt::format(
-        "config key 'sampler.mh_block': invalid value '{}': obabo keeps a sample only where a Metropolis-Hastings "
-        "block ends (inside a block the position is a proposal the test may reject), so the steps between samples "
-        "({}, sampler.thin{}) and the burn-in's {} steps (sampler.burn_in {} x {} batches) must be multiples of it; "
+        "config key 'sampler.mh_block': invalid value '{}': obabo keeps a sample, and scores an epoch's end, only "
+        "where a Metropolis-Hastings block ends (inside a block the position is a proposal the test may reject), so "
+        "the batches of an epoch ({}) and the steps between samples ({}, sampler.thin{}) must be multiples of it; "
         "{} divides both",
-        s.mh_block, thin, s.thin == 0 ? " 0: an epoch" : "", burn_in_steps, s.burn_in, num_batches,
-        std::gcd(thin, burn_in_steps)));
+        s.mh_block, num_batches, thin, s.thin == 0 ? " 0: an epoch" : "", std::gcd(thin, num_batches)));
   }
   const auto& e = config.evaluation;
   if (e.save_sample_weights && e.sample_weights_every > retained) {
@@ -341,33 +341,66 @@ std::vector<int64_t> unfinished_members(const std::filesystem::path& dir, const 
 // both fresh or both resumed: else their collectives stop pairing up part-way
 // (gloo aborts the process) or every rank trains rank 0's members whatever
 // its own --members said. Compared before any work; every rank gets the same
-// answer, and all stop with the same error.
+// answer, and all stop with the same error, naming the keys that differ.
 void check_ranks_were_given_one_run(distributed::ProcessGroup& group, const config::Config& config,
                                     const RunOptions& options) {
   const auto hash = [](const std::string& text) {
     uint64_t h = 14695981039346656037ull;  // FNV-1a
     for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return h;
+    int64_t bits = 0;  // the 64 bits in an int64 tensor
+    std::memcpy(&bits, &h, sizeof bits);
+    return bits;
   };
+  const auto agree = [&](const std::string& text) { return group.identical_on_all_ranks(torch::tensor({hash(text)})); };
+  const auto settings = rank_agreement_settings(config);
+  std::string all;
+  for (const auto& [key, value] : settings) all += key + "=" + value + "\n";
   const std::string members = options.members.empty() ? std::string("all") : members_option(options.members);
-  const std::vector<std::pair<std::string, uint64_t>> parts = {
-      {"the experiment (config and --set)", rank_agreement_hash(config)},
-      {"--members", hash(members)},
-      {"--resume", options.resume ? 1 : 0},
-  };
   std::vector<std::string> differ;
-  for (const auto& [what, value] : parts) {
-    // Bit-cast: the hash's 64 bits in an int64 tensor.
-    int64_t bits = 0;
-    std::memcpy(&bits, &value, sizeof bits);
-    if (!group.identical_on_all_ranks(torch::tensor({bits}))) differ.push_back(what);
+  if (!agree(all)) {
+    // Key by key, where every rank has the same keys (the same bnn).
+    if (!group.identical_on_all_ranks(torch::tensor({static_cast<int64_t>(settings.size())}))) {
+      differ.push_back("the config keys (the ranks run different builds of bnn)");
+    } else {
+      for (const auto& [key, value] : settings) {
+        if (!agree(key + "=" + value)) differ.push_back(key);
+      }
+    }
   }
+  if (!agree(members)) differ.push_back("--members");
+  if (!agree(options.resume ? "resume" : "new")) differ.push_back("--resume");
   if (differ.empty()) return;
   throw config::ConfigError(fmt::format(
       "the {} ranks of this distributed run were not given the same run: {} differ; give every rank the same "
-      "command (rank {} was given: --members {}, {}, experiment {:016x})",
+      "command (rank {} was given: --members {}, {})",
       group.world_size(), fmt::join(differ, ", "), group.rank(), members,
-      options.resume ? "--resume " + options.run_dir.string() : "a new run", rank_agreement_hash(config)));
+      options.resume ? "--resume " + options.run_dir.string() : "a new run"));
+}
+
+// Each rank reads the data itself, perhaps from its own copy: copies that
+// differ would give the ranks' shards of one batch different examples, and
+// nothing else would notice (the all-reduced gradients keep their parameters
+// equal). The labels of both splits are compared.
+void check_ranks_read_one_data_set(distributed::ProcessGroup& group, const config::Config& config,
+                                   const data_loaders::Dataset& data) {
+  const auto digest = [](const torch::Tensor& labels) {
+    const torch::Tensor l = labels.to(torch::kCPU, torch::kLong).contiguous();
+    uint64_t h = 14695981039346656037ull;  // FNV-1a over the bytes
+    const auto* bytes = static_cast<const unsigned char*>(l.data_ptr());
+    for (size_t i = 0; i < static_cast<size_t>(l.numel()) * sizeof(int64_t); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    int64_t bits = 0;
+    std::memcpy(&bits, &h, sizeof bits);
+    return torch::tensor({bits, l.numel()});
+  };
+  std::vector<std::string> differ;
+  if (!group.identical_on_all_ranks(digest(data.train.labels))) differ.push_back("training");
+  if (!group.identical_on_all_ranks(digest(data.test.labels))) differ.push_back("test");
+  if (differ.empty()) return;
+  throw config::ConfigError(fmt::format("the {} ranks of this distributed run read different data: the labels of "
+                                        "the {} split{} differ (rank {} read data.dir {}); give every rank the same "
+                                        "data",
+                                        group.world_size(), fmt::join(differ, " and "), differ.size() > 1 ? "s" : "",
+                                        group.rank(), config.data.dir));
 }
 
 // Rank 0's `todo` on every rank (the other ranks may not see the directory).
@@ -387,9 +420,19 @@ std::vector<int64_t> share_todo(distributed::ProcessGroup& group, const std::vec
 
 // Note [Member locks]: the lock of member `index`, or nullopt (logged) if
 // another process holds it or the member has finished meanwhile.
+// Note [Run ownership]: the run folder went away under this process.
+struct RunFolderGone : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 std::optional<io::FileLock> lock_member(const std::filesystem::path& dir, int64_t index) {
   const auto member = member_dir(dir, index);
-  std::filesystem::create_directories(member);
+  // Only the member's own folder is made: a run folder deleted meanwhile is
+  // not made again (RunFolderGone).
+  std::error_code ec;
+  std::filesystem::create_directory(member, ec);
+  if (ec == std::errc::no_such_file_or_directory) throw RunFolderGone("the folder is gone");
+  if (ec) throw std::filesystem::filesystem_error("cannot create the member folder", member, ec);
   auto lock = io::FileLock::try_acquire(member / kLockFile);
   if (!lock) {
     spdlog::warn("member {}: another process is training it ({} is locked); skipping", index,
@@ -676,6 +719,7 @@ int run(const config::Config& config, const RunOptions& options) {
                  d.features ? "examples" : "images", device.str(),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
   }
+  if (group != nullptr) check_ranks_read_one_data_set(*group, config, data.begin()->second);
   // Note [Out-of-distribution sets]: one copy per device, checked before the directory is claimed.
   std::map<std::string, std::vector<OodSet>> ood;
   for (const auto& [device, d] : data) {
@@ -848,8 +892,15 @@ int run(const config::Config& config, const RunOptions& options) {
         // Note [Member locks]: one process at a time trains a member. A
         // data-parallel run's ranks follow rank 0's list instead.
         std::optional<io::FileLock> lock;
-        if (group == nullptr && !(lock = lock_member(dir, todo[i]))) {
-          ++held_elsewhere;
+        try {
+          if (group == nullptr && !(lock = lock_member(dir, todo[i]))) {
+            ++held_elsewhere;
+            continue;
+          }
+        } catch (const RunFolderGone& gone) {
+          const std::lock_guard<std::mutex> guard(folder_mutex);
+          if (!folder_lost) folder_lost = gone.what();
+          ++not_started;
           continue;
         }
         // --whole-members: a member trained from its start (no checkpoint to resume) times a whole

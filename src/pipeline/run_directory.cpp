@@ -242,20 +242,28 @@ std::string contents_of(const std::string& kind) {
 // members' (or will be): a run's, an evaluation's or bnn rhat's output there
 // would be mixed with the member's files. Refused for every command's --out.
 void refuse_member_folder(const std::filesystem::path& out) {
-  const auto absolute = std::filesystem::absolute(out).lexically_normal();
-  const auto name = (absolute.has_filename() ? absolute : absolute.parent_path()).filename().string();
-  const auto parent = (absolute.has_filename() ? absolute : absolute.parent_path()).parent_path();
-  if (name.rfind("member_", 0) != 0) return;
+  // Through symbolic links: a link to RUN/member_001 is that folder.
+  std::error_code ec;
+  auto path = std::filesystem::weakly_canonical(std::filesystem::absolute(out), ec);
+  if (ec) path = std::filesystem::absolute(out).lexically_normal();
+  if (!path.has_filename()) path = path.parent_path();
+  if (path.filename().string().rfind("member_", 0) != 0) return;
+  const auto parent = path.parent_path();
   std::optional<Manifest> manifest;
   try {
     manifest = read_manifest(parent);
   } catch (const ConfigError&) {
-    return;  // not a run this check can vouch for; the run's own checks refuse its damaged bnn.json
+    return;  // not a folder this check can vouch for; its own checks refuse its damaged bnn.json
   }
-  if (!manifest || manifest->kind != "run") return;
-  throw ConfigError(fmt::format("--out {} is a member folder of the bnn run {}: its files would be mixed with that "
-                                "member's; give --out a folder outside the run",
-                                out.string(), parent.string()));
+  // A run (or bnn rhat's chains, kept in member folders too); a run of a bnn before manifests has config.yaml.
+  const bool members_there =
+      manifest ? manifest->kind == "run" || manifest->kind == "rhat" : std::filesystem::exists(parent / kConfigFile);
+  if (!members_there) return;
+  throw ConfigError(fmt::format("--out {} is a member folder of {}: its files would be mixed with that member's; "
+                                "give --out a folder outside it",
+                                out.string(),
+                                manifest && manifest->kind == "rhat" ? "the bnn rhat folder " + parent.string()
+                                                                      : "the bnn run " + parent.string()));
 }
 
 bool has_members(const std::filesystem::path& dir) {
@@ -295,6 +303,15 @@ void check_same_test_labels(const std::filesystem::path& dir, const torch::Tenso
                                 path.string(), difference));
 }
 
+bool holds_manifest_of(const std::filesystem::path& dir, const std::string& kind) {
+  try {
+    const auto manifest = read_manifest(dir);
+    return manifest && manifest->kind == kind;
+  } catch (const ConfigError&) {
+    return false;
+  }
+}
+
 std::optional<std::string> other_than_run(const std::filesystem::path& dir) {
   std::optional<Manifest> manifest;
   try {
@@ -306,10 +323,10 @@ std::optional<std::string> other_than_run(const std::filesystem::path& dir) {
   return contents_of(manifest->kind);
 }
 
-uint64_t rank_agreement_hash(const config::Config& config) {
+std::map<std::string, std::string> rank_agreement_settings(const config::Config& config) {
   Settings settings = experiment_keys(config);
-  settings.erase("data.dir");
-  return std::stoull(identity_of(settings), nullptr, 16);
+  for (const char* key : {"data.dir", "model.path", "evaluation.ood"}) settings.erase(key);
+  return settings;
 }
 
 bool same_experiment(const config::Config& a, const config::Config& b) {
@@ -459,19 +476,20 @@ void claim_evaluation_directory(const std::filesystem::path& out, const std::vec
     throw ConfigError(fmt::format("--out {} holds the evaluation of another experiment; give --out a new folder",
                                   out.string()));
   }
-  // Its "runs" are rewritten by record_evaluated_runs, under the evaluation's
-  // lock, beside the tables they describe.
+  // Its "runs" are rewritten with the tables they describe, under the
+  // evaluation's lock (evaluation_manifest).
 }
 
-void record_evaluated_runs(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
-                           const config::Config& config) {
+std::optional<std::string> evaluation_manifest(const std::filesystem::path& out,
+                                               const std::vector<std::filesystem::path>& run_dirs,
+                                               const config::Config& config) {
   std::error_code ec;
-  if (run_dirs.size() == 1 && std::filesystem::equivalent(out, run_dirs.front(), ec)) return;  // the run's own
+  if (run_dirs.size() == 1 && std::filesystem::equivalent(out, run_dirs.front(), ec)) return std::nullopt;
   nlohmann::json manifest = manifest_json("evaluation", config);
   std::vector<std::string> runs;
   for (const auto& d : run_dirs) runs.push_back(std::filesystem::absolute(d).lexically_normal().string());
   manifest["runs"] = runs;
-  write_manifest(out, manifest);
+  return manifest.dump(2) + "\n";
 }
 
 bool member_finished(const std::filesystem::path& member) {

@@ -100,9 +100,10 @@ std::filesystem::path sample_probs_path(const std::filesystem::path& member, int
 // must agree.
 bool same_experiment(const config::Config& a, const config::Config& b);
 
-// A 64-bit hash of `config`'s experiment keys but data.dir (each rank of a
-// distributed run may read its own copy of the data), for ranks to compare.
-uint64_t rank_agreement_hash(const config::Config& config);
+// `config`'s experiment keys, key -> value, that the ranks of a distributed
+// run must agree on: all but the paths each host may keep its own copy at
+// (data.dir, model.path, evaluation.ood's sets, which only rank 0 scores).
+std::map<std::string, std::string> rank_agreement_settings(const config::Config& config);
 
 // The experiment keys where `a` and `b` differ, as "key: A in the first, B in
 // the second; ...".
@@ -187,11 +188,13 @@ void claim_run_directory(const std::filesystem::path& dir, const config::Config&
 // experiment is `config`); throws ConfigError if `out` holds anything else.
 void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
                                 const config::Config& config);
-// Writes `out`'s bnn.json naming `run_dirs` (nothing where `out` is the one
-// run's own folder): under the evaluation's lock, with the tables, so that
-// the manifest names the runs the tables are of.
-void record_evaluated_runs(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,
-                           const config::Config& config);
+// The text of `out`'s bnn.json naming `run_dirs`, or nullopt where `out` is
+// the one run's own folder (its manifest is the run's). bnn evaluate writes
+// it under its lock with the tables (Note [Staged writes]), so that it names
+// the runs of the tables beside it.
+std::optional<std::string> evaluation_manifest(const std::filesystem::path& out,
+                                               const std::vector<std::filesystem::path>& run_dirs,
+                                               const config::Config& config);
 
 // Prepares `out` for `bnn rhat` of `config` with `options` (its own settings,
 // "rhat.chains" -> "4", ...): throws ConfigError if `out` holds anything else
@@ -208,6 +211,9 @@ io::FileLock claim_rhat_directory(const std::filesystem::path& out, const config
 // with a ConfigError naming the file and `command`, before any work starts.
 void check_output_file(const std::filesystem::path& path, const std::string& command, const std::string& csv_header,
                        const std::vector<std::string>& json_keys = {});
+
+// Whether `dir` has a readable bnn.json of `kind` ("run", "evaluation", "rhat").
+bool holds_manifest_of(const std::filesystem::path& dir, const std::string& kind);
 
 // What `dir` holds when its manifest says it is not a run ("the R-hat chains
 // of `bnn rhat`", "the tables of `bnn evaluate`"); nullopt for a run, or a

@@ -357,9 +357,10 @@ TEST(Arrays, RunAndPredictOnBothLayouts) {
                              " --set data.train_limit=0 --set data.test_limit=0"
                              " --set run.members=1 --set evaluation.bn_batches=1 "
                              "--set evaluation.save_sample_weights=true";
-  const auto refused = bnn::testing::run_bnn("run --config " + std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml --out " +
-                                                 (work / "run_features").string() + " --threads 1" + second,
-                                             work / "changed.txt");
+  const auto refused =
+      bnn::testing::run_bnn("run --config " + std::string(BNN_SOURCE_DIR) + "/configs/tiny.yaml --out " +
+                                (work / "run_features").string() + " --threads 1" + second,
+                            work / "changed.txt");
   EXPECT_EQ(refused.code, 2) << refused.output;
   EXPECT_NE(refused.output.find((work / "run_features" / "labels.npy").string() +
                                 ": the test split of data.dir is not the one this run's members were scored on (1 of "

@@ -137,7 +137,8 @@ TEST_F(Celeba, AListedImageThatIsNotARegularFileIsAnErrorOrSkipped) {
   const auto listed = dir_ / "img_align_celeba" / "000002.jpg";
   fs::remove(listed);
   fs::create_directory(listed);
-  EXPECT_EQ(error_of([&] { load(); }), listed.string() + ": cannot read the file: it is a directory, not an image file");
+  EXPECT_EQ(error_of([&] { load(); }),
+            listed.string() + ": cannot read the file: it is a directory, not an image file");
   fs::remove(listed);
   ASSERT_EQ(mkfifo(listed.c_str(), 0600), 0);
   EXPECT_EQ(error_of([&] { load(); }), listed.string() + ": cannot read the file: it is a FIFO, not an image file");

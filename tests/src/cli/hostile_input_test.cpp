@@ -333,6 +333,31 @@ TEST(HostileInput, AFileSizeLimitNamesTheFile) {
   EXPECT_NE(r.output.find(": File too large"), std::string::npos) << r.output;
 }
 
+// Note [Staged writes]: an evaluation whose largest file (report.html, 16 KB
+// here) cannot be written (a 10 KiB file size limit, as a full disk) replaces
+// none of the earlier evaluation's tables and reports, and leaves no
+// temporary file; it used to leave report.md new and report.html old.
+TEST(HostileInput, AnEvaluationThatCannotWriteEverythingReplacesNothing) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  make_fixture();
+  const auto out = fresh("staged_evaluation");
+  const CommandResult first = bnn_as_user("evaluate " + a() + " --out " + out.string() + " --no-figures");
+  ASSERT_EQ(first.code, 0) << first.output;
+  ASSERT_GT(fs::file_size(out / "report.html"), 10240U);
+  ASSERT_LT(fs::file_size(out / "metrics.json"), 10240U);
+  const auto before = snapshot(out);
+  const std::string other = "evaluate " + a() + " --members 0 --out " + out.string() + " --no-figures";
+  const CommandResult cut = bnn::testing::run_logged(
+      "bash -c 'ulimit -f 10 && exec " + std::string(BNN_BINARY) + " " + other + "'",
+      kHostileWork / "staged_evaluation.txt");
+  EXPECT_EQ(cut.code, bnn::io::kExitStorage) << cut.output;
+  EXPECT_NE(cut.output.find("cannot write " + (out / "report.html").string()), std::string::npos) << cut.output;
+  EXPECT_TRUE(snapshot(out) == before) << "a file of the earlier evaluation changed";
+  const CommandResult again = bnn_as_user(other);
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(bnn::io::read_file(out / "metrics.json"), before.at("metrics.json"));
+}
+
 // Finding 4: bnn starts while this process holds member_000's lock.
 TEST(HostileInput, AHeldMemberIsLeftAlone) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
@@ -420,7 +445,10 @@ TEST(HostileInput, ARunWhoseFolderIsTakenStartsNoMoreMembers) {
     }
     ASSERT_TRUE(fs::exists(member / "checkpoint.pt"));
     if (deleted) {
-      fs::remove_all(out);
+      // The run writes temporary files meanwhile: removal may race with one, so again until it is gone.
+      std::error_code ec;
+      for (int i = 0; i < 100 && fs::exists(out); ++i) fs::remove_all(out, ec);
+      ASSERT_FALSE(fs::exists(out)) << ec.message();
     } else {
       auto manifest = nlohmann::json::parse(bnn::io::read_file(out / "bnn.json"));
       manifest["settings"]["sampler.step_size"] = "0.002";
@@ -430,10 +458,9 @@ TEST(HostileInput, ARunWhoseFolderIsTakenStartsNoMoreMembers) {
     const CommandResult r = running.get();
     EXPECT_EQ(r.code, 3) << r.output;
     const std::string lost = out.string() + " is no longer this run's folder: ";
-    EXPECT_NE(r.output.find(lost + (deleted ? "the folder is gone" : "it holds another experiment now (sampler.step_size: "
-                                                                    "0.002 there, 0.001 now)") +
-                            "; 1 member(s) not started there, and no metrics written"),
-              std::string::npos)
+    const std::string why =
+        deleted ? "the folder is gone" : "it holds another experiment now (sampler.step_size: 0.002 there, 0.001 now)";
+    EXPECT_NE(r.output.find(lost + why + "; 1 member(s) not started there, and no metrics written"), std::string::npos)
         << r.output;
     EXPECT_FALSE(fs::exists(out / "member_001"));
     EXPECT_FALSE(fs::exists(out / "metrics.json"));
@@ -506,17 +533,17 @@ TEST(HostileInput, ConfigsAreCheckedBeforeAnyWork) {
        {}, no_output},
       {"obabo samples inside a Metropolis-Hastings block",
        [&] { return tiny_run_args(out(), " --set sampler.name=obabo --set sampler.mh_block=3"); }, 2,
-       "config key 'sampler.mh_block': invalid value '3': obabo keeps a sample only where a Metropolis-Hastings "
-       "block ends (inside a block the position is a proposal the test may reject), so the steps between samples "
-       "(10, sampler.thin 0: an epoch) and the burn-in's 10 steps (sampler.burn_in 1 x 10 batches) must be "
-       "multiples of it; 10 divides both",
+       "config key 'sampler.mh_block': invalid value '3': obabo keeps a sample, and scores an epoch's end, only "
+       "where a Metropolis-Hastings block ends (inside a block the position is a proposal the test may reject), so "
+       "the batches of an epoch (10) and the steps between samples (10, sampler.thin 0: an epoch) must be multiples "
+       "of it; 10 divides both",
        {}, no_output},
-      {"... also where the thinning is one but the burn-in is not",
+      {"... also where the thinning is one but the epoch is not",
        [&] {
          return tiny_run_args(out(), " --set sampler.name=obabo --set sampler.mh_block=4 --set sampler.thin=8");
        },
-       2, "the steps between samples (8, sampler.thin) and the burn-in's 10 steps (sampler.burn_in 1 x 10 batches) "
-          "must be multiples of it; 2 divides both", {}, no_output},
+       2, "the batches of an epoch (10) and the steps between samples (8, sampler.thin) must be multiples of it; 2 "
+          "divides both", {}, no_output},
       {"stored sample weights beyond the samples kept",
        [&] {
          return tiny_run_args(out(), " --set evaluation.save_sample_weights=true "

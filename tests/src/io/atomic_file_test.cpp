@@ -37,6 +37,35 @@ TEST(AtomicFile, FailureLeavesThePreviousFileAndNoTemp) {
   EXPECT_TRUE(no_temp_files(dir));
 }
 
+// Note [Staged writes]: a set whose third file cannot be written replaces
+// neither of the two staged before it and leaves no temporary; a set staged
+// whole is renamed into place by commit(), and not before.
+TEST(StagedFiles, AFailedStageReplacesNothingAndCommitReplacesAll) {
+  const auto dir = testing::unique_temp_dir("bnn_staged_files");
+  write_file_atomically(dir / "a.txt", "old a");
+  write_file_atomically(dir / "b.txt", "old b");
+  {
+    StagedFiles files;
+    files.stage(dir / "a.txt", "new a");
+    files.stage(dir / "b.txt", "new b");
+    EXPECT_THROW(files.stage(dir / "missing_dir" / "c.txt", "new c"), WriteError);
+  }
+  EXPECT_EQ(read_file(dir / "a.txt"), "old a");
+  EXPECT_EQ(read_file(dir / "b.txt"), "old b");
+  EXPECT_TRUE(no_temp_files(dir));
+  {
+    StagedFiles files;
+    files.stage(dir / "a.txt", "new a");
+    files.stage(dir / "b.txt", "new b");
+    EXPECT_EQ(read_file(dir / "a.txt"), "old a");  // staged, not yet in place
+    files.commit();
+  }
+  EXPECT_EQ(read_file(dir / "a.txt"), "new a");
+  EXPECT_EQ(read_file(dir / "b.txt"), "new b");
+  EXPECT_TRUE(no_temp_files(dir));
+  std::filesystem::remove_all(dir);
+}
+
 // A failed write says whose failure it is: a missing folder is the path's
 // (bnn exits 2, bad input), a file-size limit the storage's (exit 74, as for
 // a full disk), and the earlier file stays either way.

@@ -184,8 +184,8 @@ TEST_F(Resume, WriteFailureIsAClearErrorAndKeepsTheCheckpoint) {
 
   r = bnn("run --resume " + cut.string() + " --threads 1 --members 0");
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.output.find("bnn: error: filesystem error: cannot create directories: Not a directory [" +
-                          (m0 / "samples").string() + "]"),
+  EXPECT_NE(r.output.find("bnn: error: cannot create the folder " + (m0 / "samples").string() +
+                          ": a file of that name is in its place"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(read(m0 / "checkpoint.pt"), checkpoint);
@@ -295,7 +295,8 @@ TEST_F(Resume, ResumeNeedsARunDirectory) {
   // Stopped as it started: its bnn.json is written, its config.yaml not yet.
   const auto starting = work_ / "starting";
   std::filesystem::create_directories(starting);
-  bnn::io::write_file_atomically(starting / "bnn.json", R"({"bnn": "run"})" "\n");
+  bnn::io::write_file_atomically(starting / "bnn.json",
+                                 R"({"bnn": "run", "format": 1, "experiment": "0", "settings": {}})" "\n");
   r = bnn("run --resume " + starting.string());
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.output.find(starting.string() + " has a bnn.json but no config.yaml (a run stopped as it started?): run "
