@@ -32,6 +32,7 @@
 #include "src/pipeline/ood.h"
 #include "src/pipeline/preprocess.h"
 #include "src/pipeline/sampling_phase.h"
+#include "src/pipeline/stored_weights.h"
 #include "src/runtime/device_streams.h"
 #include "src/runtime/linkage.h"
 
@@ -294,6 +295,63 @@ void check_sampling_plan(const config::Config& config, const data_loaders::Datas
     throw config::ConfigError(fmt::format("{}; {} records this setting as its experiment's, so start a new run "
                                           "(bnn run --config ... --out NEW_DIR) with it changed",
                                           e.what(), dir.string()));
+  }
+}
+
+// Note [Sample storage]: what the stored samples of the members this command
+// trains take on disk, from the same sizes the writes have (an .npy file is a
+// 128-byte header of a short shape, then the values): the probabilities of
+// the test split and of every OOD set per retained sample, the weights (and
+// float BatchNorm statistics, float32) of every sample_weights_every-th. Said
+// before training; where the folder's file system has less free, a warning
+// (the run would stop with exit 74 when it fills).
+void report_sample_storage(const config::Config& config, const data_loaders::Dataset& data,
+                           const std::vector<OodSet>& ood, int64_t members, const std::filesystem::path& dir) {
+  const auto& e = config.evaluation;
+  if (members == 0 || (!e.save_sample_probs && !e.save_sample_weights)) return;
+  constexpr double kHeader = 128;
+  const int64_t num_batches = data_loaders::Partition::batches_in(data.train.size(), config.data.batch_size);
+  const int64_t retained = retention_of(config, num_batches).count(config.sampler.epochs * num_batches);
+  double per_member = 0;
+  int64_t files = 0;
+  if (e.save_sample_probs) {
+    const double value = e.sample_probs_dtype == "float16" ? 2 : 4;
+    double one = static_cast<double>(data.test.size() * data.num_classes) * value + kHeader;
+    for (const OodSet& set : ood) one += static_cast<double>(set.images.size() * data.num_classes) * value + kHeader;
+    per_member += one * static_cast<double>(retained);
+    files += retained * static_cast<int64_t>(1 + ood.size());
+  }
+  if (e.save_sample_weights) {
+    const auto model = models::make_model(model_spec(config, data), /*seed=*/0);
+    int64_t parameters = 0;
+    for (const auto& p : model->parameters()) parameters += p.numel();
+    const int64_t buffers = flat_buffers(*model).numel();
+    const int64_t stored = retained / e.sample_weights_every;
+    const double value = e.sample_weights_dtype == "float16" ? 2 : 4;
+    const double one = static_cast<double>(parameters) * value + kHeader +
+                       (buffers > 0 ? static_cast<double>(buffers) * 4 + kHeader : 0.0);
+    per_member += one * static_cast<double>(stored);
+    files += stored * (buffers > 0 ? 2 : 1);
+  }
+  const double total = per_member * static_cast<double>(members);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  auto existing = std::filesystem::absolute(dir);
+  while (!std::filesystem::exists(existing) && existing.has_parent_path() && existing != existing.parent_path()) {
+    existing = existing.parent_path();
+  }
+  std::error_code ec;
+  const auto space = std::filesystem::space(existing, ec);
+  const std::string free_text = ec ? std::string("free space unknown")
+                                   : fmt::format("{:.1f} MiB free there", static_cast<double>(space.available) / kMiB);
+  spdlog::info("stored samples: {} file(s), {:.1f} MiB, per member; {:.1f} MiB for the {} member(s) to train into "
+               "{} ({})",
+               files, per_member / kMiB, total / kMiB, members, dir.string(), free_text);
+  if (!ec && total > static_cast<double>(space.available)) {
+    spdlog::warn("the stored samples of the {} member(s) to train need about {:.1f} MiB, more than the {:.1f} MiB "
+                 "free for {}: the run will stop with exit 74 when the disk fills; raise sampler.thin or "
+                 "evaluation.sample_weights_every, store float16 (evaluation.sample_probs_dtype, sample_weights_dtype), "
+                 "turn off evaluation.save_sample_weights, or free space",
+                 members, total / kMiB, static_cast<double>(space.available) / kMiB, dir.string());
   }
 }
 
@@ -739,6 +797,9 @@ int run(const config::Config& config, const RunOptions& options) {
       for (int64_t i = 0; i < config.run.members; ++i) requested.push_back(i);
     }
     check_members_are_members(dir, requested);
+    const auto to_train = std::count_if(requested.begin(), requested.end(),
+                                        [&](int64_t index) { return !member_finished(member_dir(dir, index)); });
+    report_sample_storage(config, data.begin()->second, ood.begin()->second, to_train, dir);
     claim_run_directory(dir, config, options.resume);
     if (config.model.name == "torchscript" && !std::filesystem::exists(dir / kModelFile)) {
       io::write_file_atomically(dir / kModelFile, io::read_file(config.model.path));

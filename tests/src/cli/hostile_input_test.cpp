@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -331,6 +332,31 @@ TEST(HostileInput, AFileSizeLimitNamesTheFile) {
   EXPECT_EQ(r.code, bnn::io::kExitStorage) << r.output;
   EXPECT_NE(r.output.find("bnn: error: cannot write " + (out / "member_000").string()), std::string::npos) << r.output;
   EXPECT_NE(r.output.find(": File too large"), std::string::npos) << r.output;
+}
+
+// Note [Sample storage]: bnn run says, before training, how many sample files
+// a member stores and how large they are; here every step's probabilities and
+// every other step's weights (20 retained steps, 10 weights files, and their
+// BatchNorm statistics where the model has some), against what the member
+// then wrote.
+TEST(HostileInput, TheStoredSamplesAreSaidBeforeTraining) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  const auto out = fresh("storage_said");
+  const CommandResult r = bnn_as_user(tiny_run_args(
+      out.string(), " --set run.members=1 --set sampler.thin=1 --set evaluation.save_sample_weights=true "
+                    "--set evaluation.sample_weights_every=2"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  int64_t files = 0;
+  double bytes = 0;
+  for (const auto& e : fs::directory_iterator(out / "member_000" / "samples")) {
+    ++files;
+    bytes += static_cast<double>(fs::file_size(e.path()));
+  }
+  const std::string said = fmt::format("stored samples: {} file(s), {:.1f} MiB, per member; {:.1f} MiB for the 1 "
+                                       "member(s) to train into {}",
+                                       files, bytes / 1048576.0, bytes / 1048576.0, out.string());
+  EXPECT_NE(r.output.find(said), std::string::npos) << said << "\n" << r.output;
+  EXPECT_LT(r.output.find(said), r.output.find("adam epoch   1/")) << r.output;
 }
 
 // Note [Staged writes]: an evaluation whose largest file (report.html, 16 KB
