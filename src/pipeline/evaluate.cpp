@@ -738,7 +738,9 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   // Note [Staged writes]: every table and report written before any is
   // replaced, so a write that fails (a full disk) leaves the earlier set whole.
   io::StagedFiles files;
-  if (const auto manifest = evaluation_manifest(out_dir, run_dirs, config)) files.stage(out_dir / "bnn.json", *manifest);
+  if (const auto manifest = evaluation_manifest(out_dir, run_dirs, config)) {
+    files.stage(out_dir / "bnn.json", *manifest);
+  }
   files.stage(out_dir / "metrics.json", metrics.dump(2) + "\n");
   files.stage(out_dir / "metrics.csv", evaluation::to_csv(rows));
   files.stage(out_dir / "metrics.txt",

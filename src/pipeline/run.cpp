@@ -349,8 +349,8 @@ void report_sample_storage(const config::Config& config, const data_loaders::Dat
   if (!ec && total > static_cast<double>(space.available)) {
     spdlog::warn("the stored samples of the {} member(s) to train need about {:.1f} MiB, more than the {:.1f} MiB "
                  "free for {}: the run will stop with exit 74 when the disk fills; raise sampler.thin or "
-                 "evaluation.sample_weights_every, store float16 (evaluation.sample_probs_dtype, sample_weights_dtype), "
-                 "turn off evaluation.save_sample_weights, or free space",
+                 "evaluation.sample_weights_every, store float16 (evaluation.sample_probs_dtype, "
+                 "sample_weights_dtype), turn off evaluation.save_sample_weights, or free space",
                  members, total / kMiB, static_cast<double>(space.available) / kMiB, dir.string());
   }
 }

@@ -434,7 +434,12 @@ void claim_run_directory(const std::filesystem::path& dir, const config::Config&
   const bool had_manifest = has_manifest(dir);  // before the check: the manifest it may read
   check_run_directory(dir, config, resume);
   if (!publish_manifest(dir, manifest_json("run", config), had_manifest)) check_run_directory(dir, config, resume);
-  io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
+  // The run's config.yaml is its first command's: a process that joins it, or
+  // resumes it, with its own operational keys (--threads, run.checkpoint ...)
+  // leaves it as it is, for the next bnn run --resume.
+  if (!had_manifest || !std::filesystem::exists(dir / kConfigFile)) {
+    io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
+  }
 }
 
 void claim_evaluation_directory(const std::filesystem::path& out, const std::vector<std::filesystem::path>& run_dirs,

@@ -181,7 +181,9 @@ void require_recorded_experiment(const std::filesystem::path& dir, const config:
 // the new labels would score them against a test set they were not scored on.
 void check_same_test_labels(const std::filesystem::path& dir, const torch::Tensor& labels);
 
-// check_run_directory, then creates `dir` and writes bnn.json and config.yaml.
+// check_run_directory, then creates `dir` and writes bnn.json and config.yaml
+// (config.yaml only where the folder was new or has none: the run's first
+// command's, operational keys and all).
 void claim_run_directory(const std::filesystem::path& dir, const config::Config& config, bool resume);
 
 // Prepares `out` for the tables of `bnn evaluate` over `run_dirs` (whose

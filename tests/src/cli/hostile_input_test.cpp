@@ -384,6 +384,21 @@ TEST(HostileInput, AnEvaluationThatCannotWriteEverythingReplacesNothing) {
   EXPECT_NE(bnn::io::read_file(out / "metrics.json"), before.at("metrics.json"));
 }
 
+// A process that joins a run with its own operational keys leaves the run's
+// config.yaml as its first command wrote it: the next bnn run --resume takes
+// the run's settings, not the last joiner's (here run.checkpoint false).
+TEST(HostileInput, AJoiningProcessLeavesTheRunsConfig) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  make_fixture();
+  const auto c = copy_of("A", "joined");
+  fs::remove(c / "member_001" / "status.json");
+  const std::string config = bnn::io::read_file(c / "config.yaml");
+  const CommandResult r = bnn_as_user(tiny_run_args(c.string(), " --members 1 --set run.checkpoint=false"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(bnn::io::read_file(c / "config.yaml"), config);
+  EXPECT_NE(bnn::io::read_file(c / "member_001" / "status.json").find("\"done\""), std::string::npos);
+}
+
 // Finding 4: bnn starts while this process holds member_000's lock.
 TEST(HostileInput, AHeldMemberIsLeftAlone) {
   BNN_SKIP_WITHOUT_FASHION_MNIST();
