@@ -176,51 +176,55 @@ void check_limits(int64_t train_limit, int64_t test_limit) {
   TORCH_CHECK(test_limit >= 0, "data.test_limit must be >= 0 (0 keeps every example), got ", test_limit);
 }
 
+namespace {
+
+// The length of the valid UTF-8 sequence at text[i], or 0 if none starts
+// there: overlong forms, UTF-16 surrogates and code points beyond U+10FFFF
+// are not UTF-8.
+size_t utf8_sequence_at(const std::string& text, size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80) return 1;
+  size_t more = 0;
+  uint32_t code = 0, least = 0;
+  if ((c & 0xE0) == 0xC0) {
+    more = 1, code = c & 0x1F, least = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    more = 2, code = c & 0x0F, least = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    more = 3, code = c & 0x07, least = 0x10000;
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k <= more; ++k) {
+    if (i + k >= text.size()) return 0;
+    const auto t = static_cast<unsigned char>(text[i + k]);
+    if ((t & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (t & 0x3F);
+  }
+  if (code < least || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return 0;
+  return more + 1;
+}
+
+}  // namespace
+
 bool is_utf8(const std::string& text) {
-  size_t i = 0;
-  const size_t n = text.size();
-  while (i < n) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t more = 0;
-    uint32_t code = 0, least = 0;
-    if ((c & 0xE0) == 0xC0) {
-      more = 1, code = c & 0x1F, least = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      more = 2, code = c & 0x0F, least = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      more = 3, code = c & 0x07, least = 0x10000;
-    } else {
-      return false;
-    }
-    for (size_t k = 1; k <= more; ++k) {
-      if (i + k >= n) return false;
-      const auto t = static_cast<unsigned char>(text[i + k]);
-      if ((t & 0xC0) != 0x80) return false;
-      code = (code << 6) | (t & 0x3F);
-    }
-    // Overlong forms, UTF-16 surrogates and code points beyond U+10FFFF are not UTF-8.
-    if (code < least || (code >= 0xD800 && code <= 0xDFFF) || code > 0x10FFFF) return false;
-    i += more + 1;
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = utf8_sequence_at(text, i);
+    if (n == 0) return false;
+    i += n;
   }
   return true;
 }
 
 std::string escape_non_utf8(const std::string& text) {
   std::string out;
-  for (size_t i = 0; i < text.size(); ++i) {
-    // A byte is kept where it starts a valid sequence that is kept whole.
-    size_t len = 1;
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
-    if (len > 0 && i + len <= text.size() && is_utf8(text.substr(i, len))) {
-      out += text.substr(i, len);
-      i += len - 1;
+  for (size_t i = 0; i < text.size();) {
+    if (const size_t n = utf8_sequence_at(text, i); n > 0) {
+      out += text.substr(i, n);
+      i += n;
     } else {
-      out += fmt::format("\\x{:02X}", c);
+      out += fmt::format("\\x{:02X}", static_cast<unsigned char>(text[i]));
+      ++i;
     }
   }
   return out;

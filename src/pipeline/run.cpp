@@ -400,16 +400,19 @@ std::vector<int64_t> unfinished_members(const std::filesystem::path& dir, const 
 // (gloo aborts the process) or every rank trains rank 0's members whatever
 // its own --members said. Compared before any work; every rank gets the same
 // answer, and all stop with the same error, naming the keys that differ.
+// A 64-bit hash's bits as an int64, for a tensor the ranks compare.
+int64_t hash_bits(std::string_view bytes) {
+  const uint64_t h = fnv1a(bytes);
+  int64_t bits = 0;
+  std::memcpy(&bits, &h, sizeof bits);
+  return bits;
+}
+
 void check_ranks_were_given_one_run(distributed::ProcessGroup& group, const config::Config& config,
                                     const RunOptions& options) {
-  const auto hash = [](const std::string& text) {
-    uint64_t h = 14695981039346656037ull;  // FNV-1a
-    for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    int64_t bits = 0;  // the 64 bits in an int64 tensor
-    std::memcpy(&bits, &h, sizeof bits);
-    return bits;
+  const auto agree = [&](const std::string& text) {
+    return group.identical_on_all_ranks(torch::tensor({hash_bits(text)}));
   };
-  const auto agree = [&](const std::string& text) { return group.identical_on_all_ranks(torch::tensor({hash(text)})); };
   const auto settings = rank_agreement_settings(config);
   std::string all;
   for (const auto& [key, value] : settings) all += key + "=" + value + "\n";
@@ -443,12 +446,8 @@ void check_ranks_read_one_data_set(distributed::ProcessGroup& group, const confi
                                    const data_loaders::Dataset& data) {
   const auto digest = [](const torch::Tensor& labels) {
     const torch::Tensor l = labels.to(torch::kCPU, torch::kLong).contiguous();
-    uint64_t h = 14695981039346656037ull;  // FNV-1a over the bytes
-    const auto* bytes = static_cast<const unsigned char*>(l.data_ptr());
-    for (size_t i = 0; i < static_cast<size_t>(l.numel()) * sizeof(int64_t); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
-    int64_t bits = 0;
-    std::memcpy(&bits, &h, sizeof bits);
-    return torch::tensor({bits, l.numel()});
+    const auto size = static_cast<size_t>(l.numel()) * sizeof(int64_t);
+    return torch::tensor({hash_bits(std::string_view(static_cast<const char*>(l.data_ptr()), size)), l.numel()});
   };
   std::vector<std::string> differ;
   if (!group.identical_on_all_ranks(digest(data.train.labels))) differ.push_back("training");
@@ -789,17 +788,16 @@ int run(const config::Config& config, const RunOptions& options) {
   check_sampling_plan(config, data.begin()->second, group != nullptr ? group->world_size() : 1, dir);
   warn_about_idle_settings(config);
   if (options.design == MemberDesign::kStacked) make_stacked_group(config, data.begin()->second, torch::kCPU, 1);
+  std::vector<int64_t> members = options.members;
+  if (members.empty()) {
+    for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
+  }
+  std::vector<int64_t> todo = writer ? unfinished_members(dir, members) : std::vector<int64_t>{};
   if (writer) {
     check_model_file(dir, config);
     check_same_test_labels(dir, data.begin()->second.test.labels);
-    std::vector<int64_t> requested = options.members;
-    if (requested.empty()) {
-      for (int64_t i = 0; i < config.run.members; ++i) requested.push_back(i);
-    }
-    check_members_are_members(dir, requested);
-    const auto to_train = std::count_if(requested.begin(), requested.end(),
-                                        [&](int64_t index) { return !member_finished(member_dir(dir, index)); });
-    report_sample_storage(config, data.begin()->second, ood.begin()->second, to_train, dir);
+    check_members_are_members(dir, members);
+    report_sample_storage(config, data.begin()->second, ood.begin()->second, static_cast<int64_t>(todo.size()), dir);
     claim_run_directory(dir, config, options.resume);
     if (config.model.name == "torchscript" && !std::filesystem::exists(dir / kModelFile)) {
       io::write_file_atomically(dir / kModelFile, io::read_file(config.model.path));
@@ -809,11 +807,6 @@ int run(const config::Config& config, const RunOptions& options) {
                               to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");
   }
 
-  std::vector<int64_t> members = options.members;
-  if (members.empty()) {
-    for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
-  }
-  std::vector<int64_t> todo = writer ? unfinished_members(dir, members) : std::vector<int64_t>{};
   // Note [Checkpoint integrity]: the checkpoints to resume from, before any
   // member starts: with several at once, one found damaged only when its
   // turn came would end the command after the others had trained, with no
@@ -942,14 +935,14 @@ int run(const config::Config& config, const RunOptions& options) {
         }
         // Note [Run ownership]: checked before the member's folder is made. A
         // data-parallel run's ranks follow rank 0's list, and do not check.
-        if (group == nullptr) {
+        // `why` (nullopt: look now) the folder is lost, if it is; then the member is not started.
+        const auto lost_folder = [&](std::optional<std::string> why) {
           const std::lock_guard<std::mutex> guard(folder_mutex);
-          if (!folder_lost) folder_lost = run_directory_lost(dir, config);
-          if (folder_lost) {
-            ++not_started;
-            continue;
-          }
-        }
+          if (!folder_lost) folder_lost = why ? why : run_directory_lost(dir, config);
+          if (folder_lost) ++not_started;
+          return folder_lost.has_value();
+        };
+        if (group == nullptr && lost_folder(std::nullopt)) continue;
         // Note [Member locks]: one process at a time trains a member. A
         // data-parallel run's ranks follow rank 0's list instead.
         std::optional<io::FileLock> lock;
@@ -959,9 +952,7 @@ int run(const config::Config& config, const RunOptions& options) {
             continue;
           }
         } catch (const RunFolderGone& gone) {
-          const std::lock_guard<std::mutex> guard(folder_mutex);
-          if (!folder_lost) folder_lost = gone.what();
-          ++not_started;
+          lost_folder(gone.what());
           continue;
         }
         // --whole-members: a member trained from its start (no checkpoint to resume) times a whole

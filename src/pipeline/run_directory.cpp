@@ -89,16 +89,11 @@ Settings non_default_settings(const config::Config& config) {
   return out;
 }
 
-// FNV-1a, 64 bits, as 16 hex digits.
+// FNV-1a of the settings' lines, as 16 hex digits.
 std::string identity_of(const Settings& settings) {
-  uint64_t h = 14695981039346656037ull;
-  for (const auto& [key, value] : settings) {
-    for (const char c : key + "=" + value + "\n") {
-      h ^= static_cast<unsigned char>(c);
-      h *= 1099511628211ull;
-    }
-  }
-  return fmt::format("{:016x}", h);
+  std::string lines;
+  for (const auto& [key, value] : settings) lines += key + "=" + value + "\n";
+  return fmt::format("{:016x}", fnv1a(lines));
 }
 
 struct Manifest {
@@ -321,6 +316,12 @@ std::optional<std::string> other_than_run(const std::filesystem::path& dir) {
   }
   if (!manifest || manifest->kind == "run") return std::nullopt;
   return contents_of(manifest->kind);
+}
+
+uint64_t fnv1a(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ull;
+  for (const char c : bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return h;
 }
 
 std::map<std::string, std::string> rank_agreement_settings(const config::Config& config) {

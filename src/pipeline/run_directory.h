@@ -51,6 +51,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <torch/torch.h>
@@ -99,6 +100,10 @@ std::filesystem::path sample_probs_path(const std::filesystem::path& member, int
 // and divergence thresholds (none of them changes a result); every other key
 // must agree.
 bool same_experiment(const config::Config& a, const config::Config& b);
+
+// FNV-1a, 64 bits, of `bytes` (a manifest's "experiment", what the ranks of a
+// distributed run compare).
+uint64_t fnv1a(std::string_view bytes);
 
 // `config`'s experiment keys, key -> value, that the ranks of a distributed
 // run must agree on: all but the paths each host may keep its own copy at

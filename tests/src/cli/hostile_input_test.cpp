@@ -505,7 +505,9 @@ TEST(HostileInput, ARunWhoseFolderIsTakenStartsNoMoreMembers) {
         << r.output;
     EXPECT_FALSE(fs::exists(out / "member_001"));
     EXPECT_FALSE(fs::exists(out / "metrics.json"));
-    if (deleted) EXPECT_FALSE(fs::exists(out)) << "the deleted folder was made again";
+    if (deleted) {
+      EXPECT_FALSE(fs::exists(out)) << "the deleted folder was made again";
+    }
   }
 }
 
