@@ -11,6 +11,7 @@
 #include "src/pipeline/rhat.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/deadline.h"
+#include "src/runtime/stop_signal.h"
 #include "src/runtime/threads.h"
 
 namespace bnn::cli {
@@ -84,6 +85,7 @@ int cmd_rhat(int argc, char** argv) {
   }
   const int threads = runtime::configure_threads(static_cast<int>(config.run.threads));
   spdlog::info("bnn rhat: config {}, output {}, {} threads", config_file.string(), options.out_dir.string(), threads);
+  runtime::stop_on_signals();  // Note [Stop signals]
   const pipeline::RhatResult result = pipeline::run_rhat(config, options);
   if (!result.missing.empty()) {
     // Note [Repeats that persist]: not finished, run again (as a time limit's exit).

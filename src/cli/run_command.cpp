@@ -13,6 +13,7 @@
 #include "src/pipeline/run.h"
 #include "src/pipeline/run_directory.h"
 #include "src/runtime/deadline.h"
+#include "src/runtime/stop_signal.h"
 #include "src/runtime/threads.h"
 
 namespace bnn::cli {
@@ -191,6 +192,9 @@ int cmd_run(int argc, char** argv) {
     group = join_process_group(config, timeout);
     run_options.group = group.get();
   }
+  // Note [Stop signals]: from here on, once the ranks have joined (a rank
+  // waiting for its peers still ends at a signal).
+  runtime::stop_on_signals();
   spdlog::info("bnn run: config {}, run directory {}, {} threads", config_file.string(),
                run_options.run_dir.string(), threads);
   const int code = pipeline::run(config, run_options);

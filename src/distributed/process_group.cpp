@@ -288,6 +288,13 @@ bool ProcessGroup::identical_on_all_ranks(const torch::Tensor& t) {
   return hi.eq(lo).logical_or(hi.isnan()).all().item<bool>();
 }
 
+bool ProcessGroup::any_rank(bool value) {
+  torch::NoGradGuard no_grad;
+  torch::Tensor flag = torch::full({1}, value ? 1.0 : 0.0, torch::TensorOptions().device(device_));
+  all_reduce(flag, Op::kMax);
+  return flag.item<double>() > 0.5;
+}
+
 void ProcessGroup::barrier() {
   torch::Tensor token = torch::ones({1}, torch::TensorOptions().device(device_));
   all_reduce(token, Op::kSum);

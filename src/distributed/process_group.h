@@ -88,6 +88,9 @@ class ProcessGroup {
   // Whether `t` holds the same values on every rank (an elementwise max and
   // min reduction; one host synchronisation). Every rank gets the same answer.
   bool identical_on_all_ranks(const torch::Tensor& t);
+  // Whether `value` is true on any rank (a max reduction; one host
+  // synchronisation). Every rank gets the same answer.
+  bool any_rank(bool value);
   // Returns once every rank has called it.
   void barrier();
 

@@ -19,6 +19,7 @@
 #include "src/pipeline/stacked_group.h"
 #include "src/pipeline/stored_weights.h"
 #include "src/runtime/linkage.h"
+#include "src/runtime/stop_signal.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -32,12 +33,6 @@ constexpr uint64_t kSamplerStream = 3;
 constexpr uint64_t kRedrawStream = 5;  // Note [Redrawn batches]
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-// Note [Time limit]: thrown at an epoch end, after the checkpoint.
-class TimeLimitReached : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
 
 void write_status(const std::filesystem::path& dir, const nlohmann::json& status) {
   std::filesystem::create_directories(dir);
@@ -331,12 +326,18 @@ void Member::save_checkpoint(Position at, torch::optim::Adam* adam) {
   if (cfg_.run.checkpoint && writes()) {
     save_member_checkpoint(checkpoint_path(), seed_, at, state_, flat_->values(), *model_, adam);
   }
-  // Note [Time limit]: stop here unless the member is done or has no checkpoint to resume from.
-  if (ctx_.deadline == nullptr) return;
-  ctx_.deadline->epoch_took(last_epoch_seconds_);
+  // Note [Time limit], Note [Stop signals]: stop here unless the member is
+  // done; the deadline stops only a member with a checkpoint to resume from.
+  if (ctx_.deadline != nullptr) ctx_.deadline->epoch_took(last_epoch_seconds_);
   const bool last = at.phase == Phase::kSample && at.epochs_done == cfg_.sampler.epochs;
-  if (last || !cfg_.run.checkpoint || ctx_.deadline->allows_an_epoch()) return;
-  throw TimeLimitReached(fmt::format("after {} epoch {}", phase_name(at.phase), at.epochs_done));
+  if (last) return;
+  const int signo = runtime::stop_signal();
+  const bool late = ctx_.deadline != nullptr && cfg_.run.checkpoint && !ctx_.deadline->allows_an_epoch();
+  bool stop = signo != 0 || late;
+  if (ctx_.group != nullptr) stop = ctx_.group->any_rank(stop);  // the ranks stop together
+  if (!stop) return;
+  throw MemberStopped(signo != 0 ? runtime::signal_name(signo) : late ? "the time limit" : "another rank's stop",
+                      fmt::format("after {} epoch {}", phase_name(at.phase), at.epochs_done));
 }
 
 models::ModelSpec model_spec(const config::Config& config, const data_loaders::Dataset& data) {
@@ -449,10 +450,11 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     return outcome;
   } catch (const io::LockLost& e) {
     return lock_lost(index, e);
-  } catch (const TimeLimitReached& e) {
+  } catch (const MemberStopped& e) {
     outcome.stopped = true;
-    spdlog::info("member {}: stopped by the time limit {} (its checkpoint is kept; bnn run --resume continues it)",
-                 index, e.what());
+    spdlog::info("member {}: stopped by {} {} ({})", index, e.reason(), e.what(),
+                 context.config.run.checkpoint ? "its checkpoint is kept; bnn run --resume continues it"
+                                               : "run.checkpoint is false: bnn run --resume starts it again");
     return outcome;
   } catch (const NonFiniteError& e) {
     outcome.message = e.what();

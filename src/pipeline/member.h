@@ -24,6 +24,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <torch/torch.h>
@@ -84,7 +85,7 @@ struct MemberOutcome {
   bool ok = false;
   std::string message;  // diagnostic when !ok
   bool diverged = false;  // finished, but Note [Divergence check] fired
-  bool stopped = false;   // !ok: the deadline stopped it at an epoch end (Note [Time limit])
+  bool stopped = false;   // !ok: the deadline or a signal stopped it at an epoch end (Note [Time limit])
   bool lock_lost = false;  // !ok: its lock file went (Note [Member locks]); nothing more was written
 };
 
@@ -101,7 +102,7 @@ torch::Tensor predict_test_probabilities(models::Classifier& model, const data_l
                                          const data_loaders::Split& test, int64_t bn_batches);
 
 // Runs member `index`, from its checkpoint if one exists, until it finishes
-// or context.deadline stops it (outcome.stopped). Never throws for a
+// or context.deadline or a stop signal stops it (outcome.stopped). Never throws for a
 // failure of the member itself (non-finite loss or parameters, a numerical
 // error): that is reported in the outcome and in the member's status.json, so
 // other members can go on. I/O errors (full disk, unwritable directory) do
@@ -117,6 +118,20 @@ MemberOutcome run_member(const MemberContext& context, int64_t index);
 // asked for 2.00 GiB, 1.05 GiB free of 79.19 GiB; ...". Empty where `what`
 // is not an out-of-memory message. A member's failure reports it so.
 std::string out_of_memory_line(const std::string& what, const std::string& device);
+
+// Note [Time limit], Note [Stop signals]: thrown at an epoch end, after the
+// checkpoint, where the deadline or a stop signal stops the member; what()
+// says where ("after sample epoch 3"), reason() why ("SIGTERM", "the time
+// limit"). run_member() reports it as outcome.stopped.
+class MemberStopped : public std::runtime_error {
+ public:
+  MemberStopped(std::string reason, const std::string& where)
+      : std::runtime_error(where), reason_(std::move(reason)) {}
+  const std::string& reason() const { return reason_; }
+
+ private:
+  std::string reason_;
+};
 
 // A member that does not finish: a non-finite loss or parameters (the
 // message says where).

@@ -23,6 +23,7 @@
 #include "src/pipeline/run_directory.h"
 #include "src/pipeline/sampling_phase.h"
 #include "src/runtime/device_streams.h"
+#include "src/runtime/stop_signal.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -53,12 +54,14 @@ ChainLosses run_chain(Member& member, const torch::Tensor& anchor, int64_t c, co
   ChainLosses out;
   out.steps_per_epoch = partition.num_batches();
   torch::Tensor window = torch::zeros({}, x.options());
+  const FaultInjection faults;  // Note [Fault injection]
   for (int64_t e = 0; e < cfg.sampler.epochs; ++e) {
     const auto start = Clock::now();
     const double loss = sampling_epoch(
         *sampler, partition, x.options(),
         fmt::format("member {} chain {} {}/{}", member.index(), c, e + 1, cfg.sampler.epochs),
         [&](const torch::Tensor& step_loss) {
+          faults.after_sampler_step(sampler->steps_taken());
           if (options.loss_every <= 0) return;
           window += step_loss;
           if (sampler->steps_taken() % options.loss_every != 0) return;
@@ -69,6 +72,11 @@ ChainLosses run_chain(Member& member, const torch::Tensor& anchor, int64_t c, co
     out.epoch_loss.push_back(loss);
     spdlog::info("member {} chain {} epoch {:>3}/{}: loss {:.4f}  {:.1f}s", member.index(), c, e + 1,
                  cfg.sampler.epochs, loss, std::chrono::duration<double>(Clock::now() - start).count());
+    // Note [Stop signals]: a repeat is kept only whole; it stops unless this was its last epoch.
+    const bool last = c + 1 == options.chains && e + 1 == cfg.sampler.epochs;
+    if (const int signo = runtime::stop_signal(); signo != 0 && !last) {
+      throw MemberStopped(runtime::signal_name(signo), fmt::format("after chain {} epoch {}", c, e + 1));
+    }
   }
   return out;
 }
@@ -394,6 +402,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::atomic<int64_t> not_started{0};
+  std::atomic<int64_t> stopped{0};  // Note [Stop signals]: stopped part-way, lost
   std::mutex done;
   std::exception_ptr first_error;  // the first failure in time, under `done`
   // Called while the failure is handled: said now, since the other workers
@@ -411,13 +420,20 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
       const runtime::WorkerStream stream(device, /*own_stream=*/workers > 1);  // as in run.cpp
       for (size_t i; !failed && (i = next++) < to_run.size();) {
         runtime::Deadline* deadline = options.deadline;
-        if (deadline != nullptr && !deadline->allows_a_member(repeat_epochs)) {
+        if (runtime::stop_signal() != 0 || (deadline != nullptr && !deadline->allows_a_member(repeat_epochs))) {
           ++not_started;
           continue;
         }
         const double began = deadline != nullptr ? deadline->elapsed() : 0.0;
         repeat = to_run[i];
-        std::vector<ChainLosses> chains = run_member_chains(context, repeat, chain_options);
+        std::vector<ChainLosses> chains;
+        try {
+          chains = run_member_chains(context, repeat, chain_options);
+        } catch (const MemberStopped& e) {  // Note [Stop signals]: a repeat is kept only whole
+          spdlog::info("repeat {}: stopped by {} {}; it starts again from its beginning", repeat, e.reason(), e.what());
+          ++stopped;
+          continue;
+        }
         still_ours(lock, dir);
         save_repeat(dir, experiment, repeat, chains, options.loss_every);
         if (deadline != nullptr) deadline->member_took(deadline->elapsed() - began);
@@ -442,7 +458,10 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
     for (std::thread& t : threads) t.join();
   }
   if (first_error) std::rethrow_exception(first_error);
-  if (not_started > 0) {
+  if (const int signo = runtime::stop_signal(); signo != 0 && (not_started > 0 || stopped > 0)) {
+    spdlog::warn("stopped by {}: {} repeat(s) not started, {} stopped part-way (a repeat is kept only whole)",
+                 runtime::signal_name(signo), not_started.load(), stopped.load());
+  } else if (not_started > 0) {
     spdlog::warn("time limit of {:g} s: {} repeat(s) not started, as a whole one would not have ended in time",
                  options.deadline->seconds(), not_started.load());
   }

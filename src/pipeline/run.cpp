@@ -35,6 +35,7 @@
 #include "src/pipeline/stored_weights.h"
 #include "src/runtime/device_streams.h"
 #include "src/runtime/linkage.h"
+#include "src/runtime/stop_signal.h"
 
 namespace bnn::pipeline {
 
@@ -755,10 +756,6 @@ int run(const config::Config& config, const RunOptions& options) {
       throw config::ConfigError(
           "--member-design stacked: a distributed run trains one member at a time on each rank; drop the option");
     }
-    if (options.deadline != nullptr) {
-      throw config::ConfigError("--time-limit: the ranks of a distributed run would stop at different epochs; "
-                                "drop the option");
-    }
   }
   if (group != nullptr) check_ranks_were_given_one_run(*group, config, options);
   const bool writer = group == nullptr || group->rank() == 0;
@@ -928,8 +925,12 @@ int run(const config::Config& config, const RunOptions& options) {
         context.slot = static_cast<int64_t>(w % static_cast<size_t>(per_device));
       }
       for (size_t i; (i = next++) < todo.size();) {
-        if (options.deadline != nullptr && !(options.whole_members ? options.deadline->allows_a_member(schedule)
-                                                                    : options.deadline->allows_an_epoch())) {
+        // Note [Stop signals]: a data-parallel run's ranks agree, so that they stop together.
+        bool stop = runtime::stop_signal() != 0 ||
+                    (options.deadline != nullptr && !(options.whole_members ? options.deadline->allows_a_member(schedule)
+                                                                            : options.deadline->allows_an_epoch()));
+        if (group != nullptr) stop = group->any_rank(stop);
+        if (stop) {
           ++left;
           continue;
         }
@@ -1009,7 +1010,7 @@ int run(const config::Config& config, const RunOptions& options) {
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  if (!writer) return failed > 0 ? 3 : 0;  // rank 0 evaluates
+  if (!writer) return failed > 0 ? 3 : left > 0 ? runtime::kExitTimeLimit : 0;  // rank 0 evaluates
   if (!folder_lost && group == nullptr) folder_lost = run_directory_lost(dir, config);
   if (folder_lost) {
     spdlog::error("{} is no longer this run's folder: {}; {} member(s) not started there, and no metrics written "
@@ -1017,15 +1018,23 @@ int run(const config::Config& config, const RunOptions& options) {
                   dir.string(), *folder_lost, not_started.load());
     return 3;
   }
+  const std::string resume = fmt::format("bnn run --resume {}{}{}", dir.string(),
+                                         options.members.empty() ? "" : " --members " + members_option(options.members),
+                                         options.design == MemberDesign::kStacked ? " --member-design stacked" : "");
+  const int signo = runtime::stop_signal();
   if (left > 0) {
-    spdlog::warn("time limit of {:g} s reached after {:.1f} s: {} member(s) left unfinished{}, {} finished in {}; "
-                 "continue with: bnn run --resume {}{}{} (the metrics are written when the last member finishes; "
-                 "bnn evaluate {} scores the finished ones now)",
-                 options.deadline->seconds(), options.deadline->elapsed(), left.load(),
-                 failed > 0 ? fmt::format(", {} failed", failed.load()) : std::string(), finished_members(dir).size(),
-                 dir.string(), dir.string(),
-                 options.members.empty() ? "" : " --members " + members_option(options.members),
-                 options.design == MemberDesign::kStacked ? " --member-design stacked" : "", dir.string());
+    // Note [Stop signals]: a rank with neither a signal nor a deadline stopped with the others.
+    const std::string why = signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo))
+                            : options.deadline != nullptr
+                                ? fmt::format("time limit of {:g} s reached after {:.1f} s",
+                                              options.deadline->seconds(), options.deadline->elapsed())
+                                : std::string("stopped with the other ranks");
+    const size_t finished = finished_members(dir).size();
+    spdlog::warn("{}: {} member(s) left unfinished{}, {} finished in {}; continue with: {} (the metrics are written "
+                 "when the last member finishes{})",
+                 why, left.load(), failed > 0 ? fmt::format(", {} failed", failed.load()) : std::string(), finished,
+                 dir.string(), resume,
+                 finished > 0 ? fmt::format("; bnn evaluate {} scores the finished ones now", dir.string()) : "");
     return runtime::kExitTimeLimit;
   }
   if (finished_members(dir).empty()) {
@@ -1037,6 +1046,11 @@ int run(const config::Config& config, const RunOptions& options) {
     }
     spdlog::error("no member of {} has finished: no metrics written", dir.string());
     return 3;
+  }
+  if (signo != 0) {
+    spdlog::warn("stopped by {} before evaluating: no member is left to train here; {} writes the metrics",
+                 runtime::signal_name(signo), resume);
+    return runtime::kExitTimeLimit;
   }
   evaluate_run(dir);
   fmt::print("{}", metrics_text(dir));

@@ -188,8 +188,9 @@ void check_retained_samples(const config::Config& config, int64_t num_batches);
 // options.devices; the dataset is loaded once per distinct device). Returns
 // the process exit code: 0 if every selected member finished, 3 if some
 // failed (their diagnostics are logged; metrics are still written),
-// runtime::kExitTimeLimit if options.deadline left members unfinished (no
-// metrics written: Note [Time limit]).
+// runtime::kExitTimeLimit if options.deadline or a stop signal left members
+// unfinished, or a signal came before the evaluation (no metrics written:
+// Note [Time limit], Note [Stop signals] in src/runtime/stop_signal.h).
 int run(const config::Config& config, const RunOptions& options);
 
 // `bnn evaluate` of `run_dir` into itself with default options (evaluate.h).

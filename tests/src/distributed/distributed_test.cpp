@@ -176,10 +176,10 @@ class DistributedRun : public DistributedGroup {
   }
 
   // Launches WORLD_SIZE=2 ranks on loopback, `bnn <args[r]> --distributed`
-  // for rank r with the environment `env` added; returns each rank's exit
-  // code and output. `timeout` ends a rank that hangs.
+  // for rank r with the environment `env` added (and `rank0_env` on rank 0);
+  // returns each rank's exit code and output. `timeout` ends a rank that hangs.
   std::vector<bnn::testing::CommandResult> bnn_ranks(const std::vector<std::string>& args,
-                                                     const std::string& env = "") {
+                                                     const std::string& env = "", const std::string& rank0_env = "") {
     const int port = free_port();
     std::string script;
     for (int rank = 1; rank >= 0; --rank) {
@@ -187,7 +187,7 @@ class DistributedRun : public DistributedGroup {
       script += fmt::format(
           "(env MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK={} WORLD_SIZE=2 {} timeout 300 {} {} --distributed "
           "> {} 2>&1; echo $? > {}.rc) {}",
-          port, rank, env, BNN_BINARY, bnn::testing::on_cpu_unless_named(args.at(rank)), log.string(), log.string(),
+          port, rank, rank == 0 ? env + " " + rank0_env : env, BNN_BINARY, bnn::testing::on_cpu_unless_named(args.at(rank)), log.string(), log.string(),
           rank == 1 ? "& " : "; wait");
     }
     EXPECT_EQ(std::system(script.c_str()), 0);
@@ -274,8 +274,10 @@ TEST_F(DistributedRun, TwoRanksOnLoopbackEqualTheSingleProcessChain) {
 // Both ranks share the run directory, are killed in the middle of sampling
 // (after the epoch-2 checkpoint, Note [Fault injection] in fault_injection.h) and
 // resume from rank 0's checkpoint: the result is bit-identical to an
-// uninterrupted 2-rank run.
-TEST_F(DistributedRun, KilledRanksResumeBitIdentically) {
+// uninterrupted 2-rank run. So too where rank 0 alone is sent SIGTERM in the
+// middle of sampling epoch 2 (Note [Stop signals]): the ranks agree to stop
+// at that epoch's end, both exit 75, and resume to the same bits.
+TEST_F(DistributedRun, KilledOrSignalledRanksResumeBitIdentically) {
   const auto full = work_ / "full", cut = work_ / "cut";
   auto ranks = bnn_ranks({args(full), args(full)});
   ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
@@ -291,6 +293,22 @@ TEST_F(DistributedRun, KilledRanksResumeBitIdentically) {
   for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
                                  "metrics.json"}) {
     EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(cut / file)) << file;
+  }
+
+  const auto signalled = work_ / "signalled";
+  ranks = bnn_ranks({args(signalled), args(signalled)}, "", "BNN_SIGNAL_AT_SAMPLER_STEPS=15");
+  EXPECT_EQ(ranks[0].code, 75) << ranks[0].output;
+  EXPECT_EQ(ranks[1].code, 75) << ranks[1].output;
+  EXPECT_NE(ranks[0].output.find("member 0: stopped by SIGTERM after sampling epoch 2"), std::string::npos)
+      << ranks[0].output;
+  const std::string resume_signalled = "run --threads 1 --resume " + signalled.string();
+  ranks = bnn_ranks({resume_signalled, resume_signalled});
+  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
+  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
+  EXPECT_NE(ranks[0].output.find("after 2 epoch(s) of sampling"), std::string::npos) << ranks[0].output;
+  for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
+                                 "metrics.json"}) {
+    EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(signalled / file)) << file;
   }
 }
 
@@ -416,6 +434,25 @@ TEST_F(DistributedRun, MissingWorldSizeIsAClearError) {
   EXPECT_FALSE(std::filesystem::exists(work_ / "run"));
 }
 
+// Note [Stop signals]: the ranks agree at each epoch end and before each
+// member whether any of them must stop, so a time limit stops them together
+// even where their clocks differ; here rank 0 alone has a limit of 2 s and
+// the member 400 epochs (about 10 ms each): both ranks stop at one epoch end
+// and exit 75, rank 1 without a communication error.
+TEST_F(DistributedRun, ATimeLimitStopsTheRanksTogether) {
+  const auto dir = work_ / "run";
+  const std::string run = args(dir) + " --set sampler.epochs=400";
+  const auto ranks = bnn_ranks({run + " --time-limit 2", run});
+  EXPECT_EQ(ranks[0].code, 75) << ranks[0].output;
+  EXPECT_EQ(ranks[1].code, 75) << ranks[1].output;
+  EXPECT_NE(ranks[0].output.find("time limit of 2 s reached after"), std::string::npos) << ranks[0].output;
+  if (std::filesystem::exists(dir / "member_000")) {  // unless the data took the 2 s to load
+    EXPECT_NE(ranks[0].output.find("member 0: stopped by the time limit after "), std::string::npos)
+        << ranks[0].output;
+    EXPECT_TRUE(std::filesystem::exists(dir / "member_000" / "checkpoint.pt"));
+  }
+}
+
 // What a distributed run cannot honour is refused before the run directory
 // is made, naming the option or key.
 TEST_F(DistributedRun, WhatItCannotHonourIsRefused) {
@@ -428,8 +465,6 @@ TEST_F(DistributedRun, WhatItCannotHonourIsRefused) {
       {"--member-design stacked",
        "bnn: error: --member-design stacked: a distributed run trains one member at a time on each rank; drop the "
        "option"},
-      {"--time-limit 9m",
-       "bnn: error: --time-limit: the ranks of a distributed run would stop at different epochs; drop the option"},
   };
   for (const auto& [option, message] : cases) {
     const auto r = bnn(args(work_ / "run") + " " + option + " --distributed",

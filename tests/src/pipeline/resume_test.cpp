@@ -6,6 +6,7 @@
 #include <torch/script.h>
 
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "src/io/atomic_file.h"
@@ -81,6 +82,88 @@ TEST_F(Resume, KilledInTheMiddleOfSamplingResumesBitIdentically) {
   }
   EXPECT_EQ(read(full / "metrics.json"), read(cut / "metrics.json"));
   EXPECT_EQ(read(full / "metrics.csv"), read(cut / "metrics.csv"));
+}
+
+// Note [Stop signals]: SIGTERM after sampler step 15, in the middle of
+// tiny.yaml's second sampling epoch (10 steps each). Member 0 goes on to the
+// epoch's end (the sample at step 20 is taken), writes its checkpoint and
+// stops; member 1 does not start; the command exits 75. Resumed, the run ends
+// as the run never stopped, bit for bit. A second signal (step 17) ends the
+// process at once, by SIGTERM itself, with the checkpoint of the epoch before.
+TEST_F(Resume, ASignalStopsAtTheEpochEndAndTheRunResumesBitIdentically) {
+  const auto full = work_ / "full", cut = work_ / "cut", twice = work_ / "twice";
+  const std::string tiny = "run --config " + kTinyConfig + " --threads 1 --out ";
+  auto r = bnn(tiny + full.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+
+  r = bnn(tiny + cut.string(), "BNN_SIGNAL_AT_SAMPLER_STEPS=15");
+  ASSERT_EQ(r.code, 75) << r.output;
+  const auto m0 = cut / "member_000";
+  EXPECT_NE(r.output.find("bnn: SIGTERM: stopping at the next epoch end (a second signal stops at once)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("member 0 sample epoch   2/3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("member 0: stopped by SIGTERM after sampling epoch 2 (its checkpoint is kept; "
+                          "bnn run --resume continues it)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("stopped by SIGTERM: 2 member(s) left unfinished, 0 finished in " + cut.string() +
+                          "; continue with: bnn run --resume " + cut.string() +
+                          " (the metrics are written when the last member finishes)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::exists(m0 / "checkpoint.pt"));
+  EXPECT_TRUE(std::filesystem::exists(m0 / "samples" / "step_00000020.npy"));
+  EXPECT_FALSE(std::filesystem::exists(m0 / "status.json"));
+  EXPECT_FALSE(std::filesystem::exists(cut / "member_001"));
+
+  r = bnn("run --resume " + cut.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("after 2 epoch(s) of sampling"), std::string::npos) << r.output;
+  for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000020.npy",
+                                 "member_000/samples/step_00000030.npy", "member_000/trace.csv",
+                                 "member_001/bayes_probs.npy", "metrics.json"}) {
+    if (file == "member_000/trace.csv") {
+      // The seconds column differs; every other column is the same.
+      const auto columns = [](const std::string& trace) {
+        std::string out;
+        std::istringstream in(trace);
+        for (std::string line; std::getline(in, line);) out += line.substr(0, line.rfind(',')) + "\n";
+        return out;
+      };
+      EXPECT_EQ(columns(read(full / file)), columns(read(cut / file)));
+    } else {
+      EXPECT_EQ(read(full / file), read(cut / file)) << file;
+    }
+  }
+
+  r = bnn(tiny + twice.string() + " --members 0", "BNN_SIGNAL_AT_SAMPLER_STEPS=15,17");
+  EXPECT_EQ(r.code, 128 + 15) << "expected death by SIGTERM\n" << r.output;
+  EXPECT_EQ(r.output.find("sample epoch   2/3"), std::string::npos) << r.output;
+  r = bnn("run --resume " + twice.string() + " --threads 1 --members 0");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("after 1 epoch(s) of sampling"), std::string::npos) << r.output;
+  EXPECT_EQ(read(full / "member_000/bayes_probs.npy"), read(twice / "member_000/bayes_probs.npy"));
+}
+
+// Note [Stop signals]: a signal during the last epoch of the last member
+// lets it finish, and leaves the metrics to the next command.
+TEST_F(Resume, ASignalDuringTheLastEpochLeavesTheMetricsToTheNextCommand) {
+  const auto cut = work_ / "cut";
+  auto r = bnn("run --config " + kTinyConfig + " --threads 1 --set run.members=1 --out " + cut.string(),
+               "BNN_SIGNAL_AT_SAMPLER_STEPS=25");
+  ASSERT_EQ(r.code, 75) << r.output;
+  EXPECT_NE(r.output.find("stopped by SIGTERM before evaluating: no member is left to train here; bnn run --resume " +
+                          cut.string() + " writes the metrics"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::exists(cut / "member_000" / "status.json"));
+  EXPECT_FALSE(std::filesystem::exists(cut / "member_000" / "checkpoint.pt"));
+  EXPECT_FALSE(std::filesystem::exists(cut / "metrics.json"));
+  r = bnn("run --resume " + cut.string() + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(cut / "metrics.json"));
+  EXPECT_EQ(r.output.find("member 0: seed"), std::string::npos) << "the finished member ran again\n" << r.output;
 }
 
 // Note [Redrawn batches]: tiny.yaml's SMS cycles are 20 steps. Cycle 0 keeps

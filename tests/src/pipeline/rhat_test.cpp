@@ -377,6 +377,36 @@ TEST(RhatCommand, TimeLimitAndThroughput) {
   if (!HasFailure()) fs::remove_all(s.dir);
 }
 
+// Note [Stop signals]: SIGTERM after step 3 of repeat 0's first chain (6
+// batches an epoch) stops that repeat at the epoch's end, lost, as a repeat
+// is kept only whole, and repeat 1 does not start: exit 75, nothing saved.
+// The same command then runs both, to the tables of a command never stopped.
+TEST(RhatCommand, ASignalStopsTheRepeatsAndTheSameCommandRunsThemAgain) {
+  const Experiment s = make_experiment("signal");
+  const std::string rhat = "rhat --config " + s.config.string() + " --chains 2 --repeats 2 --no-figures";
+  const auto full = s.dir / "full", cut = s.dir / "cut";
+  ASSERT_EQ(bnn_on(s, rhat + " --out " + full.string()).code, 0);
+  CommandResult r = bnn::testing::run_bnn(rhat + " --threads 1 --out " + cut.string(), s.dir / "log_signal.txt",
+                                          "BNN_SIGNAL_AT_SAMPLER_STEPS=3");
+  EXPECT_EQ(r.code, 75) << r.output;
+  EXPECT_NE(r.output.find("repeat 0: stopped by SIGTERM after chain 0 epoch 1; it starts again from its beginning"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("stopped by SIGTERM: 1 repeat(s) not started, 1 stopped part-way (a repeat is kept only "
+                          "whole)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("0 of 2 repeats saved in " + cut.string()), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("member 0 chain 1"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(cut / "summary.json"));
+  r = bnn_on(s, rhat + " --out " + cut.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  for (const char* table : {"chains.csv", "rhat.csv"}) {
+    EXPECT_EQ(bnn::io::read_file(full / table), bnn::io::read_file(cut / table)) << table;
+  }
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
 // Note [Member locks]: a bnn rhat whose rhat.lock was deleted and made again
 // while it ran (here by a stand-in gnuplot, as it draws the figure after the
 // repeats) writes no tables; the repeats it saved stay for the next command.

@@ -9,11 +9,14 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <csignal>
+
 #include "samplers/sampler.h"
 #include "src/config/config.h"
 #include "src/io/atomic_file.h"
 #include "src/pipeline/run.h"
 #include "src/runtime/deadline.h"
+#include "src/runtime/stop_signal.h"
 #include "tests/support/data_paths.h"
 #include "tests/support/error_text.h"
 #include "tests/support/run_bnn.h"
@@ -103,6 +106,24 @@ TEST_F(TimeLimit, StoppedMembersResumeBitIdentically) {
       }
     }
     EXPECT_EQ(read(full / "metrics.json"), read(cut / "metrics.json"));
+  }
+}
+
+// Note [Stop signals]: a stop requested before the members start (a signal
+// while the data load) starts none, with or without a deadline; the command
+// exits as a time limit does.
+TEST_F(TimeLimit, AStopRequestedBeforeTheMembersStartsNone) {
+  for (const bool limit : {false, true}) {
+    SCOPED_TRACE(limit ? "with a time limit" : "without");
+    const auto dir = work_ / (limit ? "limit" : "none");
+    runtime::request_stop(SIGTERM);
+    const int code = limit ? run_tiny(dir, false, 1000.0) : run_tiny(dir, false);
+    runtime::clear_stop();
+    EXPECT_EQ(code, runtime::kExitTimeLimit);
+    EXPECT_FALSE(std::filesystem::exists(dir / "member_000"));
+    EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));
+    ASSERT_EQ(run_tiny(dir, true), 0);
+    EXPECT_TRUE(std::filesystem::exists(dir / "metrics.json"));
   }
 }
 

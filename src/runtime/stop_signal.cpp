@@ -1,0 +1,66 @@
+#include "src/runtime/stop_signal.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <string>
+
+namespace bnn::runtime {
+
+namespace {
+
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "a signal handler may only touch a lock-free atomic");
+
+void say(const char* text, size_t size) {
+  // Nothing to do if stderr is gone; the flag is what matters.
+  const ssize_t written = ::write(STDERR_FILENO, text, size);
+  (void)written;
+}
+
+extern "C" void on_stop_signal(int signo) {
+  int none = 0;
+  if (!g_stop_signal.compare_exchange_strong(none, signo)) {
+    // A second signal: the default action, now (Note [Stop signals]).
+    ::signal(signo, SIG_DFL);
+    ::raise(signo);
+    return;
+  }
+  static const char term[] =
+      "bnn: SIGTERM: stopping at the next epoch end (a second signal stops at once)\n";
+  static const char interrupt[] =
+      "bnn: SIGINT: stopping at the next epoch end (a second signal stops at once)\n";
+  if (signo == SIGTERM) {
+    say(term, sizeof term - 1);
+  } else {
+    say(interrupt, sizeof interrupt - 1);
+  }
+}
+
+}  // namespace
+
+void stop_on_signals() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (const int signo : {SIGTERM, SIGINT}) ::sigaction(signo, &action, nullptr);
+}
+
+int stop_signal() { return g_stop_signal.load(); }
+
+std::string signal_name(int signo) {
+  if (signo == SIGTERM) return "SIGTERM";
+  if (signo == SIGINT) return "SIGINT";
+  return "signal " + std::to_string(signo);
+}
+
+void request_stop(int signo) {
+  int none = 0;
+  g_stop_signal.compare_exchange_strong(none, signo);
+}
+
+void clear_stop() { g_stop_signal.store(0); }
+
+}  // namespace bnn::runtime

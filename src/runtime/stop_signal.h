@@ -1,0 +1,42 @@
+// Note [Stop signals]: `bnn run` and `bnn rhat` take SIGTERM (a batch
+// scheduler's warning before its kill, `kill`, `docker stop`) and SIGINT
+// (Ctrl-C) as a request to stop the way --time-limit stops (Note [Time
+// limit], deadline.h): each member stops at its next epoch end, just after
+// its checkpoint is written, no member starts after it, and the command
+// exits kExitTimeLimit (75: not finished, run the same thing again); `bnn
+// run --resume` then continues with the same results, bit for bit on the
+// CPU, as a run never stopped. A signal that comes while the last member
+// ends leaves the metrics to the next command as well. A second signal ends
+// the process at once by the signal's default action: every file is written
+// atomically, so nothing is left half-written, and the epochs under way are
+// lost, as with a kill. A member without checkpoints (run.checkpoint: false)
+// and a `bnn rhat` repeat (its chains are kept only whole) stop too, and
+// start again from their beginning. The handler only sets a flag and writes
+// one fixed line to stderr (both async-signal-safe); the workers look at the
+// flag where they would look at the deadline. With SA_RESTART, a system call
+// the signal interrupts is resumed, not failed. A data-parallel run's ranks
+// agree at each epoch end and before each member whether any of them was
+// signalled (one all-reduce), so that they stop together; a scheduler or
+// torchrun signals each rank on its own, at slightly different moments.
+#pragma once
+
+#include <string>
+
+namespace bnn::runtime {
+
+// Installs the handlers of SIGTERM and SIGINT for this process. Only for
+// commands that look at stop_signal(); another would then ignore them.
+void stop_on_signals();
+
+// The first stop signal received (SIGTERM, SIGINT), or 0 where none was.
+int stop_signal();
+
+// "SIGTERM", "SIGINT", or "signal N".
+std::string signal_name(int signo);
+
+// What the handler does with a first signal, without the signal (tests).
+void request_stop(int signo);
+// Forgets a stop requested (tests).
+void clear_stop();
+
+}  // namespace bnn::runtime
