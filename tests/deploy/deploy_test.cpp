@@ -49,8 +49,18 @@ TEST(Deploy, KubernetesIndexedJobRunsOneMemberPerIndex) {
   EXPECT_TRUE(job["spec"]["backoffLimitPerIndex"].IsDefined());
   EXPECT_EQ(job["spec"]["template"]["spec"]["restartPolicy"].as<std::string>(), "Never");
   EXPECT_EQ(job["spec"]["podReplacementPolicy"].as<std::string>(), "Failed");
+  // Note [Stop signals]: SIGTERM reaches bnn itself (exec), and its exit 75
+  // (stopped at an epoch end, to be resumed) is not one of the member's failures.
+  EXPECT_GE(job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"].as<int>(), 60);
+  const YAML::Node rule = job["spec"]["podFailurePolicy"]["rules"][0];
+  EXPECT_EQ(rule["action"].as<std::string>(), "Ignore");
+  EXPECT_EQ(rule["onExitCodes"]["containerName"].as<std::string>(), "bnn");
+  EXPECT_EQ(rule["onExitCodes"]["operator"].as<std::string>(), "In");
+  EXPECT_EQ(rule["onExitCodes"]["values"][0].as<int>(), 75);
   const YAML::Node container = job["spec"]["template"]["spec"]["containers"][0];
+  EXPECT_EQ(container["name"].as<std::string>(), "bnn");
   const std::string command = container["args"][0].as<std::string>();
+  EXPECT_EQ(command.rfind("exec bnn run ", 0), 0u) << command;
   EXPECT_TRUE(contains(command, "--members \"$JOB_COMPLETION_INDEX\"")) << command;
   const std::string prefix = "--config /opt/bnn/";
   const auto at = command.find(prefix);
@@ -93,11 +103,11 @@ TEST(Deploy, SlurmTaskStoppedByItsTimeLimitRequeuesItself) {
             std::string::npos)
       << bnn::io::read_file(work / "log0.txt");
   EXPECT_FALSE(std::filesystem::exists(work / "scontrol.txt"));
-  // Stopped after its SWA checkpoint (as a time limit in sampling would).
-  bnn::io::write_file_atomically(work / "bin" / "bnn-stops",
-                                 "#!/bin/sh\nenv BNN_KILL_AT_SAMPLER_STEP=1 " BNN_BINARY " \"$@\"\nexit 75\n");
-  std::filesystem::permissions(work / "bin" / "bnn-stops", std::filesystem::perms::owner_all);
-  EXPECT_EQ(task("BNN=" + (work / "bin" / "bnn-stops").string(), "log1.txt"), 0)
+  // Stopped at the end of its first sampling epoch, as by a time limit there
+  // (here by SIGTERM after step 1: Note [Stop signals]), with exit 75.
+  EXPECT_EQ(task("BNN_SIGNAL_AT_SAMPLER_STEPS=1", "log1.txt"), 0) << bnn::io::read_file(work / "log1.txt");
+  EXPECT_NE(bnn::io::read_file(work / "log1.txt").find("member 1: stopped by SIGTERM after sampling epoch 1"),
+            std::string::npos)
       << bnn::io::read_file(work / "log1.txt");
   EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\n");
   EXPECT_FALSE(std::filesystem::exists(member / "status.json"));
