@@ -336,7 +336,7 @@ void Member::save_checkpoint(Position at, torch::optim::Adam* adam) {
   bool stop = signo != 0 || late;
   if (ctx_.group != nullptr) stop = ctx_.group->any_rank(stop);  // the ranks stop together
   if (!stop) return;
-  throw MemberStopped(signo != 0 ? runtime::signal_name(signo) : late ? "the time limit" : "another rank's stop",
+  throw MemberStopped(signo != 0 ? runtime::signal_name(signo) : late ? "the time limit" : "the other ranks' stop",
                       fmt::format("after {} epoch {}", phase_name(at.phase), at.epochs_done));
 }
 

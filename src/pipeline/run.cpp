@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -409,6 +410,31 @@ int64_t hash_bits(std::string_view bytes) {
   return bits;
 }
 
+// Note [Data-parallel member]: what only rank 0 checks and writes (the run
+// directory is its) fails every rank together: the others would otherwise
+// go on to their next collective and fail there with a communication error
+// of their own, or wait for rank 0 until --distributed-timeout. Rank 0
+// reports its error; the others say to read it. One all-reduce.
+void on_rank_zero(distributed::ProcessGroup* group, const std::function<void()>& work) {
+  if (group == nullptr) {
+    work();
+    return;
+  }
+  std::exception_ptr error;
+  if (group->rank() == 0) {
+    try {
+      work();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  if (!group->any_rank(error != nullptr)) return;
+  if (error) std::rethrow_exception(error);
+  throw std::runtime_error(fmt::format("rank 0 of this distributed run stopped before training, for the reason "
+                                       "its log gives; rank {} stops with it",
+                                       group->rank()));
+}
+
 void check_ranks_were_given_one_run(distributed::ProcessGroup& group, const config::Config& config,
                                     const RunOptions& options) {
   const auto agree = [&](const std::string& text) {
@@ -761,7 +787,7 @@ int run(const config::Config& config, const RunOptions& options) {
   const bool writer = group == nullptr || group->rank() == 0;
   const auto& dir = options.run_dir;
   // Note [Run ownership]: checked now, claimed once the data and model are known to work.
-  if (writer) check_run_directory(dir, config, options.resume);
+  on_rank_zero(group, [&] { check_run_directory(dir, config, options.resume); });
 
   // One copy of the data per distinct device.
   std::map<std::string, data_loaders::Dataset> data;
@@ -789,8 +815,16 @@ int run(const config::Config& config, const RunOptions& options) {
   if (members.empty()) {
     for (int64_t i = 0; i < config.run.members; ++i) members.push_back(i);
   }
-  std::vector<int64_t> todo = writer ? unfinished_members(dir, members) : std::vector<int64_t>{};
-  if (writer) {
+  // What only rank 0 checks and writes (Note [Data-parallel member]) stops
+  // every rank where it fails (on_rank_zero).
+  std::vector<int64_t> todo;
+  // Note [Member locks]. A data-parallel run's ranks must agree on the
+  // members, so rank 0 locks all of its members before sharing the list and
+  // holds the locks to the end; other runs lock each member as they start it.
+  std::vector<io::FileLock> held;
+  int64_t held_by_others = 0;  // of rank 0's members (Note [Member locks])
+  on_rank_zero(group, [&] {
+    todo = unfinished_members(dir, members);
     check_model_file(dir, config);
     check_same_test_labels(dir, data.begin()->second.test.labels);
     check_members_are_members(dir, members);
@@ -802,38 +836,31 @@ int run(const config::Config& config, const RunOptions& options) {
     io::write_npy(dir / kLabelsFile, data.begin()->second.test.labels);
     io::write_file_atomically(dir / kPreprocessFile,
                               to_json(preprocess_of(config, data.begin()->second)).dump(2) + "\n");
-  }
-
-  // Note [Checkpoint integrity]: the checkpoints to resume from, before any
-  // member starts: with several at once, one found damaged only when its
-  // turn came would end the command after the others had trained, with no
-  // metrics. A member another process trains (its lock taken: a probe,
-  // released at once, as a CRC takes seconds a GB and the other process
-  // would skip the member meanwhile) is its to check, and its checkpoint
-  // may go as it finishes.
-  for (const int64_t index : todo) {
-    const auto member = member_dir(dir, index);
-    const auto checkpoint = member / kCheckpointFile;
-    std::error_code ec;
-    if (!std::filesystem::exists(checkpoint, ec)) continue;
-    if (!io::FileLock::try_acquire(member / kLockFile)) continue;
-    std::string damage;
-    try {
-      damage = io::zip_file_damage(checkpoint);
-    } catch (const std::exception&) {
-      if (!std::filesystem::exists(checkpoint, ec)) continue;  // finished meanwhile
-      throw;
+    // Note [Checkpoint integrity]: the checkpoints to resume from, before any
+    // member starts: with several at once, one found damaged only when its
+    // turn came would end the command after the others had trained, with no
+    // metrics. A member another process trains (its lock taken: a probe,
+    // released at once, as a CRC takes seconds a GB and the other process
+    // would skip the member meanwhile) is its to check, and its checkpoint
+    // may go as it finishes.
+    for (const int64_t index : todo) {
+      const auto member = member_dir(dir, index);
+      const auto checkpoint = member / kCheckpointFile;
+      std::error_code ec;
+      if (!std::filesystem::exists(checkpoint, ec)) continue;
+      if (!io::FileLock::try_acquire(member / kLockFile)) continue;
+      std::string damage;
+      try {
+        damage = io::zip_file_damage(checkpoint);
+      } catch (const std::exception&) {
+        if (!std::filesystem::exists(checkpoint, ec)) continue;  // finished meanwhile
+        throw;
+      }
+      if (!damage.empty() && !member_finished(member)) {
+        throw std::runtime_error(damaged_checkpoint(checkpoint, damage) + " (no member was trained)");
+      }
     }
-    if (!damage.empty() && !member_finished(member)) {
-      throw std::runtime_error(damaged_checkpoint(checkpoint, damage) + " (no member was trained)");
-    }
-  }
-  // Note [Member locks]. A data-parallel run's ranks must agree on the
-  // members, so rank 0 locks all of its members before sharing the list and
-  // holds the locks to the end; other runs lock each member as they start it.
-  std::vector<io::FileLock> held;
-  int64_t held_by_others = 0;  // of rank 0's members (Note [Member locks])
-  if (group != nullptr) {
+    if (group == nullptr) return;
     std::vector<int64_t> locked;
     for (int64_t index : todo) {
       if (auto lock = lock_member(dir, index)) {
@@ -843,8 +870,9 @@ int run(const config::Config& config, const RunOptions& options) {
         ++held_by_others;
       }
     }
-    todo = share_todo(*group, locked, config.run.members);
-  }
+    todo = std::move(locked);
+  });
+  if (group != nullptr) todo = share_todo(*group, todo, config.run.members);
 
   // Note [Members per device] (src/runtime/device_streams.h): K workers per
   // device entry, each on a CUDA stream of its own.
@@ -901,6 +929,11 @@ int run(const config::Config& config, const RunOptions& options) {
   // counted, an exception (I/O) stops that worker and is rethrown at the end.
   // Note [Time limit]: members stopped by the deadline, or not started, are `left`.
   const int64_t schedule = member_epochs(config);
+  // Whether the deadline keeps the next member from starting.
+  const auto out_of_time = [&] {
+    return options.deadline != nullptr && !(options.whole_members ? options.deadline->allows_a_member(schedule)
+                                                                  : options.deadline->allows_an_epoch());
+  };
   std::atomic<size_t> next{0};
   std::atomic<int64_t> failed{0};
   std::atomic<int64_t> left{0};
@@ -926,9 +959,7 @@ int run(const config::Config& config, const RunOptions& options) {
       }
       for (size_t i; (i = next++) < todo.size();) {
         // Note [Stop signals]: a data-parallel run's ranks agree, so that they stop together.
-        bool stop = runtime::stop_signal() != 0 ||
-                    (options.deadline != nullptr && !(options.whole_members ? options.deadline->allows_a_member(schedule)
-                                                                            : options.deadline->allows_an_epoch()));
+        bool stop = runtime::stop_signal() != 0 || out_of_time();
         if (group != nullptr) stop = group->any_rank(stop);
         if (stop) {
           ++left;
@@ -1010,7 +1041,11 @@ int run(const config::Config& config, const RunOptions& options) {
   for (const auto& e : errors) {
     if (e) std::rethrow_exception(e);
   }
-  if (!writer) return failed > 0 ? 3 : left > 0 ? runtime::kExitTimeLimit : 0;  // rank 0 evaluates
+  // Note [Stop signals]: whether a signal came before the evaluation, agreed
+  // as `left` and `failed` are; rank 0 evaluates, and the others end as it does.
+  const int signo = runtime::stop_signal();
+  const bool stop = group != nullptr ? group->any_rank(signo != 0) : signo != 0;
+  if (!writer) return left > 0 || (stop && failed == 0) ? runtime::kExitTimeLimit : failed > 0 ? 3 : 0;
   if (!folder_lost && group == nullptr) folder_lost = run_directory_lost(dir, config);
   if (folder_lost) {
     spdlog::error("{} is no longer this run's folder: {}; {} member(s) not started there, and no metrics written "
@@ -1021,14 +1056,13 @@ int run(const config::Config& config, const RunOptions& options) {
   const std::string resume = fmt::format("bnn run --resume {}{}{}", dir.string(),
                                          options.members.empty() ? "" : " --members " + members_option(options.members),
                                          options.design == MemberDesign::kStacked ? " --member-design stacked" : "");
-  const int signo = runtime::stop_signal();
   if (left > 0) {
-    // Note [Stop signals]: a rank with neither a signal nor a deadline stopped with the others.
+    // A rank that neither was signalled nor ran out of time stopped with the others.
+    const bool late = options.deadline != nullptr && (group == nullptr || out_of_time());
     const std::string why = signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo))
-                            : options.deadline != nullptr
-                                ? fmt::format("time limit of {:g} s reached after {:.1f} s",
-                                              options.deadline->seconds(), options.deadline->elapsed())
-                                : std::string("stopped with the other ranks");
+                            : late     ? fmt::format("time limit of {:g} s reached after {:.1f} s",
+                                                     options.deadline->seconds(), options.deadline->elapsed())
+                                       : std::string("stopped with the other ranks");
     const size_t finished = finished_members(dir).size();
     spdlog::warn("{}: {} member(s) left unfinished{}, {} finished in {}; continue with: {} (the metrics are written "
                  "when the last member finishes{})",
@@ -1047,10 +1081,16 @@ int run(const config::Config& config, const RunOptions& options) {
     spdlog::error("no member of {} has finished: no metrics written", dir.string());
     return 3;
   }
-  if (signo != 0) {
-    spdlog::warn("stopped by {} before evaluating: no member is left to train here; {} writes the metrics",
-                 runtime::signal_name(signo), resume);
-    return runtime::kExitTimeLimit;
+  if (stop) {
+    const bool failures = failed > 0 || lost > 0;
+    const std::string why =
+        signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo)) : "stopped with the other ranks";
+    spdlog::warn("{} before evaluating: {}; {} {} and writes the metrics", why,
+                 failures ? fmt::format("{} member(s) failed and {} stopped when their lock files were deleted",
+                                        failed.load(), lost.load())
+                          : std::string("every member this command ran has finished"),
+                 resume, failures ? "trains them again" : "finds nothing left to train");
+    return failures ? 3 : runtime::kExitTimeLimit;
   }
   evaluate_run(dir);
   fmt::print("{}", metrics_text(dir));

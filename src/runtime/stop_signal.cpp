@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <string>
 
 namespace bnn::runtime {
@@ -20,13 +21,19 @@ void say(const char* text, size_t size) {
 }
 
 extern "C" void on_stop_signal(int signo) {
+  const int saved_errno = errno;  // the interrupted code may be about to read it
   int none = 0;
   if (!g_stop_signal.compare_exchange_strong(none, signo)) {
     // A second signal: the default action, now (Note [Stop signals]).
     ::signal(signo, SIG_DFL);
     ::raise(signo);
+    errno = saved_errno;
     return;
   }
+  // Ctrl-C also ends a `| tee` the log goes through: the writes to it until
+  // the epoch's end must not end the process by SIGPIPE (one pending now is
+  // discarded too), and fail instead.
+  ::signal(SIGPIPE, SIG_IGN);
   static const char term[] =
       "bnn: SIGTERM: stopping at the next epoch end (a second signal stops at once)\n";
   static const char interrupt[] =
@@ -36,6 +43,7 @@ extern "C" void on_stop_signal(int signo) {
   } else {
     say(interrupt, sizeof interrupt - 1);
   }
+  errno = saved_errno;
 }
 
 }  // namespace

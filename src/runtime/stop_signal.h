@@ -6,18 +6,25 @@
 // exits kExitTimeLimit (75: not finished, run the same thing again); `bnn
 // run --resume` then continues with the same results, bit for bit on the
 // CPU, as a run never stopped. A signal that comes while the last member
-// ends leaves the metrics to the next command as well. A second signal ends
-// the process at once by the signal's default action: every file is written
+// ends leaves the metrics to the next command as well; one that comes while
+// the run evaluates lets the evaluation finish. A second signal ends the
+// process at once by the signal's default action: every file is written
 // atomically, so nothing is left half-written, and the epochs under way are
 // lost, as with a kill. A member without checkpoints (run.checkpoint: false)
 // and a `bnn rhat` repeat (its chains are kept only whole) stop too, and
-// start again from their beginning. The handler only sets a flag and writes
-// one fixed line to stderr (both async-signal-safe); the workers look at the
-// flag where they would look at the deadline. With SA_RESTART, a system call
-// the signal interrupts is resumed, not failed. A data-parallel run's ranks
-// agree at each epoch end and before each member whether any of them was
-// signalled (one all-reduce), so that they stop together; a scheduler or
-// torchrun signals each rank on its own, at slightly different moments.
+// start again from their beginning. L-BFGS (anchor: map) has no epochs: a
+// member signalled in it stops after its first sampling epoch.
+//
+// The handler sets a flag, ignores SIGPIPE from then on (Ctrl-C also ends a
+// `| tee` the log goes through, and the lines until the epoch's end must not
+// end bnn) and writes one fixed line to stderr, all async-signal-safe; it
+// keeps errno. The workers look at the flag where they would look at the
+// deadline. With SA_RESTART, most system calls the signal interrupts are
+// resumed rather than failed. A data-parallel run's ranks agree at each
+// epoch end, before each member and before the evaluation whether any of
+// them was signalled or ran out of time (one all-reduce each), so that they
+// stop together and end with the same exit code; a scheduler or torchrun
+// signals each rank on its own, at slightly different moments.
 #pragma once
 
 #include <string>

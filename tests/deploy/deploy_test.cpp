@@ -111,9 +111,15 @@ TEST(Deploy, SlurmTaskStoppedByItsTimeLimitRequeuesItself) {
       << bnn::io::read_file(work / "log1.txt");
   EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\n");
   EXPECT_FALSE(std::filesystem::exists(member / "status.json"));
-  EXPECT_EQ(task("", "log2.txt"), 0) << bnn::io::read_file(work / "log2.txt");
-  EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\n");  // not again
+  // The requeued task is signalled in the member's last epoch: the member
+  // finishes, bnn exits 75 before evaluating, and the task requeues again.
+  EXPECT_EQ(task("BNN_SIGNAL_AT_SAMPLER_STEPS=25", "log2.txt"), 0) << bnn::io::read_file(work / "log2.txt");
+  EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\nrequeue 4242\n");
   EXPECT_TRUE(std::filesystem::exists(member / "status.json"));
+  EXPECT_FALSE(std::filesystem::exists(work / "run" / "metrics.json"));
+  EXPECT_EQ(task("", "log3.txt"), 0) << bnn::io::read_file(work / "log3.txt");
+  EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\nrequeue 4242\n");  // not again
+  EXPECT_TRUE(std::filesystem::exists(work / "run" / "metrics.json"));
   EXPECT_FALSE(std::filesystem::exists(work / "run" / "member_000"));
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }

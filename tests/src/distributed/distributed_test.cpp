@@ -187,8 +187,8 @@ class DistributedRun : public DistributedGroup {
       script += fmt::format(
           "(env MASTER_ADDR=127.0.0.1 MASTER_PORT={} RANK={} WORLD_SIZE=2 {} timeout 300 {} {} --distributed "
           "> {} 2>&1; echo $? > {}.rc) {}",
-          port, rank, rank == 0 ? env + " " + rank0_env : env, BNN_BINARY, bnn::testing::on_cpu_unless_named(args.at(rank)), log.string(), log.string(),
-          rank == 1 ? "& " : "; wait");
+          port, rank, rank == 0 ? env + " " + rank0_env : env, BNN_BINARY,
+          bnn::testing::on_cpu_unless_named(args.at(rank)), log.string(), log.string(), rank == 1 ? "& " : "; wait");
     }
     EXPECT_EQ(std::system(script.c_str()), 0);
     std::vector<bnn::testing::CommandResult> out;
@@ -424,6 +424,35 @@ TEST_F(DistributedRun, MembersHeldByAnotherProcessAreNotAFailure) {
   EXPECT_FALSE(std::filesystem::exists(out / "member_000" / "status.json"));
 }
 
+// What rank 0 alone checks (the run directory is its) stops every rank with
+// it: rank 0 says why, the others say to read rank 0's log; neither waits
+// for the other nor fails with a communication error. Here rank 0's --out is
+// a file (checked before the data load); then both resume a run whose
+// member_000 holds another bnn folder's bnn.json (checked after it).
+TEST_F(DistributedRun, ARunRankZeroRefusesStopsEveryRank) {
+  const auto file = work_ / "a_file";
+  bnn::io::write_file_atomically(file, "not a folder\n");
+  const auto nested = work_ / "nested";
+  ASSERT_EQ(bnn(args(nested), "BNN_KILL_AT_SAMPLER_STEP=1").code, 128 + 9);
+  bnn::io::write_file_atomically(nested / "member_000" / "bnn.json", bnn::io::read_file(nested / "bnn.json"));
+  const std::string resume = "run --threads 1 --resume " + nested.string();
+  for (const auto& [commands, reason] :
+       {std::pair<std::vector<std::string>, std::string>{{args(file), args(work_ / "rank1")},
+                                                         "run directory " + file.string() + " is a file"},
+        {{resume, resume}, (nested / "member_000").string() + " holds "}}) {
+    SCOPED_TRACE(commands[0]);
+    const auto ranks = bnn_ranks(commands);
+    EXPECT_EQ(ranks[0].code, 2) << ranks[0].output;
+    EXPECT_NE(ranks[0].output.find("bnn: error: " + reason), std::string::npos) << ranks[0].output;
+    EXPECT_EQ(ranks[1].code, 2) << ranks[1].output;
+    EXPECT_NE(ranks[1].output.find("bnn: error: rank 0 of this distributed run stopped before training, for the "
+                                   "reason its log gives; rank 1 stops with it"),
+              std::string::npos)
+        << ranks[1].output;
+  }
+  EXPECT_FALSE(std::filesystem::exists(work_ / "rank1"));
+}
+
 TEST_F(DistributedRun, MissingWorldSizeIsAClearError) {
   const auto r =
       bnn(args(work_ / "run") + " --distributed", "-u WORLD_SIZE MASTER_ADDR=127.0.0.1 MASTER_PORT=1 RANK=0");
@@ -437,11 +466,11 @@ TEST_F(DistributedRun, MissingWorldSizeIsAClearError) {
 // Note [Stop signals]: the ranks agree at each epoch end and before each
 // member whether any of them must stop, so a time limit stops them together
 // even where their clocks differ; here rank 0 alone has a limit of 2 s and
-// the member 400 epochs (about 10 ms each): both ranks stop at one epoch end
+// the member 5000 epochs (about 10 ms each): both ranks stop at one epoch end
 // and exit 75, rank 1 without a communication error.
 TEST_F(DistributedRun, ATimeLimitStopsTheRanksTogether) {
   const auto dir = work_ / "run";
-  const std::string run = args(dir) + " --set sampler.epochs=400";
+  const std::string run = args(dir) + " --set sampler.epochs=5000";
   const auto ranks = bnn_ranks({run + " --time-limit 2", run});
   EXPECT_EQ(ranks[0].code, 75) << ranks[0].output;
   EXPECT_EQ(ranks[1].code, 75) << ranks[1].output;

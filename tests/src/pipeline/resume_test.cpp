@@ -153,8 +153,8 @@ TEST_F(Resume, ASignalDuringTheLastEpochLeavesTheMetricsToTheNextCommand) {
   auto r = bnn("run --config " + kTinyConfig + " --threads 1 --set run.members=1 --out " + cut.string(),
                "BNN_SIGNAL_AT_SAMPLER_STEPS=25");
   ASSERT_EQ(r.code, 75) << r.output;
-  EXPECT_NE(r.output.find("stopped by SIGTERM before evaluating: no member is left to train here; bnn run --resume " +
-                          cut.string() + " writes the metrics"),
+  EXPECT_NE(r.output.find("stopped by SIGTERM before evaluating: every member this command ran has finished; bnn run "
+                          "--resume " + cut.string() + " finds nothing left to train and writes the metrics"),
             std::string::npos)
       << r.output;
   EXPECT_TRUE(std::filesystem::exists(cut / "member_000" / "status.json"));

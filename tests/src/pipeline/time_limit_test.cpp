@@ -116,9 +116,14 @@ TEST_F(TimeLimit, AStopRequestedBeforeTheMembersStartsNone) {
   for (const bool limit : {false, true}) {
     SCOPED_TRACE(limit ? "with a time limit" : "without");
     const auto dir = work_ / (limit ? "limit" : "none");
-    runtime::request_stop(SIGTERM);
-    const int code = limit ? run_tiny(dir, false, 1000.0) : run_tiny(dir, false);
-    runtime::clear_stop();
+    int code = 0;
+    {
+      struct Requested {  // cleared however the run ends
+        Requested() { runtime::request_stop(SIGTERM); }
+        ~Requested() { runtime::clear_stop(); }
+      } requested;
+      code = limit ? run_tiny(dir, false, 1000.0) : run_tiny(dir, false);
+    }
     EXPECT_EQ(code, runtime::kExitTimeLimit);
     EXPECT_FALSE(std::filesystem::exists(dir / "member_000"));
     EXPECT_FALSE(std::filesystem::exists(dir / "metrics.json"));

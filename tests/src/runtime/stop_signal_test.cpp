@@ -18,12 +18,24 @@ TEST(StopSignals, TheFirstSignalIsARequestAndTheSecondEndsTheProcess) {
           if (stop_signal() != 0) std::_Exit(10);
           std::raise(signo);
           if (stop_signal() != signo) std::_Exit(11);  // alive, and the request is recorded
+          std::raise(SIGPIPE);  // a `| tee` ended by the same Ctrl-C: ignored from now on
           std::raise(signo == SIGTERM ? SIGINT : SIGTERM);
           std::_Exit(12);  // not reached: the second signal, of either kind, ends the process
         },
         ::testing::KilledBySignal(signo == SIGTERM ? SIGINT : SIGTERM),
         "bnn: " + signal_name(signo) + ": stopping at the next epoch end \\(a second signal stops at once\\)");
   }
+}
+
+// Without a stop requested, SIGPIPE keeps its default action (`bnn run | head` ends bnn).
+TEST(StopSignals, SigpipeIsLeftAloneUntilAStopIsRequested) {
+  EXPECT_EXIT(
+      {
+        stop_on_signals();
+        std::raise(SIGPIPE);
+        std::_Exit(12);
+      },
+      ::testing::KilledBySignal(SIGPIPE), "");
 }
 
 TEST(StopSignals, RequestsAreKeptUntilCleared) {
