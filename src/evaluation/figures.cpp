@@ -330,7 +330,7 @@ std::string script_header() {
 
 // Writes figures.gp and runs it (Note [Figures]); `names` are the figures it draws.
 FigureOutcome run_script(const std::string& script, const std::vector<std::string>& names,
-                         const std::filesystem::path& dir) {
+                         const std::filesystem::path& dir, io::StagedFiles* staged) {
   io::write_file_atomically(dir / "figures.gp", script);
   FigureOutcome outcome;
   const std::string gnuplot = find_gnuplot();
@@ -384,6 +384,10 @@ FigureOutcome run_script(const std::string& script, const std::vector<std::strin
   for (const std::string& name : names) {
     for (const Terminal& t : kTerminals) {
       const auto file = dir / fmt::format("{}.{}", name, t.extension);
+      if (staged != nullptr) {  // renamed with the caller's other files
+        staged->adopt(file.string() + ".tmp", file);
+        continue;
+      }
       std::error_code ec;
       std::filesystem::rename(file.string() + ".tmp", file, ec);
       if (ec) {
@@ -440,7 +444,7 @@ std::vector<ReliabilityBin> classwise_reliability(const torch::Tensor& probs, co
   return bin_points(points, bins);
 }
 
-FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir) {
+FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir, io::StagedFiles* staged) {
   TORCH_CHECK(!inputs.ensemble_probs.empty() && !inputs.traces.empty(), "figures need ensembles and loss traces");
   return or_the_failed_write([&] {
     std::filesystem::create_directories(dir / "data");
@@ -455,7 +459,7 @@ FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::pa
       names.push_back("rhat_vs_epoch");
       rhat_vs_epoch(inputs.rhat_curves, inputs.rhat_title, dir, script);
     }
-    return run_script(script, names, dir);
+    return run_script(script, names, dir, staged);
   });
 }
 
@@ -475,7 +479,7 @@ FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::
     std::filesystem::create_directories(dir / "data");
     std::string script = script_header();
     rhat_vs_epoch(curves, title, dir, script);
-    return run_script(script, {"rhat_vs_epoch"}, dir);
+    return run_script(script, {"rhat_vs_epoch"}, dir, nullptr);
   });
 }
 

@@ -19,8 +19,10 @@
 // image to a temporary name. gnuplot exits 0 even where its writes failed (a
 // full disk leaves empty or cut files), so every image is checked whole (a
 // PNG to its IEND chunk, an SVG to </svg>) before any is renamed over the
-// one there; otherwise the earlier ones stay. The
-// program is `gnuplot` on PATH, or $BNN_GNUPLOT. Without it nothing is drawn and
+// one there; otherwise the earlier ones stay. Given a set of staged files
+// (Note [Staged writes] in src/io/atomic_file.h), the images join it instead
+// of being renamed, and replace the earlier ones only with the caller's
+// tables and reports. The program is `gnuplot` on PATH, or $BNN_GNUPLOT. Without it nothing is drawn and
 // draw_figures() says why: figures are an extra, never a reason to lose metrics.
 #pragma once
 
@@ -35,6 +37,7 @@
 #include "src/evaluation/diagnostics.h"
 #include "src/evaluation/ensemble.h"
 #include "src/evaluation/metrics.h"
+#include "src/io/atomic_file.h"
 
 namespace bnn::evaluation {
 
@@ -98,8 +101,10 @@ struct FigureOutcome {
 // Writes the data and script of Note [Figures] under `dir` and runs gnuplot.
 // Returns the figures drawn, or the reason none were (gnuplot missing or
 // failing, or a file that could not be written); throws only on inputs that
-// break its preconditions (TORCH_CHECK).
-FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir);
+// break its preconditions (TORCH_CHECK). With `staged`, the images drawn are
+// its to rename (staged->commit()), and none is renamed here.
+FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::path& dir,
+                           io::StagedFiles* staged = nullptr);
 
 // Whether some point of `curves` has a finite split R-hat: none has where
 // every chain stood still (a within-chain variance of 0), or where too few

@@ -102,6 +102,17 @@ void StagedFiles::stage(const std::filesystem::path& path, std::string_view cont
   staged_.emplace_back(write_temporary(path, contents), path);
 }
 
+void StagedFiles::adopt(const std::filesystem::path& temporary, const std::filesystem::path& path) {
+  staged_.emplace_back(temporary, path);
+}
+
+std::optional<std::filesystem::path> StagedFiles::staged_as(const std::filesystem::path& path) const {
+  for (const auto& [tmp, final] : staged_) {
+    if (final == path) return tmp;
+  }
+  return std::nullopt;
+}
+
 void StagedFiles::commit() {
   while (!staged_.empty()) {
     const auto [tmp, path] = staged_.front();

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -71,6 +72,11 @@ class StagedFiles {
   ~StagedFiles();
   // Throws as write_file_atomically, replacing nothing.
   void stage(const std::filesystem::path& path, std::string_view contents);
+  // Takes `temporary`, a whole file already written beside `path` (a
+  // figure gnuplot drew), as the staged contents of `path`.
+  void adopt(const std::filesystem::path& temporary, const std::filesystem::path& path);
+  // Where the staged contents of `path` are until commit(), if staged.
+  std::optional<std::filesystem::path> staged_as(const std::filesystem::path& path) const;
   // Renames every staged file into place, in the order staged.
   void commit();
 

@@ -421,14 +421,14 @@ std::map<std::string, std::filesystem::path> finished_in(const std::vector<std::
 // (The limits of flock on shared filesystems are those of Note [Member locks].)
 // A process killed part-way through its evaluation (a pre-empted job) holds
 // no lock any more, and the files it has written stand beside the earlier
-// evaluation's. So everything is computed and the figures drawn (each checked
-// whole before it replaces one: Note [Figures] in src/evaluation/figures.h)
+// evaluation's. So everything is computed and the figures drawn, each to a
+// temporary file checked whole (Note [Figures] in src/evaluation/figures.h),
 // before the tables and reports (and an evaluation folder's bnn.json) are
-// written, last: each to a temporary file, then all renamed (Note [Staged
-// writes] in src/io/atomic_file.h). A write that fails (a full disk) leaves
-// the earlier set whole, beside figures that may already be the new ones; a
-// kill leaves it whole but for the milliseconds of the renames; the next
-// evaluation rewrites them all.
+// written, last, each to a temporary file; then all, figures included, are
+// renamed (Note [Staged writes] in src/io/atomic_file.h). A write that fails
+// (a full disk) leaves the earlier set whole (the figures' data and script in
+// figures/ may be the new ones); a kill leaves it whole but for the
+// milliseconds of the renames; the next evaluation rewrites them all.
 // Under the lock: the temporary files of an evaluation killed between a write
 // and its rename (Note [Atomic writes]), which only evaluations write: in
 // figures/ and of the tables and reports. A run's own files (bnn.json,
@@ -643,6 +643,9 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   const evaluation::MembersRhat members_rhat =
       evaluation::rhat_across_members(traces, selection.burn_in.value_or(config.sampler.burn_in));
   const std::vector<evaluation::RhatAtEpoch>& rhat_curve = members_rhat.curve;
+  // Note [Staged writes]: the figures, tables and reports replace the earlier
+  // ones together, once all are written.
+  io::StagedFiles files;
   evaluation::FigureOutcome figures;
   if (options.figures) {
     evaluation::FigureInputs inputs;
@@ -657,7 +660,7 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
       inputs.rhat_title = fmt::format("R-hat of the sampling loss across {} members (different x*)", members.size());
     }
     inputs.ood = ood_figures;
-    figures = evaluation::draw_figures(inputs, out_dir / "figures");
+    figures = evaluation::draw_figures(inputs, out_dir / "figures", &files);
     if (!figures.error.empty()) spdlog::warn("figures not drawn: {}", figures.error);
   }
   evaluation::ReportInputs report;
@@ -715,10 +718,11 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
   report.ood_sets = ood_sets;
   report.ood_rows = ood_rows;
   const std::string markdown = evaluation::render_report(report);
-  const auto embedded = [&out_dir](const std::string& src) {
-    const auto file = out_dir / src;
+  const auto embedded = [&out_dir, &files](const std::string& src) {
+    const auto path = out_dir / src;
+    const auto file = files.staged_as(path).value_or(path);  // this evaluation's figure, not yet renamed
     std::error_code ec;
-    if (file.extension() != ".png" || !std::filesystem::is_regular_file(file, ec)) return src;
+    if (path.extension() != ".png" || !std::filesystem::is_regular_file(file, ec)) return src;
     return evaluation::data_uri(io::read_file(file), "image/png");
   };
   const std::string html = evaluation::markdown_to_html(
@@ -736,8 +740,8 @@ std::vector<evaluation::EnsembleRow> evaluate_runs(const std::vector<std::filesy
                                          e.what(), out_dir.string()));
   }
   // Note [Staged writes]: every table and report written before any is
-  // replaced, so a write that fails (a full disk) leaves the earlier set whole.
-  io::StagedFiles files;
+  // replaced (the figures were staged first), so a write that fails (a full
+  // disk) leaves the earlier set whole.
   if (const auto manifest = evaluation_manifest(out_dir, run_dirs, config)) {
     files.stage(out_dir / "bnn.json", *manifest);
   }

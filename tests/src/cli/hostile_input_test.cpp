@@ -22,6 +22,7 @@
 #include "src/io/file_lock.h"
 #include "src/io/npy.h"
 #include "tests/support/data_paths.h"
+#include "tests/support/figure_files.h"
 #include "tests/support/run_bnn.h"
 
 namespace {
@@ -382,6 +383,53 @@ TEST(HostileInput, AnEvaluationThatCannotWriteEverythingReplacesNothing) {
   const CommandResult again = bnn_as_user(other);
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_NE(bnn::io::read_file(out / "metrics.json"), before.at("metrics.json"));
+}
+
+// Note [Staged writes] with figures: the figures of an evaluation join its
+// tables and reports, so one that draws them all but cannot write its report
+// (report.html, which embeds them, is the only file over a 150 KiB size
+// limit) leaves every earlier figure, table and report as it was; they used
+// to be the new figures beside the old tables. Only the figures' data and
+// script, inputs to rerun gnuplot by hand, are the new ones.
+TEST(HostileInput, AnEvaluationThatCannotWriteItsReportKeepsTheEarlierFigures) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  if (!bnn::testing::has_gnuplot()) GTEST_SKIP() << bnn::testing::kNoGnuplot;
+  make_fixture();
+  const auto out = fresh("staged_figures");
+  const CommandResult first = bnn_as_user("evaluate " + a() + " --out " + out.string());
+  ASSERT_EQ(first.code, 0) << first.output;
+  const auto shown = [](std::map<std::string, std::string> files) {  // less the figures' inputs
+    for (auto it = files.begin(); it != files.end();) {
+      const std::string& name = it->first;
+      const bool input = name.rfind("figures/data/", 0) == 0 || name == "figures/figures.gp" ||
+                         name == "figures/gnuplot.log";
+      it = input ? files.erase(it) : std::next(it);
+    }
+    return files;
+  };
+  const auto before = shown(snapshot(out));
+  ASSERT_TRUE(before.count("figures/metrics_vs_size.png")) << first.output;
+  for (const auto& [name, bytes] : before) {
+    if (name != "report.html") {
+      ASSERT_LT(bytes.size(), 120u * 1024) << name;
+    }
+  }
+  ASSERT_GT(before.at("report.html").size(), 200u * 1024);
+  const std::string other = "evaluate " + a() + " --members 0 --out " + out.string();
+  const CommandResult cut = bnn::testing::run_logged(
+      "bash -c 'ulimit -f 150 && exec " + std::string(BNN_BINARY) + " " + other + "'",
+      kHostileWork / "staged_figures.txt");
+  EXPECT_EQ(cut.code, bnn::io::kExitStorage) << cut.output;
+  EXPECT_NE(cut.output.find("cannot write " + (out / "report.html").string()), std::string::npos) << cut.output;
+  EXPECT_EQ(cut.output.find("figures not drawn"), std::string::npos) << cut.output;
+  const auto after = shown(snapshot(out));
+  EXPECT_EQ(after.size(), before.size());
+  for (const auto& [name, bytes] : before) {
+    EXPECT_TRUE(after.count(name) && after.at(name) == bytes) << name << " changed";
+  }
+  const CommandResult again = bnn_as_user(other);
+  ASSERT_EQ(again.code, 0) << again.output;
+  EXPECT_NE(bnn::io::read_file(out / "figures" / "metrics_vs_size.png"), before.at("figures/metrics_vs_size.png"));
 }
 
 // A process that joins a run with its own operational keys leaves the run's

@@ -66,6 +66,32 @@ TEST(StagedFiles, AFailedStageReplacesNothingAndCommitReplacesAll) {
   std::filesystem::remove_all(dir);
 }
 
+// An adopted file (a figure gnuplot drew beside its final name) is staged
+// as it is: staged_as() names it until commit() renames it into place, and a
+// set never committed removes it.
+TEST(StagedFiles, AnAdoptedFileIsRenamedWithTheSetOrRemoved) {
+  const auto dir = testing::unique_temp_dir("bnn_staged_adopt");
+  write_file_atomically(dir / "fig.png", "old figure");
+  for (const bool commit : {false, true}) {
+    write_file_atomically(dir / "fig.png.tmp", "new figure");
+    StagedFiles files;
+    files.adopt(dir / "fig.png.tmp", dir / "fig.png");
+    files.stage(dir / "report.md", "report");
+    EXPECT_EQ(files.staged_as(dir / "fig.png"), dir / "fig.png.tmp");
+    EXPECT_FALSE(files.staged_as(dir / "other.png").has_value());
+    EXPECT_EQ(read_file(dir / "fig.png"), "old figure");
+    if (commit) {
+      files.commit();
+      EXPECT_FALSE(files.staged_as(dir / "fig.png").has_value());
+    }
+  }
+  EXPECT_EQ(read_file(dir / "fig.png"), "new figure");
+  EXPECT_EQ(read_file(dir / "report.md"), "report");
+  EXPECT_FALSE(std::filesystem::exists(dir / "fig.png.tmp"));
+  EXPECT_TRUE(no_temp_files(dir));
+  std::filesystem::remove_all(dir);
+}
+
 // A failed write says whose failure it is: a missing folder is the path's
 // (bnn exits 2, bad input), a file-size limit the storage's (exit 74, as for
 // a full disk), and the earlier file stays either way.
