@@ -71,6 +71,15 @@ std::map<std::string, std::string> snapshot(const fs::path& root) {
   return files;
 }
 
+// Whether `path` exists within two minutes (a running bnn's first checkpoint, say).
+bool appears(const fs::path& path) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!fs::exists(path) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return fs::exists(path);
+}
+
 // A fresh copy of run `name` for a case to damage.
 fs::path copy_of(const std::string& name, const std::string& as) {
   const fs::path to = kHostileWork / "cases" / as;
@@ -492,11 +501,7 @@ TEST(HostileInput, AMemberWhoseLockFileIsReplacedStops) {
   auto running = std::async(std::launch::async, [&] {
     return bnn_as_user(tiny_run_args(out.string(), " --set run.members=1 --set sampler.epochs=1000"));
   });
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (!fs::exists(member / "checkpoint.pt") && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  ASSERT_TRUE(fs::exists(member / "checkpoint.pt"));
+  ASSERT_TRUE(appears(member / "checkpoint.pt"));
   fs::remove(member / "lock");
   const auto thief = bnn::io::FileLock::try_acquire(member / "lock");
   ASSERT_TRUE(thief.has_value());
@@ -528,11 +533,7 @@ TEST(HostileInput, ARunWhoseFolderIsTakenStartsNoMoreMembers) {
     auto running = std::async(std::launch::async, [&] {
       return bnn_as_user(tiny_run_args(out.string(), " --set run.members=2 --set sampler.epochs=1000"));
     });
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (!fs::exists(member / "checkpoint.pt") && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    ASSERT_TRUE(fs::exists(member / "checkpoint.pt"));
+    ASSERT_TRUE(appears(member / "checkpoint.pt"));
     if (deleted) {
       // The run writes temporary files meanwhile: removal may race with one, so again until it is gone.
       std::error_code ec;
