@@ -1,6 +1,7 @@
 #include "src/pipeline/evaluate.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -8,6 +9,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -29,6 +31,7 @@
 #include "src/pipeline/ood.h"
 #include "src/pipeline/preprocess.h"
 #include "src/pipeline/run_directory.h"
+#include "src/runtime/stop_signal.h"
 
 namespace bnn::pipeline {
 namespace {
@@ -451,12 +454,21 @@ void remove_stale_evaluation_files(const std::filesystem::path& out_dir) {
   if (removed > 0) spdlog::info("removed {} file(s) left by an evaluation stopped part-way", removed);
 }
 
+// Waits for the lock in steps of 0.1 s, so that a stop signal ends the wait
+// (Note [Stop signals]: the other process writes the metrics).
 io::FileLock lock_evaluation(const std::filesystem::path& out_dir) {
   const auto path = out_dir / kEvaluateLockFile;
   if (auto lock = io::FileLock::try_acquire(path)) return std::move(*lock);
   spdlog::info("waiting for another bnn that is writing its evaluation into {} ({} is locked)", out_dir.string(),
                path.string());
-  return io::FileLock::acquire(path);
+  for (;;) {
+    if (const int signo = runtime::stop_signal(); signo != 0) {
+      throw EvaluationStopped(fmt::format("stopped by {} while waiting for another bnn's evaluation of {}",
+                                          runtime::signal_name(signo), out_dir.string()));
+    }
+    if (auto lock = io::FileLock::try_acquire(path)) return std::move(*lock);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 }  // namespace

@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <stdexcept>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,6 +65,14 @@ struct EvaluateOptions {
 // at evaluation]): those > burn_in_steps, then the thin-th, 2 thin-th, ... of
 // them, in increasing order. `stored` must be sorted.
 std::vector<int64_t> select_sample_steps(const std::vector<int64_t>& stored, int64_t burn_in_steps, int64_t thin);
+
+// Note [Stop signals] (src/runtime/stop_signal.h): a stop signal that came
+// while evaluate_runs waited for another process's evaluation lock; nothing
+// was written.
+class EvaluationStopped : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 // Merges the finished members of `run_dirs` (ordered by member index), selects
 // members and samples as `options` say, and writes the outputs listed above to

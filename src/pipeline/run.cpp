@@ -1053,9 +1053,11 @@ int run(const config::Config& config, const RunOptions& options) {
                   dir.string(), *folder_lost, not_started.load());
     return 3;
   }
-  const std::string resume = fmt::format("bnn run --resume {}{}{}", dir.string(),
-                                         options.members.empty() ? "" : " --members " + members_option(options.members),
-                                         options.design == MemberDesign::kStacked ? " --member-design stacked" : "");
+  const std::string resume =
+      fmt::format("bnn run --resume {}{}{}{}", dir.string(),
+                  options.members.empty() ? "" : " --members " + members_option(options.members),
+                  options.devices.empty() ? "" : fmt::format(" --devices {}", fmt::join(options.devices, ",")),
+                  options.design == MemberDesign::kStacked ? " --member-design stacked" : "");
   if (left > 0) {
     // A rank that neither was signalled nor ran out of time stopped with the others.
     const bool late = options.deadline != nullptr && (group == nullptr || out_of_time());
@@ -1092,7 +1094,12 @@ int run(const config::Config& config, const RunOptions& options) {
                  resume, failures ? "trains them again" : "finds nothing left to train");
     return failures ? 3 : runtime::kExitTimeLimit;
   }
-  evaluate_run(dir);
+  try {
+    evaluate_run(dir);
+  } catch (const EvaluationStopped& e) {
+    spdlog::warn("{}: that one writes the metrics, or {}", e.what(), resume);
+    return runtime::kExitTimeLimit;
+  }
   fmt::print("{}", metrics_text(dir));
   if (lost > 0) {
     spdlog::error("{} member(s) stopped when their lock files were deleted under this process (Note [Member locks]); "

@@ -7,10 +7,14 @@
 // run --resume` then continues with the same results, bit for bit on the
 // CPU, as a run never stopped. A signal that comes while the last member
 // ends leaves the metrics to the next command as well; one that comes while
-// the run evaluates lets the evaluation finish. A second signal ends the
-// process at once by the signal's default action: every file is written
-// atomically, so nothing is left half-written, and the epochs under way are
-// lost, as with a kill. A member without checkpoints (run.checkpoint: false)
+// the run evaluates lets the evaluation finish, and one while it waits for
+// another process's evaluation lock stops the wait. A second signal, 2 s or
+// more after the first, ends the process at once by the signal's default
+// action: every file is written atomically, so nothing is left
+// half-written, and the epochs under way are lost, as with a kill. One that
+// comes sooner is taken for the first relayed: a Ctrl-C reaches every
+// process of the terminal's group, and a launcher among them (torchrun,
+// `timeout`) sends it on to bnn again at once. A member without checkpoints (run.checkpoint: false)
 // and a `bnn rhat` repeat (its chains are kept only whole) stop too, and
 // start again from their beginning. L-BFGS (anchor: map) has no epochs: a
 // member signalled in it stops after its first sampling epoch.

@@ -6,6 +6,7 @@
 // shared by the test processes; each case works on copies where it damages
 // something.
 #include <chrono>
+#include <csignal>
 #include <fstream>
 #include <functional>
 #include <future>
@@ -439,6 +440,45 @@ TEST(HostileInput, AnEvaluationThatCannotWriteItsReportKeepsTheEarlierFigures) {
   const CommandResult again = bnn_as_user(other);
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_NE(bnn::io::read_file(out / "figures" / "metrics_vs_size.png"), before.at("figures/metrics_vs_size.png"));
+}
+
+// Note [Stop signals]: a bnn run whose members are all finished waits for
+// another process's evaluation lock; SIGTERM ends the wait (exit 75, nothing
+// written) where it used to be ignored until the lock came free.
+TEST(HostileInput, ASignalEndsTheWaitForAnotherEvaluation) {
+  BNN_SKIP_WITHOUT_FASHION_MNIST();
+  make_fixture();
+  const auto c = copy_of("A", "evaluation_wait");
+  const auto before = snapshot(c);
+  const auto lock = bnn::io::FileLock::try_acquire(c / "evaluate.lock");
+  ASSERT_TRUE(lock.has_value());
+  const auto log = kHostileWork / "logs" / "evaluation_wait.txt";
+  const auto pid_file = kHostileWork / "evaluation_wait.pid";
+  fs::remove(pid_file);
+  auto running = std::async(std::launch::async, [&] {
+    return bnn::testing::run_logged("bash -c '" + std::string(BNN_BINARY) + " run --resume " + c.string() +
+                                        " --threads 1 --device cpu & echo $! > " + pid_file.string() +
+                                        "; wait $!'",
+                                    log);
+  });
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (std::chrono::steady_clock::now() < until &&
+         (!fs::exists(log) || bnn::io::read_file(log).find("waiting for another bnn") == std::string::npos)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(appears(pid_file));
+  ::kill(static_cast<pid_t>(std::stol(bnn::io::read_file(pid_file))), SIGTERM);
+  const CommandResult r = running.get();
+  EXPECT_EQ(r.code, 75) << r.output;
+  EXPECT_NE(r.output.find("stopped by SIGTERM while waiting for another bnn's evaluation of " + c.string() +
+                          ": that one writes the metrics, or bnn run --resume " + c.string()),
+            std::string::npos)
+      << r.output;
+  auto after = snapshot(c);
+  after.erase("evaluate.lock");
+  auto expected = before;
+  expected.erase("evaluate.lock");
+  EXPECT_TRUE(after == expected) << "a file of the run changed";
 }
 
 // A process that joins a run with its own operational keys leaves the run's
