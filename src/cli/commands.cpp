@@ -17,6 +17,7 @@
 #include "src/cli/predict_command.h"
 #include "src/cli/rhat_command.h"
 #include "src/cli/run_command.h"
+#include "src/distributed/process_group.h"
 #include "src/io/atomic_file.h"
 
 namespace bnn::cli {
@@ -119,6 +120,9 @@ int main(int argc, char** argv) {
     const bool full = error == ENOSPC || error == EDQUOT;
     fmt::print(stderr, "bnn: error: {}{}\n", e.what(), full ? kStorageAdvice : "");
     return full ? io::kExitStorage : 2;
+  } catch (const distributed::StoppedWithRankZero& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+    return e.exit_code();
   } catch (const c10::Error& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());
   } catch (const cxxopts::exceptions::exception& e) {

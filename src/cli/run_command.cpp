@@ -197,9 +197,7 @@ int cmd_run(int argc, char** argv) {
   runtime::stop_on_signals();
   spdlog::info("bnn run: config {}, run directory {}, {} threads", config_file.string(),
                run_options.run_dir.string(), threads);
-  const int code = pipeline::run(config, run_options);
-  if (group) group->barrier();  // rank 0 has written the run's outputs
-  return code;
+  return pipeline::run(config, run_options);  // on every rank rank 0's code, once it has written the outputs
 }
 
 int cmd_evaluate(int argc, char** argv) {

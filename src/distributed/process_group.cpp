@@ -295,6 +295,15 @@ bool ProcessGroup::any_rank(bool value) {
   return flag.item<double>() > 0.5;
 }
 
+int64_t ProcessGroup::from_rank_zero(int64_t value) {
+  torch::NoGradGuard no_grad;
+  // In double: exact for the small integers it carries, on every backend.
+  const double mine = rank_ == 0 ? static_cast<double>(value) : 0.0;
+  torch::Tensor sum = torch::full({1}, mine, torch::TensorOptions().dtype(torch::kDouble).device(device_));
+  all_reduce(sum, Op::kSum);
+  return static_cast<int64_t>(sum.item<double>());
+}
+
 void ProcessGroup::barrier() {
   torch::Tensor token = torch::ones({1}, torch::TensorOptions().device(device_));
   all_reduce(token, Op::kSum);

@@ -35,6 +35,17 @@ class CommunicationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A rank other than 0 stopping because rank 0 failed where only it looks
+// (the run directory); exit_code() is the one rank 0 exits with.
+class StoppedWithRankZero : public std::runtime_error {
+ public:
+  StoppedWithRankZero(const std::string& what, int exit_code) : std::runtime_error(what), exit_code_(exit_code) {}
+  int exit_code() const noexcept { return exit_code_; }
+
+ private:
+  int exit_code_;
+};
+
 // The torchrun rendezvous variables.
 struct Rendezvous {
   std::string master_addr;
@@ -91,6 +102,9 @@ class ProcessGroup {
   // Whether `value` is true on any rank (a max reduction; one host
   // synchronisation). Every rank gets the same answer.
   bool any_rank(bool value);
+  // Rank 0's `value` on every rank (a sum to which the others add 0; one
+  // host synchronisation). Also a barrier.
+  int64_t from_rank_zero(int64_t value);
   // Returns once every rank has called it.
   void barrier();
 

@@ -59,7 +59,7 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 bool create_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
 // Note [Staged writes]: a set of files that should change together (an
-// evaluation's tables and reports). stage() writes each to its temporary
+// evaluation's figures, tables and reports). stage() writes each to its temporary
 // file; commit() then renames them all, which needs no space: a disk that
 // fills, or any other failed write, fails a stage() before any file of the
 // set is replaced, and the temporaries are removed. (A process killed during

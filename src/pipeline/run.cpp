@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -414,25 +415,36 @@ int64_t hash_bits(std::string_view bytes) {
 // directory is its) fails every rank together: the others would otherwise
 // go on to their next collective and fail there with a communication error
 // of their own, or wait for rank 0 until --distributed-timeout. Rank 0
-// reports its error; the others say to read it. One all-reduce.
+// reports its error; the others say to read it, and exit with its code (74
+// for the storage's failure, else 2). One all-reduce.
 void on_rank_zero(distributed::ProcessGroup* group, const std::function<void()>& work) {
   if (group == nullptr) {
     work();
     return;
   }
   std::exception_ptr error;
+  int64_t code = 0;
   if (group->rank() == 0) {
     try {
       work();
+    } catch (const io::WriteError& e) {
+      error = std::current_exception();
+      code = e.storage() ? io::kExitStorage : 2;
+    } catch (const std::filesystem::filesystem_error& e) {
+      error = std::current_exception();
+      code = e.code().value() == ENOSPC || e.code().value() == EDQUOT ? io::kExitStorage : 2;
     } catch (...) {
       error = std::current_exception();
+      code = 2;
     }
   }
-  if (!group->any_rank(error != nullptr)) return;
+  code = group->from_rank_zero(code);
+  if (code == 0) return;
   if (error) std::rethrow_exception(error);
-  throw std::runtime_error(fmt::format("rank 0 of this distributed run stopped before training, for the reason "
-                                       "its log gives; rank {} stops with it",
-                                       group->rank()));
+  throw distributed::StoppedWithRankZero(fmt::format("rank 0 of this distributed run stopped before training, for "
+                                                     "the reason its log gives; rank {} stops with it",
+                                                     group->rank()),
+                                         static_cast<int>(code));
 }
 
 void check_ranks_were_given_one_run(distributed::ProcessGroup& group, const config::Config& config,
@@ -762,7 +774,10 @@ int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::o
   return std::max<int64_t>(1, std::min({kMaxAutoMembersPerCpu, members_to_run, members_that_fit(member, *available)}));
 }
 
-int run(const config::Config& config, const RunOptions& options) {
+namespace {
+
+// run() on this process; a data-parallel run's ranks other than 0 return 0.
+int run_on_this_rank(const config::Config& config, const RunOptions& options) {
   std::vector<torch::Device> devices;
   for (const auto& name : options.devices.empty() ? std::vector<std::string>{config.run.device} : options.devices) {
     devices.push_back(resolve_device(name));
@@ -1042,10 +1057,10 @@ int run(const config::Config& config, const RunOptions& options) {
     if (e) std::rethrow_exception(e);
   }
   // Note [Stop signals]: whether a signal came before the evaluation, agreed
-  // as `left` and `failed` are; rank 0 evaluates, and the others end as it does.
+  // as `left` and `failed` are.
   const int signo = runtime::stop_signal();
   const bool stop = group != nullptr ? group->any_rank(signo != 0) : signo != 0;
-  if (!writer) return left > 0 || (stop && failed == 0) ? runtime::kExitTimeLimit : failed > 0 ? 3 : 0;
+  if (!writer) return 0;  // rank 0 evaluates, and its exit code is every rank's (run())
   if (!folder_lost && group == nullptr) folder_lost = run_directory_lost(dir, config);
   if (folder_lost) {
     spdlog::error("{} is no longer this run's folder: {}; {} member(s) not started there, and no metrics written "
@@ -1091,7 +1106,7 @@ int run(const config::Config& config, const RunOptions& options) {
                  failures ? fmt::format("{} member(s) failed and {} stopped when their lock files were deleted",
                                         failed.load(), lost.load())
                           : std::string("every member this command ran has finished"),
-                 resume, failures ? "trains them again" : "finds nothing left to train");
+                 resume, failures ? "trains them again" : "goes on with any left");
     return failures ? 3 : runtime::kExitTimeLimit;
   }
   try {
@@ -1125,6 +1140,15 @@ int run(const config::Config& config, const RunOptions& options) {
     return 3;
   }
   return 0;
+}
+
+}  // namespace
+
+int run(const config::Config& config, const RunOptions& options) {
+  const int code = run_on_this_rank(config, options);
+  // Every rank ends with rank 0's exit code, once rank 0 has written the
+  // run's outputs; a rank that threw instead makes the others' collective fail.
+  return options.group != nullptr ? static_cast<int>(options.group->from_rank_zero(code)) : code;
 }
 
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir) {

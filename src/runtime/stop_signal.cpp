@@ -49,19 +49,27 @@ extern "C" void on_stop_signal(int signo) {
       errno = saved_errno;
       return;
     }
-    // A second signal: the default action, now (Note [Stop signals]).
+    // A second signal: the default action, now (Note [Stop signals]). The
+    // signal is blocked while its handler runs: unblocked, it is delivered at
+    // once. A process's namespace init (bnn as a container's PID 1) is not
+    // ended by a signal it sends itself: it exits as if by the signal.
     ::signal(signo, SIG_DFL);
+    sigset_t just_this;
+    sigemptyset(&just_this);
+    sigaddset(&just_this, signo);
+    ::sigprocmask(SIG_UNBLOCK, &just_this, nullptr);
     ::raise(signo);
-    errno = saved_errno;
-    return;
+    ::_exit(128 + signo);
   }
   g_first_signal_ns.store(monotonic_ns());
   // Ctrl-C also ends a `| tee` the log goes through: the writes to it until
   // the epoch's end must not end the process by SIGPIPE (one pending now is
   // discarded too), and fail instead.
   ::signal(SIGPIPE, SIG_IGN);
-  static const char term[] = "bnn: SIGTERM: stopping at the next epoch end (a second signal stops at once)\n";
-  static const char interrupt[] = "bnn: SIGINT: stopping at the next epoch end (a second signal stops at once)\n";
+  static const char term[] =
+      "bnn: SIGTERM: stopping at the next epoch end (a second signal, 2 s or more later, stops at once)\n";
+  static const char interrupt[] =
+      "bnn: SIGINT: stopping at the next epoch end (a second signal, 2 s or more later, stops at once)\n";
   if (signo == SIGTERM) {
     say(term, sizeof term - 1);
   } else {

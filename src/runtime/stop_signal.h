@@ -25,10 +25,11 @@
 // keeps errno. The workers look at the flag where they would look at the
 // deadline. With SA_RESTART, most system calls the signal interrupts are
 // resumed rather than failed. A data-parallel run's ranks agree at each
-// epoch end, before each member and before the evaluation whether any of
-// them was signalled or ran out of time (one all-reduce each), so that they
-// stop together and end with the same exit code; a scheduler or torchrun
-// signals each rank on its own, at slightly different moments.
+// epoch end and before each member whether any of them was signalled or ran
+// out of time, and before the evaluation whether any was signalled (one
+// all-reduce each), so that they stop together; a scheduler or torchrun
+// signals each rank on its own, at slightly different moments. Every rank
+// then exits with rank 0's code.
 #pragma once
 
 #include <string>

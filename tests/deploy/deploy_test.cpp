@@ -4,9 +4,13 @@
 // scheduler.
 #include <sys/wait.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -57,6 +61,9 @@ TEST(Deploy, KubernetesIndexedJobRunsOneMemberPerIndex) {
   EXPECT_EQ(rule["onExitCodes"]["containerName"].as<std::string>(), "bnn");
   EXPECT_EQ(rule["onExitCodes"]["operator"].as<std::string>(), "In");
   EXPECT_EQ(rule["onExitCodes"]["values"][0].as<int>(), 75);
+  const YAML::Node disruption = job["spec"]["podFailurePolicy"]["rules"][1];
+  EXPECT_EQ(disruption["action"].as<std::string>(), "Ignore");
+  EXPECT_EQ(disruption["onPodConditions"][0]["type"].as<std::string>(), "DisruptionTarget");
   const YAML::Node container = job["spec"]["template"]["spec"]["containers"][0];
   EXPECT_EQ(container["name"].as<std::string>(), "bnn");
   const std::string command = container["args"][0].as<std::string>();
@@ -121,6 +128,36 @@ TEST(Deploy, SlurmTaskStoppedByItsTimeLimitRequeuesItself) {
   EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\nrequeue 4242\n");  // not again
   EXPECT_TRUE(std::filesystem::exists(work / "run" / "metrics.json"));
   EXPECT_FALSE(std::filesystem::exists(work / "run" / "member_000"));
+
+  // Slurm's SIGTERM (pre-emption, the time limit) goes to every process of
+  // the job, the batch shell too: the shell lives on, bnn stops at an epoch
+  // end, and the task requeues itself. Here the task's process group, during
+  // a member of 3000 sampling epochs, once its first checkpoint is written.
+  const auto long_config = work / "long.yaml";
+  std::string config = bnn::io::read_file(kSource / "configs/tiny.yaml");
+  config.replace(config.find("  epochs: 3\n"), 12, "  epochs: 3000\n");
+  bnn::io::write_file_atomically(long_config, config);
+  const auto group = work / "task.pgid";
+  const std::string cmd = "setsid bash -c 'echo $$ > " + group.string() + "; exec env PATH=" + (work / "bin").string() +
+                          ":$PATH SLURM_ARRAY_TASK_ID=1 SLURM_JOB_ID=4242 SLURM_CPUS_PER_TASK=1 BNN=" BNN_BINARY
+                          " BNN_DEVICE=cpu bash " + (kSource / "deploy/slurm/bnn.sbatch").string() + " " +
+                          long_config.string() + " " + (work / "long").string() + "' > " +
+                          (work / "log4.txt").string() + " 2>&1";
+  auto running = std::async(std::launch::async, [&] { return WEXITSTATUS(std::system(cmd.c_str())); });
+  const auto checkpoint = work / "long" / "member_001" / "checkpoint.pt";
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!std::filesystem::exists(checkpoint) && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  const bool started = std::filesystem::exists(checkpoint) && std::filesystem::exists(group);
+  if (started) ::kill(-static_cast<pid_t>(std::stol(bnn::io::read_file(group))), SIGTERM);
+  EXPECT_TRUE(started) << "the long task wrote no checkpoint";
+  EXPECT_EQ(running.get(), 0) << bnn::io::read_file(work / "log4.txt");
+  EXPECT_NE(bnn::io::read_file(work / "log4.txt").find("member 1: stopped by SIGTERM after "),
+            std::string::npos)
+      << bnn::io::read_file(work / "log4.txt");
+  EXPECT_EQ(bnn::io::read_file(work / "scontrol.txt"), "requeue 4242\nrequeue 4242\nrequeue 4242\n");
+  EXPECT_TRUE(std::filesystem::exists(checkpoint));
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(work);
 }
 

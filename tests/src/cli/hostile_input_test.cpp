@@ -5,6 +5,7 @@
 // real Fashion-MNIST, A and B (another seed), are made once per checkout and
 // shared by the test processes; each case works on copies where it damages
 // something.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -397,8 +398,8 @@ TEST(HostileInput, AnEvaluationThatCannotWriteEverythingReplacesNothing) {
 
 // Note [Staged writes] with figures: the figures of an evaluation join its
 // tables and reports, so one that draws them all but cannot write its report
-// (report.html, which embeds them, is the only file over a 150 KiB size
-// limit) leaves every earlier figure, table and report as it was; they used
+// (report.html, which embeds them, is the only file over a size limit
+// between it and the largest other file) leaves every earlier figure, table and report as it was; they used
 // to be the new figures beside the old tables. Only the figures' data and
 // script, inputs to rerun gnuplot by hand, are the new ones.
 TEST(HostileInput, AnEvaluationThatCannotWriteItsReportKeepsTheEarlierFigures) {
@@ -419,15 +420,20 @@ TEST(HostileInput, AnEvaluationThatCannotWriteItsReportKeepsTheEarlierFigures) {
   };
   const auto before = shown(snapshot(out));
   ASSERT_TRUE(before.count("figures/metrics_vs_size.png")) << first.output;
-  for (const auto& [name, bytes] : before) {
-    if (name != "report.html") {
-      ASSERT_LT(bytes.size(), 120u * 1024) << name;
-    }
+  // The limit: halfway between the largest other file and report.html, in KiB.
+  size_t largest = 0;
+  for (const auto& [name, bytes] : snapshot(out)) {
+    if (name != "report.html") largest = std::max(largest, bytes.size());
   }
-  ASSERT_GT(before.at("report.html").size(), 200u * 1024);
+  const size_t report = before.at("report.html").size();
+  if (2 * largest > report) {
+    GTEST_SKIP() << "this gnuplot's figures (" << largest << " bytes) are too large beside report.html (" << report
+                 << " bytes) for a file-size limit between them";
+  }
+  const size_t limit_kib = (largest + report) / 2 / 1024;
   const std::string other = "evaluate " + a() + " --members 0 --out " + out.string();
   const CommandResult cut = bnn::testing::run_logged(
-      "bash -c 'ulimit -f 150 && exec " + std::string(BNN_BINARY) + " " + other + "'",
+      "bash -c 'ulimit -f " + std::to_string(limit_kib) + " && exec " + std::string(BNN_BINARY) + " " + other + "'",
       kHostileWork / "staged_figures.txt");
   EXPECT_EQ(cut.code, bnn::io::kExitStorage) << cut.output;
   EXPECT_NE(cut.output.find("cannot write " + (out / "report.html").string()), std::string::npos) << cut.output;
@@ -450,25 +456,33 @@ TEST(HostileInput, ASignalEndsTheWaitForAnotherEvaluation) {
   make_fixture();
   const auto c = copy_of("A", "evaluation_wait");
   const auto before = snapshot(c);
-  const auto lock = bnn::io::FileLock::try_acquire(c / "evaluate.lock");
+  auto lock = bnn::io::FileLock::try_acquire(c / "evaluate.lock");
   ASSERT_TRUE(lock.has_value());
   const auto log = kHostileWork / "logs" / "evaluation_wait.txt";
   const auto pid_file = kHostileWork / "evaluation_wait.pid";
   fs::remove(pid_file);
+  fs::remove(log);  // an earlier test process's
   auto running = std::async(std::launch::async, [&] {
     return bnn::testing::run_logged("bash -c '" + std::string(BNN_BINARY) + " run --resume " + c.string() +
                                         " --threads 1 --device cpu & echo $! > " + pid_file.string() +
                                         "; wait $!'",
                                     log);
   });
+  const auto waiting = [&] {
+    return fs::exists(log) && bnn::io::read_file(log).find("waiting for another bnn") != std::string::npos;
+  };
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (std::chrono::steady_clock::now() < until &&
-         (!fs::exists(log) || bnn::io::read_file(log).find("waiting for another bnn") == std::string::npos)) {
+  while (!waiting() && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ASSERT_TRUE(appears(pid_file));
-  ::kill(static_cast<pid_t>(std::stol(bnn::io::read_file(pid_file))), SIGTERM);
+  const bool started = waiting() && appears(pid_file);
+  if (started) {
+    ::kill(static_cast<pid_t>(std::stol(bnn::io::read_file(pid_file))), SIGTERM);
+  } else {
+    lock.reset();  // so that bnn ends and the test reports instead of waiting forever
+  }
   const CommandResult r = running.get();
+  ASSERT_TRUE(started) << "bnn never waited for the lock\n" << r.output;
   EXPECT_EQ(r.code, 75) << r.output;
   EXPECT_NE(r.output.find("stopped by SIGTERM while waiting for another bnn's evaluation of " + c.string() +
                           ": that one writes the metrics, or bnn run --resume " + c.string()),

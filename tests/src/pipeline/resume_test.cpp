@@ -99,7 +99,8 @@ TEST_F(Resume, ASignalStopsAtTheEpochEndAndTheRunResumesBitIdentically) {
   r = bnn(tiny + cut.string(), "BNN_SIGNAL_AT_SAMPLER_STEPS=15");
   ASSERT_EQ(r.code, 75) << r.output;
   const auto m0 = cut / "member_000";
-  EXPECT_NE(r.output.find("bnn: SIGTERM: stopping at the next epoch end (a second signal stops at once)\n"),
+  EXPECT_NE(r.output.find("bnn: SIGTERM: stopping at the next epoch end (a second signal, 2 s or more later, stops "
+                          "at once)\n"),
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("member 0 sample epoch   2/3"), std::string::npos) << r.output;
@@ -158,7 +159,7 @@ TEST_F(Resume, ASignalDuringTheLastEpochLeavesTheMetricsToTheNextCommand) {
                "BNN_SIGNAL_AT_SAMPLER_STEPS=25");
   ASSERT_EQ(r.code, 75) << r.output;
   EXPECT_NE(r.output.find("stopped by SIGTERM before evaluating: every member this command ran has finished; bnn run "
-                          "--resume " + cut.string() + " finds nothing left to train and writes the metrics"),
+                          "--resume " + cut.string() + " goes on with any left and writes the metrics"),
             std::string::npos)
       << r.output;
   EXPECT_TRUE(std::filesystem::exists(cut / "member_000" / "status.json"));

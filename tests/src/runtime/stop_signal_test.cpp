@@ -32,7 +32,8 @@ TEST(StopSignals, TheFirstSignalIsARequestAndALaterSecondEndsTheProcess) {
           std::_Exit(13);  // not reached: the second signal, of either kind, ends the process
         },
         ::testing::KilledBySignal(second),
-        "bnn: " + signal_name(signo) + ": stopping at the next epoch end \\(a second signal stops at once\\)\n"
+        "bnn: " + signal_name(signo) +
+            ": stopping at the next epoch end \\(a second signal, 2 s or more later, stops at once\\)\n"
         "bnn: a second signal within 2 s, as a launcher relays the first: still stopping at the next epoch end\n");
   }
 }
