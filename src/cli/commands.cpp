@@ -1,6 +1,5 @@
 #include "src/cli/commands.h"
 
-#include <cerrno>
 #include <csignal>
 #include <filesystem>
 #include <string_view>
@@ -112,14 +111,13 @@ int main(int argc, char** argv) {
                fmt::join(names, ", "));
     return 2;
   } catch (const io::WriteError& e) {
-    fmt::print(stderr, "bnn: error: {}{}\n", e.what(), e.storage() ? kStorageAdvice : "");
-    return e.storage() ? io::kExitStorage : 2;
+    const int code = io::exit_code_of(e);
+    fmt::print(stderr, "bnn: error: {}{}\n", e.what(), code == io::kExitStorage ? kStorageAdvice : "");
+    return code;
   } catch (const std::filesystem::filesystem_error& e) {  // a folder that could not be made, say
-    // Only a lack of space is surely a write's failure (an EIO may be a read's).
-    const int error = e.code().value();
-    const bool full = error == ENOSPC || error == EDQUOT;
-    fmt::print(stderr, "bnn: error: {}{}\n", e.what(), full ? kStorageAdvice : "");
-    return full ? io::kExitStorage : 2;
+    const int code = io::exit_code_of(e);  // only a lack of space (an EIO may be a read's)
+    fmt::print(stderr, "bnn: error: {}{}\n", e.what(), code == io::kExitStorage ? kStorageAdvice : "");
+    return code;
   } catch (const distributed::StoppedWithRankZero& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what());
     return e.exit_code();

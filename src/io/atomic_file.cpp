@@ -25,6 +25,15 @@ bool storage_failure(int error) noexcept {
   return error == ENOSPC || error == EDQUOT || error == EFBIG || error == EIO;
 }
 
+int exit_code_of(const std::exception& e) noexcept {
+  if (const auto* write = dynamic_cast<const WriteError*>(&e)) return write->storage() ? kExitStorage : 2;
+  if (const auto* fs = dynamic_cast<const std::filesystem::filesystem_error*>(&e)) {
+    const int error = fs->code().value();
+    return error == ENOSPC || error == EDQUOT ? kExitStorage : 2;
+  }
+  return 2;
+}
+
 std::filesystem::path temporary_path(const std::filesystem::path& path) {
   static const uint64_t nonce = (uint64_t{std::random_device{}()} << 32) | std::random_device{}();
   static std::atomic<uint64_t> writes{0};

@@ -48,6 +48,11 @@ class WriteError : public std::runtime_error {
   int error_;
 };
 
+// The exit code of a failure `e`: kExitStorage for the storage's (a
+// WriteError that storage() says is, or a std::filesystem error of a full
+// disk or quota: only a lack of space is surely a write's), else 2.
+int exit_code_of(const std::exception& e) noexcept;
+
 // Writes `contents` to `path` atomically. Throws WriteError naming the path
 // and the OS error on failure.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);

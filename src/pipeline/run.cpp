@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -427,12 +426,9 @@ void on_rank_zero(distributed::ProcessGroup* group, const std::function<void()>&
   if (group->rank() == 0) {
     try {
       work();
-    } catch (const io::WriteError& e) {
+    } catch (const std::exception& e) {
       error = std::current_exception();
-      code = e.storage() ? io::kExitStorage : 2;
-    } catch (const std::filesystem::filesystem_error& e) {
-      error = std::current_exception();
-      code = e.code().value() == ENOSPC || e.code().value() == EDQUOT ? io::kExitStorage : 2;
+      code = io::exit_code_of(e);
     } catch (...) {
       error = std::current_exception();
       code = 2;
@@ -1061,6 +1057,9 @@ int run_on_this_rank(const config::Config& config, const RunOptions& options) {
   const int signo = runtime::stop_signal();
   const bool stop = group != nullptr ? group->any_rank(signo != 0) : signo != 0;
   if (!writer) return 0;  // rank 0 evaluates, and its exit code is every rank's (run())
+  // A rank that was not signalled itself stopped with the others.
+  const std::string signalled =
+      signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo)) : "stopped with the other ranks";
   if (!folder_lost && group == nullptr) folder_lost = run_directory_lost(dir, config);
   if (folder_lost) {
     spdlog::error("{} is no longer this run's folder: {}; {} member(s) not started there, and no metrics written "
@@ -1074,12 +1073,10 @@ int run_on_this_rank(const config::Config& config, const RunOptions& options) {
                   options.devices.empty() ? "" : fmt::format(" --devices {}", fmt::join(options.devices, ",")),
                   options.design == MemberDesign::kStacked ? " --member-design stacked" : "");
   if (left > 0) {
-    // A rank that neither was signalled nor ran out of time stopped with the others.
-    const bool late = options.deadline != nullptr && (group == nullptr || out_of_time());
-    const std::string why = signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo))
-                            : late     ? fmt::format("time limit of {:g} s reached after {:.1f} s",
-                                                     options.deadline->seconds(), options.deadline->elapsed())
-                                       : std::string("stopped with the other ranks");
+    const bool late = signo == 0 && options.deadline != nullptr && (group == nullptr || out_of_time());
+    const std::string why = late ? fmt::format("time limit of {:g} s reached after {:.1f} s",
+                                               options.deadline->seconds(), options.deadline->elapsed())
+                                 : signalled;
     const size_t finished = finished_members(dir).size();
     spdlog::warn("{}: {} member(s) left unfinished{}, {} finished in {}; continue with: {} (the metrics are written "
                  "when the last member finishes{})",
@@ -1100,9 +1097,7 @@ int run_on_this_rank(const config::Config& config, const RunOptions& options) {
   }
   if (stop) {
     const bool failures = failed > 0 || lost > 0;
-    const std::string why =
-        signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo)) : "stopped with the other ranks";
-    spdlog::warn("{} before evaluating: {}; {} {} and writes the metrics", why,
+    spdlog::warn("{} before evaluating: {}; {} {} and writes the metrics", signalled,
                  failures ? fmt::format("{} member(s) failed and {} stopped when their lock files were deleted",
                                         failed.load(), lost.load())
                           : std::string("every member this command ran has finished"),
