@@ -304,10 +304,4 @@ int64_t ProcessGroup::from_rank_zero(int64_t value) {
   return static_cast<int64_t>(sum.item<double>());
 }
 
-void ProcessGroup::barrier() {
-  torch::Tensor token = torch::ones({1}, torch::TensorOptions().device(device_));
-  all_reduce(token, Op::kSum);
-  if (device_.is_cuda()) token.cpu();  // wait for the collective on the host
-}
-
 }  // namespace bnn::distributed

@@ -103,10 +103,8 @@ class ProcessGroup {
   // synchronisation). Every rank gets the same answer.
   bool any_rank(bool value);
   // Rank 0's `value` on every rank (a sum to which the others add 0; one
-  // host synchronisation). Also a barrier.
+  // host synchronisation). It returns once every rank has called it.
   int64_t from_rank_zero(int64_t value);
-  // Returns once every rank has called it.
-  void barrier();
 
  private:
   enum class Op { kSum, kMax, kMin };

@@ -137,7 +137,9 @@ TEST_F(DistributedGroup, AllReduceSumsAndAgreementIsDetected) {
     group.all_reduce_sum(scalar);
     const bool same = group.identical_on_all_ranks(torch::arange(4));
     const bool differs = group.identical_on_all_ranks(torch::arange(4) + (k == 1 ? 1 : 0));
-    group.barrier();
+    EXPECT_TRUE(group.any_rank(k == 1));
+    EXPECT_FALSE(group.any_rank(false));
+    EXPECT_EQ(group.from_rank_zero(k == 0 ? 75 : 3), 75);
     return std::make_tuple(t, scalar.item<int64_t>(), same, differs);
   };
   auto one = std::async(std::launch::async, rank, 1);
@@ -285,15 +287,19 @@ TEST_F(DistributedRun, KilledOrSignalledRanksResumeBitIdentically) {
   ranks = bnn_ranks({args(cut), args(cut)}, "BNN_KILL_AT_SAMPLER_STEP=25");
   ASSERT_EQ(ranks[0].code, 128 + 9) << ranks[0].output;
   ASSERT_EQ(ranks[1].code, 128 + 9) << ranks[1].output;
-  const std::string resume = "run --threads 1 --resume " + cut.string();
-  ranks = bnn_ranks({resume, resume});
-  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
-  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
-  EXPECT_NE(ranks[0].output.find("after 2 epoch(s) of sampling"), std::string::npos) << ranks[0].output;
-  for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
-                                 "metrics.json"}) {
-    EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(cut / file)) << file;
-  }
+  // Both ranks resume `dir` from the checkpoint after sampling epoch 2, to the full run's bits.
+  const auto resume_to_full = [&](const std::filesystem::path& dir) {
+    const std::string resume = "run --threads 1 --resume " + dir.string();
+    const auto resumed = bnn_ranks({resume, resume});
+    ASSERT_EQ(resumed[0].code, 0) << resumed[0].output;
+    ASSERT_EQ(resumed[1].code, 0) << resumed[1].output;
+    EXPECT_NE(resumed[0].output.find("after 2 epoch(s) of sampling"), std::string::npos) << resumed[0].output;
+    for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
+                                   "metrics.json"}) {
+      EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(dir / file)) << file;
+    }
+  };
+  resume_to_full(cut);
 
   const auto signalled = work_ / "signalled";
   ranks = bnn_ranks({args(signalled), args(signalled)}, "", "BNN_SIGNAL_AT_SAMPLER_STEPS=15");
@@ -301,15 +307,7 @@ TEST_F(DistributedRun, KilledOrSignalledRanksResumeBitIdentically) {
   EXPECT_EQ(ranks[1].code, 75) << ranks[1].output;
   EXPECT_NE(ranks[0].output.find("member 0: stopped by SIGTERM after sampling epoch 2"), std::string::npos)
       << ranks[0].output;
-  const std::string resume_signalled = "run --threads 1 --resume " + signalled.string();
-  ranks = bnn_ranks({resume_signalled, resume_signalled});
-  ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
-  ASSERT_EQ(ranks[1].code, 0) << ranks[1].output;
-  EXPECT_NE(ranks[0].output.find("after 2 epoch(s) of sampling"), std::string::npos) << ranks[0].output;
-  for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
-                                 "metrics.json"}) {
-    EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(signalled / file)) << file;
-  }
+  resume_to_full(signalled);
 }
 
 // The ranks launched by torchrun, as docs/distributed.md shows, against the
