@@ -121,6 +121,9 @@ int main(int argc, char** argv) {
   } catch (const distributed::StoppedWithRankZero& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what());
     return e.exit_code();
+  } catch (const distributed::CommunicationError& e) {
+    fmt::print(stderr, "bnn: error: {}\n", e.what());
+    return distributed::kExitCommunication;
   } catch (const c10::Error& e) {
     fmt::print(stderr, "bnn: error: {}\n", e.what_without_backtrace());
   } catch (const cxxopts::exceptions::exception& e) {

@@ -26,7 +26,9 @@ std::string usage();
 // The whole command line: `bnn COMMAND ARGS...`. Returns the exit code:
 // the command's; 2 for no command, an unknown command or an error (printed
 // as one "bnn: error: ..." line); io::kExitStorage (74) where the storage
-// failed a write (a full disk or quota, a file-size limit, a device error).
+// failed a write (a full disk or quota, a file-size limit, a device error);
+// distributed::kExitCommunication (69) where a distributed run's
+// communication failed (another rank died, a timeout).
 int main(int argc, char** argv);
 
 }  // namespace bnn::cli

@@ -304,4 +304,18 @@ int64_t ProcessGroup::from_rank_zero(int64_t value) {
   return static_cast<int64_t>(sum.item<double>());
 }
 
+void ProcessGroup::stop_if_rank_zero_failed(const std::exception_ptr& error, int exit_code, const std::string& when) {
+  // A failure's code is never 0: 2 stands for one that names none.
+  const int64_t code = from_rank_zero(error ? (exit_code != 0 ? exit_code : 2) : 0);
+  if (code == 0) return;
+  if (rank_ == 0 && error) std::rethrow_exception(error);
+  throw StoppedWithRankZero(rank_, when, static_cast<int>(code));
+}
+
+StoppedWithRankZero::StoppedWithRankZero(int rank, const std::string& when, int exit_code)
+    : std::runtime_error(fmt::format("rank 0 of this distributed run stopped {}, for the reason its log gives; rank {} "
+                                     "stops with it",
+                                     when, rank)),
+      exit_code_(exit_code) {}
+
 }  // namespace bnn::distributed

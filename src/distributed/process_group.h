@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -28,18 +29,42 @@
 
 namespace bnn::distributed {
 
+// The exit code of a failed communication (EX_UNAVAILABLE): another rank or
+// the network, not this rank's input. The members' checkpoints are kept.
+inline constexpr int kExitCommunication = 69;
+
 // A failed collective or rendezvous (a peer died, a timeout, a port in use).
-// Not a c10::Error, so that it ends the run instead of failing one member.
+// Not a c10::Error, so that it ends the run instead of failing one member;
+// bnn exits kExitCommunication.
 class CommunicationError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-// A rank other than 0 stopping because rank 0 failed where only it looks
-// (the run directory); exit_code() is the one rank 0 exits with.
+// Note [Rank 0's failures]: in a data-parallel run rank 0 alone checks and
+// writes the run directory, a member's files and the evaluation. Were it to
+// throw where it fails, the other ranks would go on to their next collective
+// and fail there with a communication error of their own (exit 69 and a
+// misleading message), or, with NCCL, wait for rank 0 until the group's
+// timeout. So rank 0's failure is kept until the ranks next meet at an
+// agreed point, where they stop together (stop_if_rank_zero_failed): rank 0
+// with its own error, the others saying to read rank 0's log, every rank with
+// rank 0's exit code (74 for the storage's failure, else 2). Rank 0's checks
+// before training meet at once (run.cpp's on_rank_zero). A member's writes
+// are kept until its next epoch end or its end (member.h), rank 0 writing
+// nothing more meanwhile, so its last checkpoint stays the one a resume
+// starts from. The evaluation meets at the run's end. An error in the
+// arithmetic (a CUDA out-of-memory, say) may hit one rank only, anywhere:
+// it still ends the run with a communication error on the others.
+//
+// A rank other than 0 stopping because rank 0 failed where only it looks or
+// writes (the run directory, a member's files, the evaluation: Note [Rank 0's
+// failures]); exit_code() is the one rank 0 exits with.
 class StoppedWithRankZero : public std::runtime_error {
  public:
   StoppedWithRankZero(const std::string& what, int exit_code) : std::runtime_error(what), exit_code_(exit_code) {}
+  // "rank 0 of this distributed run stopped WHEN, for the reason its log gives; rank RANK stops with it"
+  StoppedWithRankZero(int rank, const std::string& when, int exit_code);
   int exit_code() const noexcept { return exit_code_; }
 
  private:
@@ -105,6 +130,11 @@ class ProcessGroup {
   // Rank 0's `value` on every rank (a sum to which the others add 0; one
   // host synchronisation). It returns once every rank has called it.
   int64_t from_rank_zero(int64_t value);
+  // Note [Rank 0's failures]: every rank calls it at the same point. Where
+  // rank 0 passes a failure (`error` set, `exit_code` its exit code), rank 0
+  // rethrows it and every other rank throws StoppedWithRankZero naming `when`;
+  // otherwise it returns. One all-reduce (from_rank_zero).
+  void stop_if_rank_zero_failed(const std::exception_ptr& error, int exit_code, const std::string& when);
 
  private:
   enum class Op { kSum, kMax, kMin };

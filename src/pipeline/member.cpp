@@ -98,7 +98,7 @@ Member::Member(const MemberContext& ctx, int64_t index)
       model_oracle_->redraw_batches_each_cycle(redraw_seed);
     }
   }
-  if (writes()) {
+  write_files([&] {
     // Not create_directories: a run folder deleted meanwhile is not made again
     // (the error that follows is the lost lock's: Note [Run ownership]).
     for (const auto& folder : {dir_, dir_ / kSamplesDir}) {
@@ -113,13 +113,35 @@ Member::Member(const MemberContext& ctx, int64_t index)
         std::filesystem::create_directories(ood_member_dir(dir_, set.name) / kSamplesDir);
       }
     }
-  }
+  });
 }
 
 bool Member::writes() const {
-  if (!writer_) return false;
+  if (!writer_ || failed_write_) return false;
   if (ctx_.lock != nullptr) ctx_.lock->check_still_held();
   return true;
+}
+
+void Member::write_files(const std::function<void()>& write) const {
+  if (!writes()) return;
+  if (ctx_.group == nullptr) {
+    write();
+    return;
+  }
+  try {
+    write();
+  } catch (const std::exception& e) {
+    failed_write_ = std::current_exception();
+    failed_write_code_ = io::exit_code_of(e);
+    spdlog::warn("member {}: {}; rank 0 writes nothing more, and the {} ranks stop together at the epoch's end", index_,
+                 e.what(), ctx_.group->world_size());
+  }
+}
+
+void Member::agree_on_writes() {
+  if (ctx_.group != nullptr) {
+    ctx_.group->stop_if_rank_zero_failed(failed_write_, failed_write_code_, fmt::format("in member {}", index_));
+  }
 }
 
 std::string Member::arithmetic_now() const {
@@ -146,6 +168,7 @@ void Member::run() {
                          [this] { return make_sampler(state_.anchor, samplers::derive_seed(seed_, kSamplerStream)); },
                          *this);
   sampling.run(state_, flat_->values(), at.epochs_done, faults_);
+  agree_on_writes();  // the mean probabilities, written after the last checkpoint
   // Its last gradient is taken: the others need not wait while it writes its results.
   if (stacked_oracle_) stacked_oracle_->leave_group();
 }
@@ -188,10 +211,10 @@ Position Member::train_anchor(bool resume) {
     phases.map(model_->parameters());
     save_npy(point_probs_path(dir_, "map"), predict());
     write_ood(point_probs_path({}, "map"), torch::kFloat);
-    if (writes()) {
+    write_files([&] {
       write_stored_point(point_weights_path(dir_, "map"), point_buffers_path(dir_, "map"), flat_->values(), *model_,
                          torch::kFloat);
-    }
+    });
     at = {Phase::kSample, 0};
   }
   if (at.phase == Phase::kAdam) {
@@ -205,10 +228,10 @@ Position Member::train_anchor(bool resume) {
     phases.swa(*adam, at.epochs_done, state_.swa_sum, state_.swa_count);
     save_npy(point_probs_path(dir_, "swa"), predict());
     write_ood(point_probs_path({}, "swa"), torch::kFloat);
-    if (writes()) {
+    write_files([&] {
       write_stored_point(point_weights_path(dir_, "swa"), point_buffers_path(dir_, "swa"), flat_->values(), *model_,
                          torch::kFloat);
-    }
+    });
     at = {Phase::kSample, 0};
   }
   return at;
@@ -238,7 +261,7 @@ void Member::write_npy(const std::filesystem::path& name, const torch::Tensor& t
 }
 
 void Member::save_npy(const std::filesystem::path& path, const torch::Tensor& t) const {
-  if (writes()) io::write_npy(path, t);  // Note [Data-parallel member]: rank 0 writes
+  write_files([&] { io::write_npy(path, t); });  // Note [Data-parallel member]: rank 0 writes
 }
 
 // Note [Data-parallel member]: every rank resumes from rank 0's checkpoint. A
@@ -248,6 +271,7 @@ void Member::save_npy(const std::filesystem::path& path, const torch::Tensor& t)
 // ranks compare whether they see a checkpoint and its size.
 void Member::check_ranks_see_the_checkpoint(bool resume) {
   if (ctx_.group == nullptr) return;
+  agree_on_writes();  // the member's folders
   std::error_code ec;
   const bool has = resume && std::filesystem::exists(checkpoint_path(), ec);
   const auto size = has ? static_cast<int64_t>(std::filesystem::file_size(checkpoint_path(), ec)) : int64_t{0};
@@ -266,6 +290,7 @@ void Member::check_ranks_see_the_checkpoint(bool resume) {
 // gradients of different chains; this catches, e.g., a resume on a rank that
 // could not read rank 0's checkpoint.
 void Member::check_ranks_agree(const std::string& where) {
+  agree_on_writes();
   if (ctx_.group == nullptr || ctx_.group->identical_on_all_ranks(flat_->values())) return;
   throw std::runtime_error(fmt::format(
       "member {}: the {} ranks hold different parameters at {}; every rank must start from the same state "
@@ -278,18 +303,21 @@ torch::Tensor Member::predict() {
 }
 
 void Member::write_ood(const std::filesystem::path& name, torch::ScalarType dtype) {
-  if (ctx_.ood == nullptr || !writes()) return;  // Note [Data-parallel member]: rank 0 writes
-  for (const OodSet& set : *ctx_.ood) {
-    io::write_npy(ood_member_dir(dir_, set.name) / name, predict_split_probabilities(*model_, set.images).to(dtype));
-  }
+  if (ctx_.ood == nullptr) return;
+  write_files([&] {  // Note [Data-parallel member]: rank 0 writes
+    for (const OodSet& set : *ctx_.ood) {
+      io::write_npy(ood_member_dir(dir_, set.name) / name, predict_split_probabilities(*model_, set.images).to(dtype));
+    }
+  });
 }
 
 // The current parameters and the BatchNorm statistics predict() just recalibrated.
 void Member::store_sample(int64_t step) {
-  if (!writes()) return;  // Note [Data-parallel member]: rank 0 writes
   const auto dtype = cfg_.evaluation.sample_weights_dtype == "float16" ? torch::kHalf : torch::kFloat;
-  write_stored_point(sample_weights_path(dir_, step), sample_buffers_path(dir_, step), flat_->values(), *model_,
-                     dtype);
+  write_files([&] {  // Note [Data-parallel member]: rank 0 writes
+    write_stored_point(sample_weights_path(dir_, step), sample_buffers_path(dir_, step), flat_->values(), *model_,
+                       dtype);
+  });
 }
 
 double Member::accuracy(const torch::Tensor& probs) const {
@@ -317,15 +345,16 @@ void Member::log_epoch(const std::string& phase, int64_t epoch, int64_t epochs, 
   spdlog::info("member {} {:>6} epoch {:>3}/{}: loss {:.4f}  test acc {:.4f}  {} {:.3g}  {:.1f}s", index_, phase,
                epoch + 1, epochs, loss, acc, phase == "sample" ? "h" : "lr", rate, secs);
   state_.trace += fmt::format("{},{},{:.17g},{:.17g},{:.17g},{:.3f}\n", phase, epoch + 1, loss, acc, rate, secs);
-  if (writes()) {
+  write_files([&] {
     io::write_file_atomically(dir_ / kTraceFile, "phase,epoch,loss,test_accuracy,lr_or_h,seconds\n" + state_.trace);
-  }
+  });
 }
 
 void Member::save_checkpoint(Position at, torch::optim::Adam* adam) {
-  if (cfg_.run.checkpoint && writes()) {
-    save_member_checkpoint(checkpoint_path(), seed_, at, state_, flat_->values(), *model_, adam);
+  if (cfg_.run.checkpoint) {
+    write_files([&] { save_member_checkpoint(checkpoint_path(), seed_, at, state_, flat_->values(), *model_, adam); });
   }
+  agree_on_writes();  // Note [Rank 0's failures]: this epoch's files
   // Note [Time limit], Note [Stop signals]: stop here unless the member is
   // done; the deadline stops only a member with a checkpoint to resume from.
   if (ctx_.deadline != nullptr) ctx_.deadline->epoch_took(last_epoch_seconds_);
@@ -382,6 +411,26 @@ std::string out_of_memory_line(const std::string& what, const std::string& devic
   if (!free.empty()) line += (asked.empty() ? ": " : ", ") + free + " free";
   if (!total.empty()) line += " of " + total;
   return line + "; train fewer members at once (--members-per-device) or use smaller batches";
+}
+
+void on_rank_zero(distributed::ProcessGroup* group, const std::string& when, const std::function<void()>& work) {
+  if (group == nullptr) {
+    work();
+    return;
+  }
+  std::exception_ptr error;
+  int code = 0;
+  if (group->rank() == 0) {
+    try {
+      work();
+    } catch (const std::exception& e) {
+      error = std::current_exception();
+      code = io::exit_code_of(e);
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  group->stop_if_rank_zero_failed(error, code, when);
 }
 
 MemberOutcome run_member(const MemberContext& context, int64_t index) {
@@ -442,10 +491,10 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
                             {"reference_accuracy", d->reference_accuracy}};
     }
     status["seconds"] = seconds_since(start);
-    if (writer) {
+    on_rank_zero(context.group, fmt::format("as member {} ended", index), [&] {
       if (context.lock != nullptr) context.lock->check_still_held();
       write_status(dir, status);
-    }
+    });
     member.discard_checkpoint();
     return outcome;
   } catch (const io::LockLost& e) {
@@ -486,8 +535,8 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     } catch (const io::LockLost& e) {
       return lock_lost(index, e);
     }
-    write_status(dir, status);
   }
+  on_rank_zero(context.group, fmt::format("as member {} ended", index), [&] { write_status(dir, status); });
   return outcome;
 }
 

@@ -20,7 +20,9 @@
 //   src/config/sampler_options.h  config -> sampler options
 #pragma once
 
+#include <exception>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -112,6 +114,13 @@ torch::Tensor predict_test_probabilities(models::Classifier& model, const data_l
 // errors (distributed::CommunicationError).
 MemberOutcome run_member(const MemberContext& context, int64_t index);
 
+// Note [Rank 0's failures] (src/distributed/process_group.h): runs `work`
+// where this process is rank 0 of `group`, or alone (a null group). In a
+// data-parallel run every rank calls it at the same point, and a failure of
+// rank 0's stops every rank at once: rank 0 with its own error, the others
+// with distributed::StoppedWithRankZero naming `when` ("before training").
+void on_rank_zero(distributed::ProcessGroup* group, const std::string& when, const std::function<void()>& work);
+
 // LibTorch's out-of-memory message (a paragraph, worded differently by each
 // release) as one line naming the device, the memory asked for, what was
 // free and the card's total, and what to change: "out of memory on cuda:0:
@@ -196,6 +205,13 @@ class Member : private PhaseHooks {
   // [Data-parallel member]), and only while the member's lock is still its
   // own (Note [Member locks]: throws io::LockLost otherwise).
   bool writes() const;
+  // Runs `write` where writes() says this process writes. Note [Rank 0's
+  // failures] (src/distributed/process_group.h): in a data-parallel run a
+  // failure is kept, and nothing more written, until the ranks next agree
+  // (agree_on_writes): at the member's start, at each epoch end, at its end.
+  void write_files(const std::function<void()>& write) const;
+  // With a process group, every rank throws where rank 0 failed a write.
+  void agree_on_writes();
   // An output file at `path` (rank 0 only: Note [Data-parallel member]).
   void save_npy(const std::filesystem::path& path, const torch::Tensor& t) const;
   // Note [Data-parallel member]: throws unless every rank holds the same parameters.
@@ -218,6 +234,8 @@ class Member : private PhaseHooks {
   samplers::GradientOracle* oracle_ = nullptr;  // the one that gives full-batch sums
   FaultInjection faults_;
   bool writer_;
+  mutable std::exception_ptr failed_write_;  // Note [Rank 0's failures]: kept until agree_on_writes()
+  mutable int failed_write_code_ = 0;        // its exit code (io::exit_code_of)
   MemberState state_;
   double last_epoch_seconds_ = 0.0;  // of the epoch log_epoch() last logged
 };

@@ -410,39 +410,6 @@ int64_t hash_bits(std::string_view bytes) {
   return bits;
 }
 
-// Note [Data-parallel member]: what only rank 0 checks and writes (the run
-// directory is its) fails every rank together: the others would otherwise
-// go on to their next collective and fail there with a communication error
-// of their own, or wait for rank 0 until --distributed-timeout. Rank 0
-// reports its error; the others say to read it, and exit with its code (74
-// for the storage's failure, else 2). One all-reduce.
-void on_rank_zero(distributed::ProcessGroup* group, const std::function<void()>& work) {
-  if (group == nullptr) {
-    work();
-    return;
-  }
-  std::exception_ptr error;
-  int64_t code = 0;
-  if (group->rank() == 0) {
-    try {
-      work();
-    } catch (const std::exception& e) {
-      error = std::current_exception();
-      code = io::exit_code_of(e);
-    } catch (...) {
-      error = std::current_exception();
-      code = 2;
-    }
-  }
-  code = group->from_rank_zero(code);
-  if (code == 0) return;
-  if (error) std::rethrow_exception(error);
-  throw distributed::StoppedWithRankZero(fmt::format("rank 0 of this distributed run stopped before training, for "
-                                                     "the reason its log gives; rank {} stops with it",
-                                                     group->rank()),
-                                         static_cast<int>(code));
-}
-
 void check_ranks_were_given_one_run(distributed::ProcessGroup& group, const config::Config& config,
                                     const RunOptions& options) {
   const auto agree = [&](const std::string& text) {
@@ -770,10 +737,7 @@ int64_t auto_members_per_cpu(const MemberMemory& member, int64_t threads, std::o
   return std::max<int64_t>(1, std::min({kMaxAutoMembersPerCpu, members_to_run, members_that_fit(member, *available)}));
 }
 
-namespace {
-
-// run() on this process; a data-parallel run's ranks other than 0 return 0.
-int run_on_this_rank(const config::Config& config, const RunOptions& options) {
+int run(const config::Config& config, const RunOptions& options) {
   std::vector<torch::Device> devices;
   for (const auto& name : options.devices.empty() ? std::vector<std::string>{config.run.device} : options.devices) {
     devices.push_back(resolve_device(name));
@@ -798,7 +762,7 @@ int run_on_this_rank(const config::Config& config, const RunOptions& options) {
   const bool writer = group == nullptr || group->rank() == 0;
   const auto& dir = options.run_dir;
   // Note [Run ownership]: checked now, claimed once the data and model are known to work.
-  on_rank_zero(group, [&] { check_run_directory(dir, config, options.resume); });
+  on_rank_zero(group, "before training", [&] { check_run_directory(dir, config, options.resume); });
 
   // One copy of the data per distinct device.
   std::map<std::string, data_loaders::Dataset> data;
@@ -834,7 +798,7 @@ int run_on_this_rank(const config::Config& config, const RunOptions& options) {
   // holds the locks to the end; other runs lock each member as they start it.
   std::vector<io::FileLock> held;
   int64_t held_by_others = 0;  // of rank 0's members (Note [Member locks])
-  on_rank_zero(group, [&] {
+  on_rank_zero(group, "before training", [&] {
     todo = unfinished_members(dir, members);
     check_model_file(dir, config);
     check_same_test_labels(dir, data.begin()->second.test.labels);
@@ -1056,94 +1020,92 @@ int run_on_this_rank(const config::Config& config, const RunOptions& options) {
   // as `left` and `failed` are.
   const int signo = runtime::stop_signal();
   const bool stop = group != nullptr ? group->any_rank(signo != 0) : signo != 0;
-  if (!writer) return 0;  // rank 0 evaluates, and its exit code is every rank's (run())
-  // A rank that was not signalled itself stopped with the others.
-  const std::string signalled =
-      signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo)) : "stopped with the other ranks";
-  if (!folder_lost && group == nullptr) folder_lost = run_directory_lost(dir, config);
-  if (folder_lost) {
-    spdlog::error("{} is no longer this run's folder: {}; {} member(s) not started there, and no metrics written "
-                  "(the folder's files are left as they are)",
-                  dir.string(), *folder_lost, not_started.load());
-    return 3;
-  }
-  const std::string resume =
-      fmt::format("bnn run --resume {}{}{}{}", dir.string(),
-                  options.members.empty() ? "" : " --members " + members_option(options.members),
-                  options.devices.empty() ? "" : fmt::format(" --devices {}", fmt::join(options.devices, ",")),
-                  options.design == MemberDesign::kStacked ? " --member-design stacked" : "");
-  if (left > 0) {
-    const bool late = signo == 0 && options.deadline != nullptr && (group == nullptr || out_of_time());
-    const std::string why = late ? fmt::format("time limit of {:g} s reached after {:.1f} s",
-                                               options.deadline->seconds(), options.deadline->elapsed())
-                                 : signalled;
-    const size_t finished = finished_members(dir).size();
-    spdlog::warn("{}: {} member(s) left unfinished{}, {} finished in {}; continue with: {} (the metrics are written "
-                 "when the last member finishes{})",
-                 why, left.load(), failed > 0 ? fmt::format(", {} failed", failed.load()) : std::string(), finished,
-                 dir.string(), resume,
-                 finished > 0 ? fmt::format("; bnn evaluate {} scores the finished ones now", dir.string()) : "");
-    return runtime::kExitTimeLimit;
-  }
-  if (finished_members(dir).empty()) {
-    if (failed == 0 && held_elsewhere > 0) {  // nothing failed: the others write the metrics
-      spdlog::info("no member of {} has finished yet: the {} member(s) left are being trained by other processes, "
-                   "and the metrics are written when the last of them finishes",
-                   dir.string(), held_elsewhere.load());
-      return 0;
+  // Rank 0 evaluates. Note [Rank 0's failures]: its exit code, or its
+  // failure, is every rank's, once it has written the run's outputs.
+  const auto finish = [&]() -> int {
+    // A rank that was not signalled itself stopped with the others.
+    const std::string signalled =
+        signo != 0 ? fmt::format("stopped by {}", runtime::signal_name(signo)) : "stopped with the other ranks";
+    if (!folder_lost && group == nullptr) folder_lost = run_directory_lost(dir, config);
+    if (folder_lost) {
+      spdlog::error("{} is no longer this run's folder: {}; {} member(s) not started there, and no metrics written "
+                    "(the folder's files are left as they are)",
+                    dir.string(), *folder_lost, not_started.load());
+      return 3;
     }
-    spdlog::error("no member of {} has finished: no metrics written", dir.string());
-    return 3;
-  }
-  if (stop) {
-    const bool failures = failed > 0 || lost > 0;
-    spdlog::warn("{} before evaluating: {}; {} {} and writes the metrics", signalled,
-                 failures ? fmt::format("{} member(s) failed and {} stopped when their lock files were deleted",
-                                        failed.load(), lost.load())
-                          : std::string("every member this command ran has finished"),
-                 resume, failures ? "trains them again" : "goes on with any left");
-    return failures ? 3 : runtime::kExitTimeLimit;
-  }
-  try {
-    evaluate_run(dir);
-  } catch (const EvaluationStopped& e) {
-    spdlog::warn("{}: that one writes the metrics, or {}", e.what(), resume);
-    return runtime::kExitTimeLimit;
-  }
-  fmt::print("{}", metrics_text(dir));
-  if (lost > 0) {
-    spdlog::error("{} member(s) stopped when their lock files were deleted under this process (Note [Member locks]); "
-                  "metrics cover the members that finished, and bnn run --resume {} continues the others once no "
-                  "other process trains them",
-                  lost.load(), dir.string());
-  }
-  if (failed > 0) {
-    spdlog::error("{} of {} members failed; metrics cover the members that finished", failed.load(), members.size());
-  }
-  if (failed > 0 || lost > 0) return 3;
-  // Note [Divergence check]: as long as a diverged member is in the run,
-  // by the thresholds in use.
-  std::vector<std::string> diverged;
-  for (const auto& member : finished_members(dir)) {
-    if (check_member_divergence(member, config, data.begin()->second.num_classes)) {
-      diverged.push_back(member.filename().string());
+    const std::string resume =
+        fmt::format("bnn run --resume {}{}{}{}", dir.string(),
+                    options.members.empty() ? "" : " --members " + members_option(options.members),
+                    options.devices.empty() ? "" : fmt::format(" --devices {}", fmt::join(options.devices, ",")),
+                    options.design == MemberDesign::kStacked ? " --member-design stacked" : "");
+    if (left > 0) {
+      const bool late = signo == 0 && options.deadline != nullptr && (group == nullptr || out_of_time());
+      const std::string why = late ? fmt::format("time limit of {:g} s reached after {:.1f} s",
+                                                 options.deadline->seconds(), options.deadline->elapsed())
+                                   : signalled;
+      const size_t finished = finished_members(dir).size();
+      spdlog::warn("{}: {} member(s) left unfinished{}, {} finished in {}; continue with: {} (the metrics are written "
+                   "when the last member finishes{})",
+                   why, left.load(), failed > 0 ? fmt::format(", {} failed", failed.load()) : std::string(), finished,
+                   dir.string(), resume,
+                   finished > 0 ? fmt::format("; bnn evaluate {} scores the finished ones now", dir.string()) : "");
+      return runtime::kExitTimeLimit;
     }
-  }
-  if (!diverged.empty()) {
-    spdlog::error("{} diverged (report.md says how): their samples are not of the posterior around a sound x*",
-                  fmt::join(diverged, ", "));
-    return 3;
-  }
-  return 0;
-}
-
-}  // namespace
-
-int run(const config::Config& config, const RunOptions& options) {
-  const int code = run_on_this_rank(config, options);
-  // Every rank ends with rank 0's exit code, once rank 0 has written the
-  // run's outputs; a rank that threw instead makes the others' collective fail.
-  return options.group != nullptr ? static_cast<int>(options.group->from_rank_zero(code)) : code;
+    if (finished_members(dir).empty()) {
+      if (failed == 0 && held_elsewhere > 0) {  // nothing failed: the others write the metrics
+        spdlog::info("no member of {} has finished yet: the {} member(s) left are being trained by other processes, "
+                     "and the metrics are written when the last of them finishes",
+                     dir.string(), held_elsewhere.load());
+        return 0;
+      }
+      spdlog::error("no member of {} has finished: no metrics written", dir.string());
+      return 3;
+    }
+    if (stop) {
+      const bool failures = failed > 0 || lost > 0;
+      spdlog::warn("{} before evaluating: {}; {} {} and writes the metrics", signalled,
+                   failures ? fmt::format("{} member(s) failed and {} stopped when their lock files were deleted",
+                                          failed.load(), lost.load())
+                            : std::string("every member this command ran has finished"),
+                   resume, failures ? "trains them again" : "goes on with any left");
+      return failures ? 3 : runtime::kExitTimeLimit;
+    }
+    try {
+      evaluate_run(dir);
+    } catch (const EvaluationStopped& e) {
+      spdlog::warn("{}: that one writes the metrics, or {}", e.what(), resume);
+      return runtime::kExitTimeLimit;
+    }
+    fmt::print("{}", metrics_text(dir));
+    if (lost > 0) {
+      spdlog::error("{} member(s) stopped when their lock files were deleted under this process (Note [Member locks]); "
+                    "metrics cover the members that finished, and bnn run --resume {} continues the others once no "
+                    "other process trains them",
+                    lost.load(), dir.string());
+    }
+    if (failed > 0) {
+      spdlog::error("{} of {} members failed; metrics cover the members that finished", failed.load(), members.size());
+    }
+    if (failed > 0 || lost > 0) return 3;
+    // Note [Divergence check]: as long as a diverged member is in the run,
+    // by the thresholds in use.
+    std::vector<std::string> diverged;
+    for (const auto& member : finished_members(dir)) {
+      if (check_member_divergence(member, config, data.begin()->second.num_classes)) {
+        diverged.push_back(member.filename().string());
+      }
+    }
+    if (!diverged.empty()) {
+      spdlog::error("{} diverged (report.md says how): their samples are not of the posterior around a sound x*",
+                    fmt::join(diverged, ", "));
+      return 3;
+    }
+    return 0;
+  };
+  if (group == nullptr) return finish();
+  int code = 0;
+  on_rank_zero(group, "after training", [&] { code = finish(); });
+  return static_cast<int>(group->from_rank_zero(code));
 }
 
 std::vector<evaluation::EnsembleRow> evaluate_run(const std::filesystem::path& run_dir) {

@@ -276,10 +276,16 @@ TEST_F(DistributedRun, TwoRanksOnLoopbackEqualTheSingleProcessChain) {
 // Both ranks share the run directory, are killed in the middle of sampling
 // (after the epoch-2 checkpoint, Note [Fault injection] in fault_injection.h) and
 // resume from rank 0's checkpoint: the result is bit-identical to an
-// uninterrupted 2-rank run. So too where rank 0 alone is sent SIGTERM in the
+// uninterrupted 2-rank run (where rank 0 alone is killed, rank 1 exits 69
+// with the collective's error). So too where rank 0 alone is sent SIGTERM in the
 // middle of sampling epoch 2 (Note [Stop signals]): the ranks agree to stop
-// at that epoch's end, both exit 75, and resume to the same bits.
-TEST_F(DistributedRun, KilledOrSignalledRanksResumeBitIdentically) {
+// at that epoch's end, both exit 75, and resume to the same bits. And where
+// rank 0 alone cannot write (Note [Rank 0's failures] in process_group.h): a
+// file-size limit of 340 KiB lets it write Adam's checkpoints (about 300 KB)
+// but not SWA's (about 410 KB), so both ranks stop at SWA's epoch end with
+// rank 0's exit code 74, rank 1 without a communication error, and resume
+// from Adam's last checkpoint to the same bits.
+TEST_F(DistributedRun, KilledSignalledOrFailingRanksResumeBitIdentically) {
   const auto full = work_ / "full", cut = work_ / "cut";
   auto ranks = bnn_ranks({args(full), args(full)});
   ASSERT_EQ(ranks[0].code, 0) << ranks[0].output;
@@ -287,19 +293,26 @@ TEST_F(DistributedRun, KilledOrSignalledRanksResumeBitIdentically) {
   ranks = bnn_ranks({args(cut), args(cut)}, "BNN_KILL_AT_SAMPLER_STEP=25");
   ASSERT_EQ(ranks[0].code, 128 + 9) << ranks[0].output;
   ASSERT_EQ(ranks[1].code, 128 + 9) << ranks[1].output;
-  // Both ranks resume `dir` from the checkpoint after sampling epoch 2, to the full run's bits.
-  const auto resume_to_full = [&](const std::filesystem::path& dir) {
+  // Both ranks resume `dir` from the checkpoint `after` ("2 epoch(s) of sampling"), to the full run's bits.
+  const auto resume_to_full = [&](const std::filesystem::path& dir, const std::string& after) {
     const std::string resume = "run --threads 1 --resume " + dir.string();
     const auto resumed = bnn_ranks({resume, resume});
     ASSERT_EQ(resumed[0].code, 0) << resumed[0].output;
     ASSERT_EQ(resumed[1].code, 0) << resumed[1].output;
-    EXPECT_NE(resumed[0].output.find("after 2 epoch(s) of sampling"), std::string::npos) << resumed[0].output;
+    EXPECT_NE(resumed[0].output.find("after " + after), std::string::npos) << resumed[0].output;
     for (const std::string file : {"member_000/bayes_probs.npy", "member_000/samples/step_00000030.npy",
                                    "metrics.json"}) {
       EXPECT_EQ(bnn::io::read_file(full / file), bnn::io::read_file(dir / file)) << file;
     }
   };
-  resume_to_full(cut);
+  resume_to_full(cut, "2 epoch(s) of sampling");
+
+  // Rank 0 alone killed: rank 1's next collective fails, and it exits 69 (not 2, bad input).
+  ranks = bnn_ranks({args(work_ / "peer"), args(work_ / "peer")}, "", "BNN_KILL_AT_SAMPLER_STEP=25");
+  EXPECT_EQ(ranks[0].code, 128 + 9) << ranks[0].output;
+  EXPECT_EQ(ranks[1].code, 69) << ranks[1].output;
+  EXPECT_NE(ranks[1].output.find("bnn: error: gloo all-reduce as rank 1 of 2 failed: "), std::string::npos)
+      << ranks[1].output;
 
   const auto signalled = work_ / "signalled";
   ranks = bnn_ranks({args(signalled), args(signalled)}, "", "BNN_SIGNAL_AT_SAMPLER_STEPS=15");
@@ -307,7 +320,39 @@ TEST_F(DistributedRun, KilledOrSignalledRanksResumeBitIdentically) {
   EXPECT_EQ(ranks[1].code, 75) << ranks[1].output;
   EXPECT_NE(ranks[0].output.find("member 0: stopped by SIGTERM after sampling epoch 2"), std::string::npos)
       << ranks[0].output;
-  resume_to_full(signalled);
+  resume_to_full(signalled, "2 epoch(s) of sampling");
+
+  const auto failing = work_ / "failing";
+  ranks = bnn_ranks({args(failing), args(failing)}, "", R"(bash -c 'ulimit -f 340 && exec "$@"' limited)");
+  EXPECT_EQ(ranks[0].code, 74) << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("bnn: error: cannot write " + (failing / "member_000" / "checkpoint.pt").string() +
+                                 ": File too large"),
+            std::string::npos)
+      << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("rank 0 writes nothing more, and the 2 ranks stop together at the epoch's end"),
+            std::string::npos)
+      << ranks[0].output;
+  EXPECT_EQ(ranks[1].code, 74) << ranks[1].output;
+  EXPECT_NE(ranks[1].output.find("bnn: error: rank 0 of this distributed run stopped in member 0, for the reason "
+                                 "its log gives; rank 1 stops with it"),
+            std::string::npos)
+      << ranks[1].output;
+  resume_to_full(failing, "2 epoch(s) of adam");
+
+  // Rank 0's evaluation fails (its metrics.json is a folder now): rank 1 stops with it.
+  std::filesystem::remove(failing / "metrics.json");
+  std::filesystem::create_directories(failing / "metrics.json" / "a_file_inside");
+  const std::string again = "run --threads 1 --resume " + failing.string();
+  ranks = bnn_ranks({again, again});
+  EXPECT_EQ(ranks[0].code, 2) << ranks[0].output;
+  EXPECT_NE(ranks[0].output.find("bnn: error: cannot write " + (failing / "metrics.json").string()),
+            std::string::npos)
+      << ranks[0].output;
+  EXPECT_EQ(ranks[1].code, 2) << ranks[1].output;
+  EXPECT_NE(ranks[1].output.find("bnn: error: rank 0 of this distributed run stopped after training, for the "
+                                 "reason its log gives; rank 1 stops with it"),
+            std::string::npos)
+      << ranks[1].output;
 }
 
 // The ranks launched by torchrun, as docs/distributed.md shows, against the
