@@ -1,9 +1,12 @@
 #include "src/evaluation/figures.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -72,15 +75,49 @@ std::string find_gnuplot() {
 
 std::string quoted(const std::string& text) { return "'" + text + "'"; }
 
-// Runs `command`, capturing stdout and stderr. Returns the exit status (-1 if
-// it could not be started).
+// Runs `command` with /bin/sh, capturing stdout and stderr, its stdin
+// /dev/null. Returns the exit status (-1 if it could not be started or was
+// killed). Note [Stop signals] (src/runtime/stop_signal.h): in a process
+// group of its own, so that a Ctrl-C, which the terminal sends to bnn's
+// whole group, asks bnn to stop (at the end of the evaluation it is in)
+// instead of killing gnuplot and with it the evaluation's figures.
 int run_captured(const std::string& command, std::string& output) {
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+  ::posix_spawn_file_actions_init(&actions);
+  ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  ::posix_spawnattr_init(&attributes);
+  ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  ::posix_spawnattr_setpgroup(&attributes, 0);  // a new group, led by the shell
+  std::string shell = "sh", flag = "-c", script = command;
+  char* argv[] = {shell.data(), flag.data(), script.data(), nullptr};
+  pid_t pid = 0;
+  const int spawned = ::posix_spawn(&pid, "/bin/sh", &actions, &attributes, argv, environ);
+  ::posix_spawn_file_actions_destroy(&actions);
+  ::posix_spawnattr_destroy(&attributes);
+  ::close(fds[1]);
+  if (spawned != 0) {
+    ::close(fds[0]);
+    return -1;
+  }
   char buffer[4096];
-  size_t n = 0;
-  while ((n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, n);
-  const int status = ::pclose(pipe);
+  for (;;) {
+    const ssize_t n = ::read(fds[0], buffer, sizeof buffer);
+    if (n > 0) {
+      output.append(buffer, static_cast<size_t>(n));
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
@@ -353,7 +390,7 @@ FigureOutcome run_script(const std::string& script, const std::vector<std::strin
     }
   };
   std::string output;
-  const int status = run_captured(fmt::format("cd {} && {} -e \"suffix='.tmp'\" figures.gp", quoted(where),
+  const int status = run_captured(fmt::format("cd {} && exec {} -e \"suffix='.tmp'\" figures.gp", quoted(where),
                                               quoted(gnuplot)), output);
   io::write_file_atomically(dir / "gnuplot.log", output);
   if (status != 0) {
@@ -473,13 +510,13 @@ bool has_split_rhat(const std::vector<RhatCurve>& curves) {
 }
 
 FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::string& title,
-                               const std::filesystem::path& dir) {
+                               const std::filesystem::path& dir, io::StagedFiles* staged) {
   TORCH_CHECK(has_split_rhat(curves), "the R-hat figure needs a split R-hat value (4 draws per chain)");
   return or_the_failed_write([&] {
     std::filesystem::create_directories(dir / "data");
     std::string script = script_header();
     rhat_vs_epoch(curves, title, dir, script);
-    return run_script(script, {"rhat_vs_epoch"}, dir, nullptr);
+    return run_script(script, {"rhat_vs_epoch"}, dir, staged);
   });
 }
 

@@ -111,9 +111,10 @@ FigureOutcome draw_figures(const FigureInputs& inputs, const std::filesystem::pa
 // draws were kept.
 bool has_split_rhat(const std::vector<RhatCurve>& curves);
 
-// rhat_vs_epoch alone, titled `title`, the same way (its own figures.gp).
-// `curves` must hold a split R-hat somewhere (TORCH_CHECK).
+// rhat_vs_epoch alone, titled `title`, the same way (its own figures.gp),
+// `staged` as for draw_figures. `curves` must hold a split R-hat somewhere
+// (TORCH_CHECK).
 FigureOutcome draw_rhat_figure(const std::vector<RhatCurve>& curves, const std::string& title,
-                               const std::filesystem::path& dir);
+                               const std::filesystem::path& dir, io::StagedFiles* staged = nullptr);
 
 }  // namespace bnn::evaluation

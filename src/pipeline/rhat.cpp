@@ -147,12 +147,14 @@ nlohmann::json to_json(const RhatScore& s) {
           {"ess", json_number(s.ess)}};
 }
 
-// The tables, written together at the end: a run that fails before them
-// leaves the last complete tables of the folder's experiment as they were
-// (its member_NNN/ files and figure are rewritten as the run goes).
-void write_outputs(const config::Config& config, const RhatOptions& options, const RhatResult& result) {
+// The tables and the figure, staged and renamed together at the end: a run
+// that fails before or while they are written leaves the last complete ones
+// of the folder's experiment as they were (its member_NNN/ files are
+// rewritten as the run goes). `staged` holds the figure drawn, if one was.
+void write_outputs(const config::Config& config, const RhatOptions& options, const RhatResult& result,
+                   io::StagedFiles& staged) {
   const auto& dir = options.out_dir;
-  io::write_file_atomically(dir / kConfigFile, config::to_yaml(config));
+  staged.stage(dir / kConfigFile, config::to_yaml(config));
   std::string chains = "repeat,chain,epoch,loss\n", windows = "repeat,chain,window,last_step,loss\n";
   std::string rhat = "repeat,epoch,draws,rhat,split_rhat\n";
   nlohmann::json repeats = nlohmann::json::array();
@@ -179,9 +181,9 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
     if (options.loss_every > 0) entry["windows"] = to_json(r.windows);
     repeats.push_back(entry);
   }
-  io::write_file_atomically(dir / "chains.csv", chains);
-  if (options.loss_every > 0) io::write_file_atomically(dir / "chain_windows.csv", windows);
-  io::write_file_atomically(dir / "rhat.csv", rhat);
+  staged.stage(dir / "chains.csv", chains);
+  if (options.loss_every > 0) staged.stage(dir / "chain_windows.csv", windows);
+  staged.stage(dir / "rhat.csv", rhat);
   double worst = kNaN, worst_split = kNaN;
   for (const RhatRepeat& r : result.repeats) {
     worst = std::isnan(worst) ? r.epochs.rhat : std::max(worst, r.epochs.rhat);
@@ -201,7 +203,8 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
                                                                  : nlohmann::json(nullptr)},
       {"figure_error", result.figure_error},
       {"per_repeat", repeats}};
-  io::write_file_atomically(dir / "summary.json", summary.dump(2) + "\n");
+  staged.stage(dir / "summary.json", summary.dump(2) + "\n");
+  staged.commit();
   if (summary["figure"].is_null()) {  // an earlier run's figure would no longer match the tables
     std::error_code ec;
     for (const char* name : {"rhat_vs_epoch.png", "rhat_vs_epoch.svg"}) {
@@ -478,6 +481,7 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
   if (!result.missing.empty()) return result;  // the tables wait for every repeat
   std::vector<evaluation::RhatCurve> curves;
   for (const RhatRepeat& r : result.repeats) curves.push_back({fmt::format("repeat {}", r.repeat), r.by_epoch});
+  io::StagedFiles staged;
   if (options.figures && !evaluation::has_split_rhat(curves)) {
     // Chains that never moved (obabo rejecting every block, say) have no
     // within-chain variance: the table says so with its numbers.
@@ -489,12 +493,12 @@ RhatResult run_rhat(const config::Config& config, const RhatOptions& options) {
         curves,
         fmt::format("R-hat of the mean training loss across {} chains from x* + {:g} N(0, I), burn-in {} epochs",
                     options.chains, result.rho, result.burn_in),
-        dir / "figures");
+        dir / "figures", &staged);
     result.figure_error = outcome.error;
     if (!outcome.error.empty()) spdlog::warn("figure not drawn: {}", outcome.error);
   }
   still_ours(lock, dir);
-  write_outputs(config, options, result);
+  write_outputs(config, options, result, staged);
   return result;
 }
 

@@ -759,7 +759,6 @@ int run(const config::Config& config, const RunOptions& options) {
     }
   }
   if (group != nullptr) check_ranks_were_given_one_run(*group, config, options);
-  const bool writer = group == nullptr || group->rank() == 0;
   const auto& dir = options.run_dir;
   // Note [Run ownership]: checked now, claimed once the data and model are known to work.
   on_rank_zero(group, "before training", [&] { check_run_directory(dir, config, options.resume); });

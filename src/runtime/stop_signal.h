@@ -29,7 +29,10 @@
 // out of time, and before the evaluation whether any was signalled (one
 // all-reduce each), so that they stop together; a scheduler or torchrun
 // signals each rank on its own, at slightly different moments. Every rank
-// then exits with rank 0's code.
+// then exits with rank 0's code. gnuplot, which draws an evaluation's
+// figures, runs in a process group of its own (src/evaluation/figures.cpp),
+// so that a terminal's Ctrl-C, which lets the evaluation finish, does not
+// kill it and the figures with it.
 #pragma once
 
 #include <string>

@@ -11,6 +11,7 @@
 
 #include "src/io/atomic_file.h"
 #include "tests/support/data_paths.h"
+#include "tests/support/figure_files.h"
 #include "tests/support/run_bnn.h"
 #include "tests/support/temp_dir.h"
 
@@ -169,6 +170,27 @@ TEST_F(Resume, ASignalDuringTheLastEpochLeavesTheMetricsToTheNextCommand) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(std::filesystem::exists(cut / "metrics.json"));
   EXPECT_EQ(r.output.find("member 0: seed"), std::string::npos) << "the finished member ran again\n" << r.output;
+}
+
+// Note [Stop signals]: a Ctrl-C while the run draws its figures reaches the
+// whole foreground process group. gnuplot runs in a group of its own, so the
+// request reaches bnn alone, which finishes the evaluation, figures and all.
+// Here a stand-in gnuplot sends SIGINT to bnn's group (bnn leads one of its
+// own under setsid), as the terminal would, then runs the real gnuplot; in
+// bnn's group it would have died of it, and the figures with it.
+TEST_F(Resume, ACtrlCWhileTheFiguresAreDrawnLetsGnuplotFinish) {
+  if (!bnn::testing::has_gnuplot()) GTEST_SKIP() << bnn::testing::kNoGnuplot;
+  const auto fake = work_ / "ctrl_c_gnuplot.sh";
+  bnn::io::write_file_atomically(fake, "#!/bin/sh\nkill -INT -$PPID\nsleep 1\nexec gnuplot \"$@\"\n");
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  const auto dir = work_ / "run";
+  const auto r = bnn("run --config " + kTinyConfig + " --threads 1 --set run.members=1 --out " + dir.string(),
+                     "BNN_GNUPLOT=" + fake.string() + " setsid");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("SIGINT"), std::string::npos) << "the stand-in sent no SIGINT\n" << r.output;
+  EXPECT_EQ(r.output.find("figures not drawn"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "figures" / "metrics_vs_size.png")) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "metrics.json")) << r.output;
 }
 
 // Note [Redrawn batches]: tiny.yaml's SMS cycles are 20 steps. Cycle 0 keeps

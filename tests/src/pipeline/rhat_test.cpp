@@ -4,6 +4,7 @@
 // against epoch figure and table of `bnn evaluate`.
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -430,6 +431,44 @@ TEST(RhatCommand, ARhatWhoseLockFileIsReplacedWritesNoTables) {
       << r.output;
   for (const char* name : {"summary.json", "chains.csv", "rhat.csv"}) EXPECT_FALSE(fs::exists(out / name)) << name;
   EXPECT_TRUE(fs::exists(out / "member_000" / "chains.json")) << r.output;
+  if (!HasFailure()) fs::remove_all(s.dir);
+}
+
+// A failed bnn rhat leaves the last complete output as it was, its figure
+// too: the figure is renamed with the tables. Here a stand-in gnuplot draws a
+// figure ("A", then "B": PNG and SVG ends that pass the completeness check)
+// and, the second time, replaces rhat.lock, so the tables are not written.
+TEST(RhatCommand, ARhatThatWritesNoTablesKeepsTheEarlierFigure) {
+  const Experiment s = make_experiment("staged_figure");
+  const auto out = s.dir / "out";
+  const auto fake = s.dir / "drawing_gnuplot.sh";
+  const auto draw = [&](const std::string& mark, const std::string& then) {
+    bnn::io::write_file_atomically(fake, "#!/bin/sh\nprintf '" + mark +
+                                             "_stand_in_png_IEND1234' > rhat_vs_epoch.png.tmp\nprintf '" + mark +
+                                             "</svg>\\n' > rhat_vs_epoch.svg.tmp\n" + then);
+    fs::permissions(fake, fs::perms::owner_all);
+    ::setenv("BNN_GNUPLOT", fake.c_str(), 1);
+    const CommandResult r =
+        bnn_on(s, "rhat --config " + s.config.string() + " --chains 2 --repeats 1 --out " + out.string());
+    ::unsetenv("BNN_GNUPLOT");
+    return r;
+  };
+  CommandResult r = draw("A", "");
+  ASSERT_EQ(r.code, 0) << r.output;
+  ASSERT_EQ(bnn::io::read_file(out / "figures" / "rhat_vs_epoch.png"), "A_stand_in_png_IEND1234");
+  std::map<std::string, std::string> before;
+  for (const char* name : {"summary.json", "chains.csv", "rhat.csv", "config.yaml", "figures/rhat_vs_epoch.png",
+                           "figures/rhat_vs_epoch.svg"}) {
+    before[name] = bnn::io::read_file(out / name);
+  }
+  const auto lock = out / "rhat.lock";
+  r = draw("B", "rm -f '" + lock.string() + "'\n: > '" + lock.string() + "'\n");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("rhat.lock was replaced by another file"), std::string::npos) << r.output;
+  for (const auto& [name, bytes] : before) EXPECT_EQ(bnn::io::read_file(out / name), bytes) << name << " changed";
+  for (const auto& entry : fs::directory_iterator(out / "figures")) {
+    EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path() << " left behind";
+  }
   if (!HasFailure()) fs::remove_all(s.dir);
 }
 
