@@ -20,7 +20,7 @@ set(allowed_src/io "")
 set(allowed_src/runtime "")
 set(allowed_src/config "samplers;models;data_loaders")
 set(allowed_src/distributed "samplers")
-set(allowed_src/evaluation "src/io;models")
+set(allowed_src/evaluation "src/io;src/runtime;models")
 set(allowed_src/pipeline "src/config;src/distributed;src/evaluation;src/io;src/runtime;samplers;models;data_loaders")
 set(allowed_src/experiments "src/config;src/io;src/pipeline;samplers;models;data_loaders")
 set(allowed_src/cli

@@ -50,12 +50,13 @@ class CommunicationError : public std::runtime_error {
 // agreed point, where they stop together (stop_if_rank_zero_failed): rank 0
 // with its own error, the others saying to read rank 0's log, every rank with
 // rank 0's exit code (74 for the storage's failure, else 2). Rank 0's checks
-// before training meet at once (run.cpp's on_rank_zero). A member's writes
-// are kept until its next epoch end or its end (member.h), rank 0 writing
-// nothing more meanwhile, so its last checkpoint stays the one a resume
-// starts from. The evaluation meets at the run's end. An error in the
-// arithmetic (a CUDA out-of-memory, say) may hit one rank only, anywhere:
-// it still ends the run with a communication error on the others.
+// before training meet at once (on_rank_zero in src/pipeline/member.h), and
+// so do its status.json and the evaluation at the end. A member's writes
+// are kept until its next epoch or phase end or its end (Member::write_files),
+// rank 0 writing nothing more meanwhile, so its last checkpoint stays the one
+// a resume starts from. An error in the arithmetic (a CUDA out-of-memory,
+// say) may hit one rank only, anywhere: it still ends the run with a
+// communication error on the others.
 //
 // A rank other than 0 stopping because rank 0 failed where only it looks or
 // writes (the run directory, a member's files, the evaluation: Note [Rank 0's

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -19,6 +20,7 @@
 
 #include "src/evaluation/ood.h"
 #include "src/io/atomic_file.h"
+#include "src/runtime/stop_signal.h"
 
 namespace bnn::evaluation {
 namespace {
@@ -77,10 +79,11 @@ std::string quoted(const std::string& text) { return "'" + text + "'"; }
 
 // Runs `command` with /bin/sh, capturing stdout and stderr, its stdin
 // /dev/null. Returns the exit status (-1 if it could not be started or was
-// killed). Note [Stop signals] (src/runtime/stop_signal.h): in a process
-// group of its own, so that a Ctrl-C, which the terminal sends to bnn's
-// whole group, asks bnn to stop (at the end of the evaluation it is in)
-// instead of killing gnuplot and with it the evaluation's figures.
+// killed). Note [Stop signals] (src/runtime/stop_signal.h): where bnn takes
+// SIGINT as a request to stop (at the end of the evaluation it is in), in a
+// process group of its own, so that a Ctrl-C, which the terminal sends to
+// bnn's whole group, does not kill gnuplot and with it the figures; a second
+// signal, which ends bnn, ends that group too (runtime::HelperGroup).
 int run_captured(const std::string& command, std::string& output) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return -1;
@@ -91,8 +94,11 @@ int run_captured(const std::string& command, std::string& output) {
   ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   ::posix_spawnattr_init(&attributes);
-  ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
-  ::posix_spawnattr_setpgroup(&attributes, 0);  // a new group, led by the shell
+  const bool own_group = runtime::stops_on_signals();
+  if (own_group) {
+    ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+    ::posix_spawnattr_setpgroup(&attributes, 0);  // a new group, led by the shell
+  }
   std::string shell = "sh", flag = "-c", script = command;
   char* argv[] = {shell.data(), flag.data(), script.data(), nullptr};
   pid_t pid = 0;
@@ -104,6 +110,8 @@ int run_captured(const std::string& command, std::string& output) {
     ::close(fds[0]);
     return -1;
   }
+  std::optional<runtime::HelperGroup> helper;
+  if (own_group) helper.emplace(pid);
   char buffer[4096];
   for (;;) {
     const ssize_t n = ::read(fds[0], buffer, sizeof buffer);

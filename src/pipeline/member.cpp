@@ -133,8 +133,9 @@ void Member::write_files(const std::function<void()>& write) const {
   } catch (const std::exception& e) {
     failed_write_ = std::current_exception();
     failed_write_code_ = io::exit_code_of(e);
-    spdlog::warn("member {}: {}; rank 0 writes nothing more, and the {} ranks stop together at the epoch's end", index_,
-                 e.what(), ctx_.group->world_size());
+    spdlog::warn("member {}: {}; rank 0 writes nothing more, and the {} ranks stop together where they next agree "
+                 "(the epoch's or the phase's end)",
+                 index_, e.what(), ctx_.group->world_size());
   }
 }
 
@@ -215,6 +216,7 @@ Position Member::train_anchor(bool resume) {
       write_stored_point(point_weights_path(dir_, "map"), point_buffers_path(dir_, "map"), flat_->values(), *model_,
                          torch::kFloat);
     });
+    agree_on_writes();  // Note [Rank 0's failures]: the phase's point estimate
     at = {Phase::kSample, 0};
   }
   if (at.phase == Phase::kAdam) {
@@ -222,6 +224,7 @@ Position Member::train_anchor(bool resume) {
     save_npy(point_weights_path(dir_, "adam"), flat_->values());
     save_npy(point_probs_path(dir_, "adam"), predict());
     write_ood(point_probs_path({}, "adam"), torch::kFloat);
+    agree_on_writes();
     at = {Phase::kSwa, 0};
   }
   if (at.phase == Phase::kSwa) {
@@ -232,6 +235,7 @@ Position Member::train_anchor(bool resume) {
       write_stored_point(point_weights_path(dir_, "swa"), point_buffers_path(dir_, "swa"), flat_->values(), *model_,
                          torch::kFloat);
     });
+    agree_on_writes();
     at = {Phase::kSample, 0};
   }
   return at;
@@ -454,9 +458,10 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     status["status"] = "done";
     status["samples"] = member.samples();
     // Note [Stored samples]: what bnn predict --method bayes may average:
-    // the k-th, 2k-th, ... retained steps, and no other.
+    // the k-th, 2k-th, ... retained steps, and no other. Rank 0's to look
+    // at, its failure every rank's (Note [Rank 0's failures]).
     const auto& e = context.config.evaluation;
-    if (writer) {
+    const auto sample_weights = [&] {
       const std::vector<int64_t> stored = stored_sample_steps(dir);
       std::vector<int64_t> expected;
       const Retention retention = retention_of(context.config, member.partition());
@@ -472,7 +477,7 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
                      index, stored.size(), member.samples(), e.save_sample_weights, e.sample_weights_every,
                      expected.size());
       }
-    }
+    };
     // What `bnn evaluate --burn-in/--thin` needs to select stored samples.
     status["batches_per_epoch"] = member.batches_per_epoch();
     status["thin_steps"] = member.thin_steps();
@@ -492,6 +497,7 @@ MemberOutcome run_member(const MemberContext& context, int64_t index) {
     }
     status["seconds"] = seconds_since(start);
     on_rank_zero(context.group, fmt::format("as member {} ended", index), [&] {
+      sample_weights();
       if (context.lock != nullptr) context.lock->check_still_held();
       write_status(dir, status);
     });

@@ -14,10 +14,14 @@ namespace bnn::runtime {
 namespace {
 
 std::atomic<int> g_stop_signal{0};
+std::atomic<bool> g_stops_on_signals{false};
+// The process group of a helper a second signal ends too (HelperGroup); 0: none.
+std::atomic<int> g_helper_group{0};
 // When the first signal came (CLOCK_MONOTONIC, ns); 0 until its handler has
 // said so.
 std::atomic<int64_t> g_first_signal_ns{0};
-static_assert(std::atomic<int>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free,
+static_assert(std::atomic<int>::is_always_lock_free && std::atomic<int64_t>::is_always_lock_free &&
+                  std::atomic<bool>::is_always_lock_free,
               "a signal handler may only touch lock-free atomics");
 
 // A second signal this soon after the first is the first relayed by a
@@ -53,6 +57,7 @@ extern "C" void on_stop_signal(int signo) {
     // signal is blocked while its handler runs: unblocked, it is delivered at
     // once. A process's namespace init (bnn as a container's PID 1) is not
     // ended by a signal it sends itself: it exits as if by the signal.
+    if (const int helper = g_helper_group.load(); helper > 0) ::kill(-helper, signo);
     ::signal(signo, SIG_DFL);
     sigset_t just_this;
     sigemptyset(&just_this);
@@ -86,9 +91,16 @@ void stop_on_signals() {
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
   for (const int signo : {SIGTERM, SIGINT}) ::sigaction(signo, &action, nullptr);
+  g_stops_on_signals.store(true);
 }
 
+bool stops_on_signals() { return g_stops_on_signals.load(); }
+
 int stop_signal() { return g_stop_signal.load(); }
+
+HelperGroup::HelperGroup(int group) { g_helper_group.store(group); }
+
+HelperGroup::~HelperGroup() { g_helper_group.store(0); }
 
 std::string signal_name(int signo) {
   if (signo == SIGTERM) return "SIGTERM";

@@ -29,10 +29,12 @@
 // out of time, and before the evaluation whether any was signalled (one
 // all-reduce each), so that they stop together; a scheduler or torchrun
 // signals each rank on its own, at slightly different moments. Every rank
-// then exits with rank 0's code. gnuplot, which draws an evaluation's
-// figures, runs in a process group of its own (src/evaluation/figures.cpp),
-// so that a terminal's Ctrl-C, which lets the evaluation finish, does not
-// kill it and the figures with it.
+// then exits with rank 0's code. Where the handlers are installed, gnuplot,
+// which draws an evaluation's figures, runs in a process group of its own
+// (src/evaluation/figures.cpp), so that a terminal's Ctrl-C, which lets the
+// evaluation finish, does not kill it and the figures with it; a second
+// signal, which ends bnn, ends that group too (HelperGroup). Elsewhere (bnn
+// evaluate) gnuplot stays in bnn's group, and a Ctrl-C ends both.
 #pragma once
 
 #include <string>
@@ -43,8 +45,22 @@ namespace bnn::runtime {
 // commands that look at stop_signal(); another would then ignore them.
 void stop_on_signals();
 
+// Whether stop_on_signals() was called in this process.
+bool stops_on_signals();
+
 // The first stop signal received (SIGTERM, SIGINT), or 0 where none was.
 int stop_signal();
+
+// Note [Stop signals]: while one lives, a second signal, which ends bnn,
+// is sent first to the process group `group` (a helper bnn waits for, in a
+// group of its own), so that the helper does not outlive bnn. One at a time.
+class HelperGroup {
+ public:
+  explicit HelperGroup(int group);
+  ~HelperGroup();
+  HelperGroup(const HelperGroup&) = delete;
+  HelperGroup& operator=(const HelperGroup&) = delete;
+};
 
 // "SIGTERM", "SIGINT", or "signal N".
 std::string signal_name(int signo);

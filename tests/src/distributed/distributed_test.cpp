@@ -178,8 +178,10 @@ class DistributedRun : public DistributedGroup {
   }
 
   // Launches WORLD_SIZE=2 ranks on loopback, `bnn <args[r]> --distributed`
-  // for rank r with the environment `env` added (and `rank0_env` on rank 0);
-  // returns each rank's exit code and output. `timeout` ends a rank that hangs.
+  // for rank r with the environment `env` added (and `rank0_env` on rank 0:
+  // variables, then perhaps a command that runs the rest, as `env` takes
+  // them); returns each rank's exit code and output. `timeout` ends a rank
+  // that hangs.
   std::vector<bnn::testing::CommandResult> bnn_ranks(const std::vector<std::string>& args,
                                                      const std::string& env = "", const std::string& rank0_env = "") {
     const int port = free_port();
@@ -281,7 +283,7 @@ TEST_F(DistributedRun, TwoRanksOnLoopbackEqualTheSingleProcessChain) {
 // middle of sampling epoch 2 (Note [Stop signals]): the ranks agree to stop
 // at that epoch's end, both exit 75, and resume to the same bits. And where
 // rank 0 alone cannot write (Note [Rank 0's failures] in process_group.h): a
-// file-size limit of 340 KiB lets it write Adam's checkpoints (about 300 KB)
+// file-size limit of 340 KiB (prlimit) lets it write Adam's checkpoints (about 300 KB)
 // but not SWA's (about 410 KB), so both ranks stop at SWA's epoch end with
 // rank 0's exit code 74, rank 1 without a communication error, and resume
 // from Adam's last checkpoint to the same bits.
@@ -323,13 +325,13 @@ TEST_F(DistributedRun, KilledSignalledOrFailingRanksResumeBitIdentically) {
   resume_to_full(signalled, "2 epoch(s) of sampling");
 
   const auto failing = work_ / "failing";
-  ranks = bnn_ranks({args(failing), args(failing)}, "", R"(bash -c 'ulimit -f 340 && exec "$@"' limited)");
+  ranks = bnn_ranks({args(failing), args(failing)}, "", "prlimit --fsize=348160");
   EXPECT_EQ(ranks[0].code, 74) << ranks[0].output;
   EXPECT_NE(ranks[0].output.find("bnn: error: cannot write " + (failing / "member_000" / "checkpoint.pt").string() +
                                  ": File too large"),
             std::string::npos)
       << ranks[0].output;
-  EXPECT_NE(ranks[0].output.find("rank 0 writes nothing more, and the 2 ranks stop together at the epoch's end"),
+  EXPECT_NE(ranks[0].output.find("rank 0 writes nothing more, and the 2 ranks stop together where they next agree"),
             std::string::npos)
       << ranks[0].output;
   EXPECT_EQ(ranks[1].code, 74) << ranks[1].output;
@@ -337,6 +339,7 @@ TEST_F(DistributedRun, KilledSignalledOrFailingRanksResumeBitIdentically) {
                                  "its log gives; rank 1 stops with it"),
             std::string::npos)
       << ranks[1].output;
+  EXPECT_EQ(ranks[1].output.find("all-reduce"), std::string::npos) << ranks[1].output;
   resume_to_full(failing, "2 epoch(s) of adam");
 
   // Rank 0's evaluation fails (its metrics.json is a folder now): rank 1 stops with it.
@@ -353,6 +356,7 @@ TEST_F(DistributedRun, KilledSignalledOrFailingRanksResumeBitIdentically) {
                                  "reason its log gives; rank 1 stops with it"),
             std::string::npos)
       << ranks[1].output;
+  EXPECT_EQ(ranks[1].output.find("all-reduce"), std::string::npos) << ranks[1].output;
 }
 
 // The ranks launched by torchrun, as docs/distributed.md shows, against the

@@ -2,10 +2,16 @@
 // read; the second ends the process by the signal's default action.
 #include "src/runtime/stop_signal.h"
 
+#include <spawn.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <string>
 #include <thread>
 
 namespace bnn::runtime {
@@ -36,6 +42,46 @@ TEST(StopSignals, TheFirstSignalIsARequestAndALaterSecondEndsTheProcess) {
             ": stopping at the next epoch end \\(a second signal, 2 s or more later, stops at once\\)\n"
         "bnn: a second signal within 2 s, as a launcher relays the first: still stopping at the next epoch end\n");
   }
+}
+
+// A process with the stop handlers and a helper in a process group of its
+// own (a shell that writes "ended" to `mark` when SIGTERM reaches it), sent
+// SIGTERM twice, 2.1 s apart: the second ends it.
+[[noreturn]] void signal_twice_beside_a_helper(const std::string& mark) {
+  stop_on_signals();
+  std::string shell = "sh", flag = "-c";
+  std::string script = "trap 'echo ended > " + mark + "; exit 0' TERM; sleep 30 & wait";
+  char* argv[] = {shell.data(), flag.data(), script.data(), nullptr};
+  posix_spawnattr_t attributes;
+  ::posix_spawnattr_init(&attributes);
+  ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  ::posix_spawnattr_setpgroup(&attributes, 0);
+  pid_t pid = 0;
+  if (::posix_spawn(&pid, "/bin/sh", nullptr, &attributes, argv, environ) != 0) std::_Exit(10);
+  HelperGroup helper(pid);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its trap set
+  std::raise(SIGTERM);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2100));
+  std::raise(SIGTERM);
+  std::_Exit(11);
+}
+
+// A helper bnn waits for in a process group of its own (gnuplot, which a
+// terminal's Ctrl-C must not end) is ended by the second signal too, which
+// ends bnn: it does not outlive bnn. Here the helper is a shell that writes a
+// mark when SIGTERM reaches it.
+TEST(StopSignals, ASecondSignalEndsTheHelperGroupToo) {
+  const std::string mark = ::testing::TempDir() + "bnn_stop_signal_helper_" + std::to_string(::getpid());
+  std::remove(mark.c_str());
+  EXPECT_EXIT(signal_twice_beside_a_helper(mark), ::testing::KilledBySignal(SIGTERM), "");
+  std::string said;
+  for (int i = 0; i < 50 && said.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::ifstream in(mark);
+    std::getline(in, said);
+  }
+  EXPECT_EQ(said, "ended") << "the helper's group was not sent the second signal";
+  std::remove(mark.c_str());
 }
 
 // Without a stop requested, SIGPIPE keeps its default action (`bnn run | head` ends bnn).
