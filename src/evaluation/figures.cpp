@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iterator>
 #include <optional>
@@ -78,7 +79,9 @@ std::string find_gnuplot() {
 std::string quoted(const std::string& text) { return "'" + text + "'"; }
 
 // Runs `command` with /bin/sh, capturing stdout and stderr, its stdin
-// /dev/null. Returns the exit status (-1 if it could not be started or was
+// /dev/null and no other descriptor of bnn's open in it (a data-parallel
+// rank's sockets, held open by a gnuplot that outlived the rank, would keep
+// its peers from seeing it die). Returns the exit status (-1 if it could not be started or was
 // killed). Note [Stop signals] (src/runtime/stop_signal.h): where bnn takes
 // SIGINT as a request to stop (at the end of the evaluation it is in), in a
 // process group of its own, so that a Ctrl-C, which the terminal sends to
@@ -93,6 +96,15 @@ int run_captured(const std::string& command, std::string& output) {
   ::posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   ::posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
   ::posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
+  // Every other descriptor open now, closed in the child (those opened with
+  // O_CLOEXEC would close anyway; one closed meanwhile is no error).
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int fd = std::stoi(name);
+    if (fd > 2 && fd != fds[0] && fd != fds[1]) ::posix_spawn_file_actions_addclose(&actions, fd);
+  }
   ::posix_spawnattr_init(&attributes);
   const bool own_group = runtime::stops_on_signals();
   if (own_group) {
@@ -400,7 +412,12 @@ FigureOutcome run_script(const std::string& script, const std::vector<std::strin
   std::string output;
   const int status = run_captured(fmt::format("cd {} && exec {} -e \"suffix='.tmp'\" figures.gp", quoted(where),
                                               quoted(gnuplot)), output);
-  io::write_file_atomically(dir / "gnuplot.log", output);
+  try {
+    io::write_file_atomically(dir / "gnuplot.log", output);
+  } catch (const std::exception&) {
+    remove_temporaries();  // what gnuplot drew: no figure is renamed now
+    throw;
+  }
   if (status != 0) {
     outcome.error = fmt::format("gnuplot failed (exit status {}); see {}", status, (dir / "gnuplot.log").string());
     remove_temporaries();  // what it wrote before it failed

@@ -208,7 +208,10 @@ void write_outputs(const config::Config& config, const RhatOptions& options, con
   if (summary["figure"].is_null()) {  // an earlier run's figure would no longer match the tables
     std::error_code ec;
     for (const char* name : {"rhat_vs_epoch.png", "rhat_vs_epoch.svg"}) {
-      std::filesystem::remove(dir / "figures" / name, ec);
+      if (std::filesystem::remove(dir / "figures" / name, ec)) {
+        spdlog::warn("removed {}, an earlier bnn rhat's figure: it was not drawn from these tables",
+                     (dir / "figures" / name).string());
+      }
     }
   }
 }

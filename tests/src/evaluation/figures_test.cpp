@@ -2,9 +2,13 @@
 // figures as decodable PNG and SVG files (or a stated reason, without gnuplot).
 #include "src/evaluation/figures.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
@@ -125,6 +129,46 @@ TEST(Figures, CutFilesKeepTheFiguresThere) {
     for (const auto& entry : std::filesystem::directory_iterator(dir)) {
       EXPECT_NE(entry.path().extension(), ".tmp") << entry.path();
     }
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// gnuplot gets no descriptor of bnn's but its stdin, stdout and stderr: a
+// data-parallel rank's sockets, held open by a gnuplot that outlived the
+// rank, kept its peers from seeing it die. Here this process holds a
+// descriptor without O_CLOEXEC, and a stand-in gnuplot looks for it.
+TEST(Figures, GnuplotInheritsNoDescriptorOfBnns) {
+  const auto dir = testing::unique_temp_dir("bnn_figures_test");
+  const int held = ::open("/dev/null", O_RDONLY);
+  ASSERT_GT(held, 2);
+  const auto fake = dir / "looking_gnuplot.sh";
+  io::write_file_atomically(fake, fmt::format("#!/bin/sh\n[ -e /proc/$$/fd/1 ] && echo 'fd 1 open'\n"
+                                              "[ -e /proc/$$/fd/{0} ] && echo 'fd {0} inherited'\nexit 1\n",
+                                              held));
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  ::setenv("BNN_GNUPLOT", fake.c_str(), 1);
+  const FigureOutcome outcome = draw_figures(synthetic_inputs(), dir);
+  ::unsetenv("BNN_GNUPLOT");
+  ::close(held);
+  EXPECT_NE(outcome.error.find("gnuplot failed (exit status 1)"), std::string::npos) << outcome.error;
+  const std::string log = io::read_file(dir / "gnuplot.log");
+  EXPECT_NE(log.find("fd 1 open"), std::string::npos) << log;  // the stand-in's look works
+  EXPECT_EQ(log.find("inherited"), std::string::npos) << log;
+  std::filesystem::remove_all(dir);
+}
+
+// Where gnuplot.log cannot be written after gnuplot drew, nothing it drew is
+// left behind (a folder stands where the log goes).
+TEST(Figures, ALogThatCannotBeWrittenLeavesNoTemporaryFigures) {
+  if (!testing::has_gnuplot()) GTEST_SKIP() << testing::kNoGnuplot;
+  const auto dir = testing::unique_temp_dir("bnn_figures_test");
+  std::filesystem::create_directories(dir / "gnuplot.log" / "a_file_inside");
+  const FigureOutcome outcome = draw_figures(synthetic_inputs(), dir);
+  EXPECT_TRUE(outcome.figures.empty());
+  EXPECT_NE(outcome.error.find("cannot write " + (dir / "gnuplot.log").string()), std::string::npos)
+      << outcome.error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
   }
   std::filesystem::remove_all(dir);
 }
