@@ -216,6 +216,20 @@ class DistributedRun : public DistributedGroup {
     return losses;
   }
 
+  // Note [Rank 0's failures]: rank 0 exits `code` with "bnn: error: `error`";
+  // rank 1 with it, saying rank 0 stopped `when`, without a communication error.
+  static void expect_rank_one_stops_with_rank_zero(const std::vector<bnn::testing::CommandResult>& ranks, int code,
+                                                   const std::string& error, const std::string& when) {
+    EXPECT_EQ(ranks[0].code, code) << ranks[0].output;
+    EXPECT_NE(ranks[0].output.find("bnn: error: " + error), std::string::npos) << ranks[0].output;
+    EXPECT_EQ(ranks[1].code, code) << ranks[1].output;
+    EXPECT_NE(ranks[1].output.find("bnn: error: rank 0 of this distributed run stopped " + when +
+                                   ", for the reason its log gives; rank 1 stops with it"),
+              std::string::npos)
+        << ranks[1].output;
+    EXPECT_EQ(ranks[1].output.find("all-reduce"), std::string::npos) << ranks[1].output;
+  }
+
   static std::set<std::string> files_under(const std::filesystem::path& dir) {
     std::set<std::string> names;
     for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
@@ -326,20 +340,12 @@ TEST_F(DistributedRun, KilledSignalledOrFailingRanksResumeBitIdentically) {
 
   const auto failing = work_ / "failing";
   ranks = bnn_ranks({args(failing), args(failing)}, "", "prlimit --fsize=348160");
-  EXPECT_EQ(ranks[0].code, 74) << ranks[0].output;
-  EXPECT_NE(ranks[0].output.find("bnn: error: cannot write " + (failing / "member_000" / "checkpoint.pt").string() +
-                                 ": File too large"),
-            std::string::npos)
-      << ranks[0].output;
+  expect_rank_one_stops_with_rank_zero(
+      ranks, 74, "cannot write " + (failing / "member_000" / "checkpoint.pt").string() + ": File too large",
+      "in member 0");
   EXPECT_NE(ranks[0].output.find("rank 0 writes nothing more, and the 2 ranks stop together where they next agree"),
             std::string::npos)
       << ranks[0].output;
-  EXPECT_EQ(ranks[1].code, 74) << ranks[1].output;
-  EXPECT_NE(ranks[1].output.find("bnn: error: rank 0 of this distributed run stopped in member 0, for the reason "
-                                 "its log gives; rank 1 stops with it"),
-            std::string::npos)
-      << ranks[1].output;
-  EXPECT_EQ(ranks[1].output.find("all-reduce"), std::string::npos) << ranks[1].output;
   resume_to_full(failing, "2 epoch(s) of adam");
 
   // Rank 0's evaluation fails (its metrics.json is a folder now): rank 1 stops with it.
@@ -347,16 +353,8 @@ TEST_F(DistributedRun, KilledSignalledOrFailingRanksResumeBitIdentically) {
   std::filesystem::create_directories(failing / "metrics.json" / "a_file_inside");
   const std::string again = "run --threads 1 --resume " + failing.string();
   ranks = bnn_ranks({again, again});
-  EXPECT_EQ(ranks[0].code, 2) << ranks[0].output;
-  EXPECT_NE(ranks[0].output.find("bnn: error: cannot write " + (failing / "metrics.json").string()),
-            std::string::npos)
-      << ranks[0].output;
-  EXPECT_EQ(ranks[1].code, 2) << ranks[1].output;
-  EXPECT_NE(ranks[1].output.find("bnn: error: rank 0 of this distributed run stopped after training, for the "
-                                 "reason its log gives; rank 1 stops with it"),
-            std::string::npos)
-      << ranks[1].output;
-  EXPECT_EQ(ranks[1].output.find("all-reduce"), std::string::npos) << ranks[1].output;
+  expect_rank_one_stops_with_rank_zero(ranks, 2, "cannot write " + (failing / "metrics.json").string(),
+                                       "after training");
 }
 
 // The ranks launched by torchrun, as docs/distributed.md shows, against the
@@ -488,14 +486,7 @@ TEST_F(DistributedRun, ARunRankZeroRefusesStopsEveryRank) {
                                                          "run directory " + file.string() + " is a file"},
         {{resume, resume}, (nested / "member_000").string() + " holds "}}) {
     SCOPED_TRACE(commands[0]);
-    const auto ranks = bnn_ranks(commands);
-    EXPECT_EQ(ranks[0].code, 2) << ranks[0].output;
-    EXPECT_NE(ranks[0].output.find("bnn: error: " + reason), std::string::npos) << ranks[0].output;
-    EXPECT_EQ(ranks[1].code, 2) << ranks[1].output;
-    EXPECT_NE(ranks[1].output.find("bnn: error: rank 0 of this distributed run stopped before training, for the "
-                                   "reason its log gives; rank 1 stops with it"),
-              std::string::npos)
-        << ranks[1].output;
+    expect_rank_one_stops_with_rank_zero(bnn_ranks(commands), 2, reason, "before training");
   }
   EXPECT_FALSE(std::filesystem::exists(work_ / "rank1"));
 }
